@@ -1,0 +1,180 @@
+//! The `postern` command line: `web` serves, `admin …` administers.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+
+use crate::app::{self, App};
+use crate::config::{Config, schema};
+use crate::{identity, users};
+
+#[derive(Parser)]
+#[command(name = "postern", version, about = "Postern: a self-hosted git service")]
+pub struct Cli {
+    /// The ini file to read (default: config/app.ini when present).
+    #[arg(long, short, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the web server.
+    Web,
+    /// Administration commands.
+    #[command(subcommand)]
+    Admin(Admin),
+}
+
+#[derive(Subcommand)]
+enum Admin {
+    /// Manage users.
+    #[command(subcommand)]
+    User(UserCmd),
+    /// Inspect plugins.
+    #[command(subcommand)]
+    Plugin(PluginCmd),
+    /// Configuration helpers.
+    #[command(subcommand)]
+    Config(ConfigCmd),
+}
+
+#[derive(Subcommand)]
+enum UserCmd {
+    /// Create a local user.
+    Create {
+        #[arg(long)]
+        username: String,
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        password: String,
+        /// Make the user a site administrator.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// List users.
+    List {
+        /// Only site administrators.
+        #[arg(long)]
+        admin: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginCmd {
+    /// List plugins: id, kind, version, WIT version, origin, sha256, grants,
+    /// state, calls and traps.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCmd {
+    /// Print the example ini file (every key, its default, its environment name).
+    Example,
+    /// Read and check the configuration, then exit.
+    Check,
+}
+
+pub fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    if let Command::Admin(Admin::Config(ConfigCmd::Example)) = cli.command {
+        print!("{}", schema::example_ini());
+        return Ok(());
+    }
+    let config = Config::load(cli.config.as_deref())?;
+    init_tracing(&config, matches!(cli.command, Command::Web));
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(run(cli.command, config))
+}
+
+fn init_tracing(config: &Config, server: bool) {
+    // The admin commands print their results; their log stays quiet unless asked.
+    let default = if server { config.log.level.as_str() } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("POSTERN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("postern={default},warn")));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+async fn run(command: Command, config: Config) -> anyhow::Result<()> {
+    match command {
+        Command::Web => app::serve(config).await,
+        Command::Admin(Admin::Config(ConfigCmd::Check)) => {
+            for key in &config.unknown_keys {
+                eprintln!("warning: unknown configuration key {key}");
+            }
+            println!("configuration is valid");
+            Ok(())
+        }
+        Command::Admin(Admin::Config(ConfigCmd::Example)) => unreachable!("handled before loading the configuration"),
+        Command::Admin(Admin::User(cmd)) => user(App::open(config).await?, cmd).await,
+        Command::Admin(Admin::Plugin(PluginCmd::List { json })) => plugin_list(App::open(config).await?, json).await,
+    }
+}
+
+async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
+    match cmd {
+        UserCmd::Create { username, email, password, admin } => {
+            match identity::register(&app, &username, &email, &password, admin).await {
+                Ok(user) => {
+                    println!(
+                        "New user '{}' has been successfully created{}.",
+                        user.login,
+                        if user.is_admin { " as a site administrator" } else { "" }
+                    );
+                    Ok(())
+                }
+                Err(e) => bail!("cannot create user {username:?}: {e}"),
+            }
+        }
+        UserCmd::List { admin } => {
+            let list = users::list(&app.db, admin).await?;
+            println!("{:<6} {:<24} {:<32} {:<8} {:<7} {}", "ID", "Username", "Email", "IsActive", "IsAdmin", "Source");
+            for u in list {
+                println!(
+                    "{:<6} {:<24} {:<32} {:<8} {:<7} {}",
+                    u.id, u.login, u.email, u.is_active, u.is_admin, u.login_source
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn plugin_list(app: App, json: bool) -> anyhow::Result<()> {
+    let mut list = app.plugins.list();
+    // Calls and traps are counted by the running servers and kept in the
+    // database; this process has made no calls of its own.
+    for info in &mut list {
+        let (calls, traps, last_error) = app.db.plugin_status(&info.id).await?;
+        info.calls = calls;
+        info.traps = traps;
+        info.last_error = last_error;
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
+    for p in list {
+        println!("{}", p.id);
+        println!("  kind:         {}", p.kind.as_str());
+        println!("  version:      {}", p.version);
+        println!("  wit version:  {}", p.wit_version);
+        println!("  origin:       {}", p.origin);
+        println!("  sha256:       {}", p.sha256);
+        println!("  grants:       {}", p.grants.join(", "));
+        println!("  state:        {}", p.state);
+        println!("  calls:        {}", p.calls);
+        println!("  traps:        {}", p.traps);
+        if let Some(e) = p.last_error {
+            println!("  last error:   {e}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,553 @@
+//! The one typed configuration.
+//!
+//! Layers, lowest first: the built-in defaults of [`schema`], the ini file
+//! (`--config PATH`, else `config/app.ini` when present), and the environment
+//! (`POSTERN__SECTION__KEY`, a dot in a section name written `_0X2E_` as in
+//! Gitea). The `config` crate merges the layers; [`schema`] then checks every
+//! key: an unknown key is reported, an invalid value refuses the start with
+//! the key, the value and what was expected.
+
+pub mod schema;
+mod sources;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use schema::SectionPattern;
+
+/// Why the configuration could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The ini file named on the command line does not exist or is unreadable.
+    #[error("cannot read configuration file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    /// The ini file is not valid ini syntax.
+    #[error("configuration file {path} is not valid ini: {message}")]
+    Syntax { path: PathBuf, message: String },
+    /// One or more values are invalid; each line names the key, the value and
+    /// what was expected.
+    #[error("invalid configuration:\n{}", .0.join("\n"))]
+    Invalid(Vec<String>),
+    /// The `config` crate failed to merge the layers.
+    #[error("configuration could not be merged: {0}")]
+    Merge(#[from] config::ConfigError),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Every section as the layers left it, keys upper-case, values as text.
+type Raw = BTreeMap<String, BTreeMap<String, String>>;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The ini file that was read, if any.
+    pub file: Option<PathBuf>,
+    pub server: Server,
+    pub database: Database,
+    pub service: Service,
+    pub security: Security,
+    pub log: Log,
+    pub oauth2: OAuth2Provider,
+    pub webauthn: WebAuthn,
+    pub repository: Repository,
+    pub source: SourceSwitches,
+    pub directory_sources: Vec<DirectorySource>,
+    pub oauth2_sources: Vec<OAuth2Source>,
+    pub plugins: Vec<PluginSection>,
+    /// Keys no section knows, as `[section] KEY (origin)`, for the start-up
+    /// report.
+    pub unknown_keys: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub http_addr: String,
+    pub http_port: u16,
+    pub root_url: String,
+    pub app_data_path: PathBuf,
+    pub cron_sync_ldap: std::time::Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DbType {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, Clone)]
+pub struct Database {
+    pub db_type: DbType,
+    pub path: PathBuf,
+    pub host: String,
+    pub name: String,
+    pub user: String,
+    pub passwd: String,
+    pub ssl_mode: String,
+}
+
+impl Database {
+    /// The sqlx connection URL for the configured backend.
+    pub fn url(&self) -> String {
+        match self.db_type {
+            DbType::Sqlite => format!("sqlite://{}?mode=rwc", self.path.display()),
+            DbType::Postgres => {
+                let auth = if self.passwd.is_empty() {
+                    pct(&self.user)
+                } else {
+                    format!("{}:{}", pct(&self.user), pct(&self.passwd))
+                };
+                format!("postgres://{auth}@{}/{}?sslmode={}", self.host, pct(&self.name), self.ssl_mode)
+            }
+        }
+    }
+}
+
+/// Percent-encodes the characters that would break a URL's user-info or path.
+fn pct(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone)]
+pub struct Service {
+    pub disable_registration: bool,
+    pub require_signin_view: bool,
+    pub ldap_sync_on_login: bool,
+    pub disable_registration_org: bool,
+    pub allow_only_admin_create_org: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Security {
+    pub enable_2fa: bool,
+    pub enable_remember_me_2fa: bool,
+    pub min_password_length: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Log {
+    pub level: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct OAuth2Provider {
+    pub enable: bool,
+    pub access_token_expiration: i64,
+    pub refresh_token_expiration: i64,
+    pub minimal_token_length: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct WebAuthn {
+    pub enable: bool,
+    pub domain: String,
+    pub timeout_ms: i64,
+    pub attestation_preference: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Repository {
+    pub root: PathBuf,
+    pub max_push_files: i64,
+    pub default_disable_push: bool,
+    pub default_require_signed_commits: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceSwitches {
+    pub enable_ldap: bool,
+    pub enable_oauth2: bool,
+}
+
+/// A `[source.<n>]` directory source. Its keys are checked now; directory
+/// sign-in itself arrives with the `ldap` plugin.
+#[derive(Debug, Clone)]
+pub struct DirectorySource {
+    pub number: u32,
+    pub settings: BTreeMap<String, String>,
+}
+
+/// A `[source.oauth2_<name>]` OAuth 2.0 or SAML source, checked now.
+#[derive(Debug, Clone)]
+pub struct OAuth2Source {
+    pub name: String,
+    pub settings: BTreeMap<String, String>,
+}
+
+/// A `[plugin.<id>]` section: the host's keys for a plugin, plus the
+/// plugin's own settings (every other key), which are passed to it.
+#[derive(Debug, Clone)]
+pub struct PluginSection {
+    pub id: String,
+    pub path: Option<PathBuf>,
+    pub sha256: Option<String>,
+    pub kind: Option<String>,
+    pub grants: Option<Vec<String>>,
+    pub memory_limit_mb: Option<u32>,
+    pub timeout_ms: Option<u64>,
+    pub enabled: bool,
+    pub settings: BTreeMap<String, String>,
+}
+
+impl Config {
+    /// Reads the configuration: defaults < ini file < the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Self> {
+        Self::load_with_env(file, std::env::vars())
+    }
+
+    /// As [`Config::load`], with the environment given (tests pass their own).
+    pub fn load_with_env(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Self> {
+        let file = match file {
+            Some(path) => Some(path.to_path_buf()),
+            None => Some(PathBuf::from("config/app.ini")).filter(|p| p.exists()),
+        };
+        let mut builder = config::Config::builder();
+        if let Some(path) = &file {
+            builder = builder.add_source(sources::IniFile::read(path)?);
+        }
+        builder = builder.add_source(sources::Environment::from_vars(env));
+        let merged: BTreeMap<String, serde_json::Value> = builder.build()?.try_deserialize()?;
+        Self::from_raw(file, flatten(merged))
+    }
+
+    fn from_raw(file: Option<PathBuf>, raw: Raw) -> Result<Self> {
+        let mut check = Checker::default();
+        for (section, keys) in &raw {
+            check.section(section, keys);
+        }
+        if !check.errors.is_empty() {
+            return Err(Error::Invalid(check.errors));
+        }
+        let get = |section: &str, key: &str| -> String {
+            raw.get(section)
+                .and_then(|s| s.get(key))
+                .cloned()
+                .unwrap_or_else(|| schema::default_of(section, key).to_string())
+        };
+        let flag = |section: &str, key: &str| schema::parse_bool(&get(section, key)).expect("validated above");
+        let int = |section: &str, key: &str| get(section, key).trim().parse::<i64>().expect("validated above");
+
+        let app_data_path = PathBuf::from(get("server", "APP_DATA_PATH"));
+        let db_path = match raw.get("database").and_then(|s| s.get("PATH")) {
+            Some(p) => PathBuf::from(p),
+            None => app_data_path.join("postern.db"),
+        };
+        let repo_root = match raw.get("repository").and_then(|s| s.get("ROOT")) {
+            Some(p) => PathBuf::from(p),
+            None => app_data_path.join("repositories"),
+        };
+        let root_url = get("server", "ROOT_URL");
+        let webauthn_domain = match raw.get("webauthn").and_then(|s| s.get("DOMAIN")) {
+            Some(d) => d.clone(),
+            None => host_of(&root_url),
+        };
+
+        let mut directory_sources = Vec::new();
+        let mut oauth2_sources = Vec::new();
+        let mut plugins = Vec::new();
+        for (section, keys) in &raw {
+            match SectionPattern::classify(section) {
+                Some((SectionPattern::Directory, n)) => directory_sources.push(DirectorySource {
+                    number: n.parse().expect("validated above"),
+                    settings: keys.clone(),
+                }),
+                Some((SectionPattern::OAuth2Source, name)) => {
+                    oauth2_sources.push(OAuth2Source { name: name.to_string(), settings: keys.clone() })
+                }
+                Some((SectionPattern::Plugin, id)) => plugins.push(plugin_section(id, keys)),
+                _ => {}
+            }
+        }
+        directory_sources.sort_by_key(|s| s.number);
+
+        Ok(Config {
+            file,
+            server: Server {
+                http_addr: get("server", "HTTP_ADDR"),
+                http_port: int("server", "HTTP_PORT") as u16,
+                root_url: root_url.trim_end_matches('/').to_string() + "/",
+                app_data_path,
+                cron_sync_ldap: schema::parse_schedule(&get("server", "CRON_SYNC_LDAP")).expect("validated above"),
+            },
+            database: Database {
+                db_type: if get("database", "DB_TYPE") == "postgres" { DbType::Postgres } else { DbType::Sqlite },
+                path: db_path,
+                host: get("database", "HOST"),
+                name: get("database", "NAME"),
+                user: get("database", "USER"),
+                passwd: get("database", "PASSWD"),
+                ssl_mode: get("database", "SSL_MODE"),
+            },
+            service: Service {
+                // The spec also lists the key under [security]; either one
+                // turns registration off (docs/decisions.md).
+                disable_registration: flag("service", "DISABLE_REGISTRATION")
+                    || flag("security", "DISABLE_REGISTRATION"),
+                require_signin_view: flag("service", "REQUIRE_SIGNIN_VIEW"),
+                ldap_sync_on_login: flag("service", "LDAP_SYNC_ON_LOGIN"),
+                disable_registration_org: flag("service", "DISABLE_REGISTRATION_ORG"),
+                allow_only_admin_create_org: flag("service", "ALLOW_ONLY_ADMIN_CREATE_ORG"),
+            },
+            security: Security {
+                enable_2fa: flag("security", "ENABLE_2FA"),
+                enable_remember_me_2fa: flag("security", "ENABLE_REMEMBER_ME_2FA"),
+                min_password_length: int("security", "MIN_PASSWORD_LENGTH") as u32,
+            },
+            log: Log { level: get("log", "LEVEL") },
+            oauth2: OAuth2Provider {
+                enable: flag("oauth2", "ENABLE"),
+                access_token_expiration: int("oauth2", "ACCESS_TOKEN_EXPIRATION"),
+                refresh_token_expiration: int("oauth2", "REFRESH_TOKEN_EXPIRATION"),
+                minimal_token_length: int("oauth2", "MINIMAL_TOKEN_LENGTH"),
+            },
+            webauthn: WebAuthn {
+                enable: flag("webauthn", "ENABLE"),
+                domain: webauthn_domain,
+                timeout_ms: int("webauthn", "TIMEOUT"),
+                attestation_preference: get("webauthn", "ATTESTATION_PREFERENCE"),
+            },
+            repository: Repository {
+                root: repo_root,
+                max_push_files: int("repository", "MAX_PUSH_FILES"),
+                default_disable_push: flag("repository", "DEFAULT_DISABLE_PUSH"),
+                default_require_signed_commits: flag("repository", "DEFAULT_REQUIRE_SIGNED_COMMITS"),
+            },
+            source: SourceSwitches {
+                enable_ldap: flag("source", "ENABLE_LDAP"),
+                enable_oauth2: flag("source", "ENABLE_OAUTH2"),
+            },
+            directory_sources,
+            oauth2_sources,
+            plugins,
+            unknown_keys: check.unknown,
+        })
+    }
+
+    /// The address to listen on.
+    pub fn listen_addr(&self) -> String {
+        format!("{}:{}", self.server.http_addr, self.server.http_port)
+    }
+
+    /// Whether cookies must carry `Secure`: the service is reached over HTTPS.
+    pub fn secure_cookies(&self) -> bool {
+        self.server.root_url.starts_with("https://")
+    }
+}
+
+fn plugin_section(id: &str, keys: &BTreeMap<String, String>) -> PluginSection {
+    let settings = keys
+        .iter()
+        .filter(|(k, _)| schema::key_spec("plugin.<id>", k).is_none())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    PluginSection {
+        id: id.to_string(),
+        path: keys.get("PATH").map(PathBuf::from),
+        sha256: keys.get("SHA256").map(|s| s.trim().to_ascii_lowercase()),
+        kind: keys.get("KIND").cloned(),
+        grants: keys.get("GRANTS").map(|g| schema::parse_list(g)),
+        memory_limit_mb: keys.get("MEMORY_LIMIT_MB").map(|v| v.trim().parse().expect("validated")),
+        timeout_ms: keys.get("TIMEOUT_MS").map(|v| v.trim().parse().expect("validated")),
+        enabled: keys.get("ENABLED").map(|v| schema::parse_bool(v).expect("validated")).unwrap_or(true),
+        settings,
+    }
+}
+
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host.to_string(),
+        _ => authority.to_string(),
+    }
+}
+
+/// Turns the merged tree into sections of text values. Sub-tables of
+/// `source` and `plugin` become the sections `source.<n>` and `plugin.<id>`.
+fn flatten(merged: BTreeMap<String, serde_json::Value>) -> Raw {
+    let mut raw = Raw::new();
+    for (section, value) in merged {
+        let serde_json::Value::Object(keys) = value else { continue };
+        for (key, value) in keys {
+            match value {
+                serde_json::Value::Object(sub) => {
+                    let name = format!("{}.{}", section.to_ascii_lowercase(), key);
+                    let entry = raw.entry(name).or_default();
+                    for (k, v) in sub {
+                        entry.insert(k.to_ascii_uppercase(), text(v));
+                    }
+                }
+                v => {
+                    raw.entry(section.to_ascii_lowercase()).or_default().insert(key.to_ascii_uppercase(), text(v));
+                }
+            }
+        }
+    }
+    raw
+}
+
+fn text(v: serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// Walks every section against the schema, collecting errors and unknown keys.
+#[derive(Default)]
+struct Checker {
+    errors: Vec<String>,
+    unknown: Vec<String>,
+}
+
+impl Checker {
+    fn section(&mut self, section: &str, keys: &BTreeMap<String, String>) {
+        let Some((pattern, suffix)) = SectionPattern::classify(section) else {
+            self.unknown.push(format!("[{section}] (unknown section)"));
+            return;
+        };
+        if pattern == SectionPattern::Directory && suffix.parse::<u32>().map_or(true, |n| n == 0) {
+            self.errors.push(format!(
+                "[{section}]: expected a section named source.<n> with n a positive number, or source.oauth2_<name>"
+            ));
+            return;
+        }
+        let schema_name = pattern.schema_name();
+        for (key, value) in keys {
+            match schema::key_spec(schema_name, key) {
+                Some(spec) => {
+                    if let Err(expected) = spec.kind.check(value) {
+                        self.errors.push(format!("[{section}] {key} = {value:?}: expected {expected}"));
+                    }
+                }
+                // A plugin's own settings are the plugin's to check.
+                None if pattern == SectionPattern::Plugin => {}
+                None => self.unknown.push(format!("[{section}] {key}")),
+            }
+        }
+        if pattern == SectionPattern::Plugin {
+            self.plugin_rules(section, keys);
+        }
+    }
+
+    /// Rules across keys of a `[plugin.<id>]` section.
+    fn plugin_rules(&mut self, section: &str, keys: &BTreeMap<String, String>) {
+        let id = section.trim_start_matches("plugin.");
+        let builtin = crate::plugins::builtin::ids().contains(&id);
+        match (keys.get("PATH"), keys.get("SHA256"), builtin) {
+            (Some(_), _, true) => self.errors.push(format!(
+                "[{section}] PATH: expected no PATH for the built-in plugin {id:?}; give a third-party plugin another id"
+            )),
+            (Some(_), None, false) => self.errors.push(format!(
+                "[{section}] SHA256: expected the sha256 of the file at PATH (64 hex digits); a third-party plugin must be pinned"
+            )),
+            (None, _, false) => self
+                .errors
+                .push(format!("[{section}] PATH: expected the path of a .wasm component (no built-in plugin is named {id:?})")),
+            _ => {}
+        }
+        if !builtin && !keys.contains_key("KIND") {
+            self.errors.push(format!(
+                "[{section}] KIND: expected one of identity-source, second-factor, webhook-transport"
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let path = dir.join("app.ini");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn tmp() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("postern-config-{}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn defaults_apply_without_a_file() {
+        let cfg = Config::load_with_env(None, Vec::new()).unwrap();
+        assert_eq!(cfg.server.http_port, 3000);
+        assert_eq!(cfg.database.db_type, DbType::Sqlite);
+        assert_eq!(cfg.oauth2.access_token_expiration, 3600);
+        assert_eq!(cfg.webauthn.timeout_ms, 60000);
+        assert_eq!(cfg.server.cron_sync_ldap, std::time::Duration::from_secs(24 * 3600));
+    }
+
+    #[test]
+    fn environment_overrides_the_file_and_decodes_dots() {
+        let dir = tmp();
+        let file = write(&dir, "[server]\nHTTP_PORT = 4000\n[source.1]\nNAME = corp\nHOST = ldap.example.com\n");
+        let env = vec![
+            ("POSTERN__SERVER__HTTP_PORT".to_string(), "5000".to_string()),
+            ("POSTERN__SOURCE_0X2E_1__HOST".to_string(), "dir.example.com".to_string()),
+            ("UNRELATED".to_string(), "x".to_string()),
+        ];
+        let cfg = Config::load_with_env(Some(&file), env).unwrap();
+        assert_eq!(cfg.server.http_port, 5000);
+        assert_eq!(cfg.directory_sources.len(), 1);
+        assert_eq!(cfg.directory_sources[0].settings["HOST"], "dir.example.com");
+        assert_eq!(cfg.directory_sources[0].settings["NAME"], "corp");
+    }
+
+    #[test]
+    fn invalid_values_name_key_value_and_expectation() {
+        let dir = tmp();
+        let file = write(&dir, "[server]\nHTTP_PORT = eighty\n[oauth2]\nENABLE = maybe\n");
+        let err = Config::load_with_env(Some(&file), Vec::new()).unwrap_err().to_string();
+        assert!(err.contains("[server] HTTP_PORT = \"eighty\": expected a port number"), "{err}");
+        assert!(err.contains("[oauth2] ENABLE = \"maybe\": expected a boolean"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_reported_not_fatal() {
+        let dir = tmp();
+        let file = write(&dir, "[server]\nHTTP_PROT = 80\n[nonsense]\nA = 1\n");
+        let cfg = Config::load_with_env(Some(&file), Vec::new()).unwrap();
+        assert!(cfg.unknown_keys.iter().any(|k| k == "[server] HTTP_PROT"), "{:?}", cfg.unknown_keys);
+        assert!(cfg.unknown_keys.iter().any(|k| k.starts_with("[nonsense]")), "{:?}", cfg.unknown_keys);
+    }
+
+    #[test]
+    fn spec_sections_are_validated_now() {
+        let dir = tmp();
+        let file = write(
+            &dir,
+            "[source.1]\nTYPE = 3\n[source.oauth2_corp]\nAUTH_URL = not a url\n[webauthn]\nTIMEOUT = -5\n[server]\nCRON_SYNC_LDAP = daily\n",
+        );
+        let err = Config::load_with_env(Some(&file), Vec::new()).unwrap_err().to_string();
+        assert!(err.contains("[source.1] TYPE = \"3\""), "{err}");
+        assert!(err.contains("[source.oauth2_corp] AUTH_URL"), "{err}");
+        assert!(err.contains("[webauthn] TIMEOUT"), "{err}");
+        assert!(err.contains("[server] CRON_SYNC_LDAP = \"daily\": expected a schedule"), "{err}");
+    }
+
+    #[test]
+    fn third_party_plugins_must_be_pinned() {
+        let dir = tmp();
+        let file = write(&dir, "[plugin.corp]\nKIND = identity-source\nPATH = /x.wasm\n");
+        let err = Config::load_with_env(Some(&file), Vec::new()).unwrap_err().to_string();
+        assert!(err.contains("[plugin.corp] SHA256"), "{err}");
+    }
+
+    #[test]
+    fn postgres_url_is_built_from_gitea_keys() {
+        let env = vec![
+            ("POSTERN__DATABASE__DB_TYPE".to_string(), "postgres".to_string()),
+            ("POSTERN__DATABASE__NAME".to_string(), "git".to_string()),
+            ("POSTERN__DATABASE__PASSWD".to_string(), "p@ss".to_string()),
+        ];
+        let cfg = Config::load_with_env(None, env).unwrap();
+        assert_eq!(cfg.database.url(), "postgres://postgres:p%40ss@127.0.0.1:5432/git?sslmode=disable");
+    }
+}

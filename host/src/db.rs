@@ -1,0 +1,144 @@
+//! The database: SQLite by default, PostgreSQL when configured.
+//!
+//! Queries are written once, in the SQL both backends share (`$1`
+//! placeholders, `ON CONFLICT … DO UPDATE`, `RETURNING`), and run through
+//! sqlx's `Any` driver. Each backend has its own migrations, with the same
+//! schema, applied at start.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Row};
+
+use crate::config::{self, DbType};
+
+/// Why a database operation failed. The text is for logs; API answers never
+/// echo it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot open the database ({url}): {source}")]
+    Connect { url: String, source: sqlx::Error },
+    #[error("cannot create the data directory {path}: {source}")]
+    DataDir { path: String, source: std::io::Error },
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("database error: {0}")]
+    Query(#[from] sqlx::Error),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// A handle on the pool; cheap to clone.
+#[derive(Clone)]
+pub struct Db {
+    pool: AnyPool,
+    backend: DbType,
+}
+
+/// Seconds since the Unix epoch, UTC.
+pub fn now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+impl Db {
+    /// Opens the configured database and applies the pending migrations.
+    pub async fn connect(cfg: &config::Database) -> Result<Db> {
+        install_default_drivers();
+        if cfg.db_type == DbType::Sqlite {
+            if let Some(dir) = cfg.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|source| Error::DataDir { path: dir.display().to_string(), source })?;
+            }
+        }
+        let url = cfg.url();
+        let redacted = if cfg.passwd.is_empty() { url.clone() } else { url.replace(&cfg.passwd, "***") };
+        let pool = AnyPoolOptions::new()
+            .max_connections(if cfg.db_type == DbType::Sqlite { 4 } else { 16 })
+            .connect(&url)
+            .await
+            .map_err(|source| Error::Connect { url: redacted, source })?;
+        let db = Db { pool, backend: cfg.db_type.clone() };
+        if db.backend == DbType::Sqlite {
+            // WAL lets readers and the one writer proceed together.
+            sqlx::query("PRAGMA journal_mode = WAL").execute(&db.pool).await?;
+        }
+        match db.backend {
+            DbType::Sqlite => SQLITE_MIGRATIONS.run(&db.pool).await?,
+            DbType::Postgres => POSTGRES_MIGRATIONS.run(&db.pool).await?,
+        }
+        Ok(db)
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub fn backend(&self) -> &DbType {
+        &self.backend
+    }
+
+    pub async fn kv_get(&self, plugin: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        let row = sqlx::query("SELECT value FROM plugin_kv WHERE plugin = $1 AND key = $2")
+            .bind(plugin)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.get::<Vec<u8>, _>(0)))
+    }
+
+    pub async fn kv_set(&self, plugin: &str, key: &str, value: &[u8]) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO plugin_kv (plugin, key, value, updated) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (plugin, key) DO UPDATE SET value = excluded.value, updated = excluded.updated",
+        )
+        .bind(plugin)
+        .bind(key)
+        .bind(value.to_vec())
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn kv_delete(&self, plugin: &str, key: &str) -> Result<()> {
+        sqlx::query("DELETE FROM plugin_kv WHERE plugin = $1 AND key = $2")
+            .bind(plugin)
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Adds call and trap counts to a plugin's recorded totals. Adding, not
+    /// setting, so that several hosts sharing one database sum correctly.
+    pub async fn plugin_status_add(&self, plugin: &str, calls: u64, traps: u64, last_error: Option<&str>) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO plugin_status (plugin, calls, traps, last_error, updated) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (plugin) DO UPDATE SET calls = plugin_status.calls + excluded.calls, \
+             traps = plugin_status.traps + excluded.traps, \
+             last_error = COALESCE(excluded.last_error, plugin_status.last_error), updated = excluded.updated",
+        )
+        .bind(plugin)
+        .bind(calls as i64)
+        .bind(traps as i64)
+        .bind(last_error.map(str::to_string))
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Recorded totals: (calls, traps, last error) of a plugin.
+    pub async fn plugin_status(&self, plugin: &str) -> Result<(u64, u64, Option<String>)> {
+        let row = sqlx::query("SELECT calls, traps, last_error FROM plugin_status WHERE plugin = $1")
+            .bind(plugin)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row
+            .map(|r| (r.get::<i64, _>(0) as u64, r.get::<i64, _>(1) as u64, r.get::<Option<String>, _>(2)))
+            .unwrap_or((0, 0, None)))
+    }
+}

@@ -1,0 +1,279 @@
+//! Sign-in orchestration: which identity source checks a password, how an
+//! identity becomes a local user, and registration.
+//!
+//! The host checks no password itself: every check goes through an
+//! identity-source plugin (`local` for accounts Postern keeps). Sources fail
+//! closed: a source that traps or is unavailable fails the sign-in, it never
+//! lets anybody in.
+
+use std::sync::Arc;
+
+use crate::app::App;
+use crate::plugins::{Plugin, builtin};
+use crate::users::{self, LOCAL_SOURCE, NewUser, User};
+
+/// The host's view of an account, as handed to a source.
+#[derive(Debug, Clone)]
+pub struct KnownAccount {
+    pub id: i64,
+    pub login: String,
+    pub email: String,
+    pub full_name: String,
+    pub password_hash: Option<String>,
+    pub is_active: bool,
+}
+
+/// A password sign-in, as handed to a source.
+#[derive(Debug, Clone)]
+pub struct PasswordSignIn {
+    pub login: String,
+    pub password: String,
+    pub known_account: Option<KnownAccount>,
+    pub settings: Vec<(String, String)>,
+}
+
+/// Who a source says the user is.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub external_id: String,
+    pub login: String,
+    pub full_name: String,
+    pub email: String,
+    pub ssh_keys: Vec<String>,
+    pub groups: Vec<String>,
+}
+
+/// A source's "no".
+#[derive(Debug, Clone)]
+pub enum SignInRefusal {
+    InvalidCredentials,
+    NotSupported,
+    AccountDisabled(String),
+    Misconfigured(String),
+    Unavailable(String),
+}
+
+/// A registration, as handed to a source.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub login: String,
+    pub email: String,
+    pub password: String,
+    pub settings: Vec<(String, String)>,
+}
+
+/// A source's "no" to a registration; every text is for the user.
+#[derive(Debug, Clone)]
+pub enum RegistrationRefusal {
+    NotSupported,
+    InvalidLogin(String),
+    InvalidEmail(String),
+    WeakPassword(String),
+    Internal(String),
+}
+
+/// Why a sign-in or registration did not succeed. The `Display` text is what
+/// the user is shown.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Unknown user and wrong password alike: the user is not told which.
+    #[error("Username or password is incorrect.")]
+    InvalidCredentials,
+    /// The credentials are right but the account may not sign in.
+    #[error("{0}")]
+    AccountDisabled(String),
+    /// A source trapped, is misconfigured or unreachable; details are logged.
+    #[error("Sign-in is unavailable right now; please try again later.")]
+    SourceUnavailable { source_id: String, reason: String },
+    /// The source refused the registration; the text says why.
+    #[error("{0}")]
+    Refused(String),
+    /// The login or e-mail is taken.
+    #[error("{0}")]
+    Taken(String),
+    #[error("internal error")]
+    Store(#[source] users::Error),
+}
+
+impl From<users::Error> for Error {
+    fn from(e: users::Error) -> Self {
+        match e {
+            users::Error::LoginTaken(_) | users::Error::EmailTaken(_) => Error::Taken(e.to_string()),
+            other => Error::Store(other),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn known(user: &User, with_hash: bool) -> KnownAccount {
+    KnownAccount {
+        id: user.id,
+        login: user.login.clone(),
+        email: user.email.clone(),
+        full_name: user.full_name.clone(),
+        password_hash: if with_hash { user.password_hash.clone() } else { None },
+        is_active: user.is_active,
+    }
+}
+
+/// The settings the local source is given: the password policy.
+fn local_settings(app: &App) -> Vec<(String, String)> {
+    vec![("MIN_PASSWORD_LENGTH".into(), app.config.security.min_password_length.to_string())]
+}
+
+fn unavailable(source: &Plugin, reason: String) -> Error {
+    tracing::error!(source = %source.id, "sign-in source failed: {reason}");
+    Error::SourceUnavailable { source_id: source.id.to_string(), reason }
+}
+
+/// Signs in with a login (or e-mail) and password.
+///
+/// An account that belongs to a source is checked by that source alone.
+/// A login nobody has yet goes to `local` (which spends the time of a check,
+/// so that unknown users cannot be told apart) and then to every other
+/// identity source in configuration order; the first that knows the user
+/// wins, and its identity is linked to a local user.
+pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
+    let account = users::find_by_login_or_email(&app.db, login).await?;
+    let local = app.plugins.get(builtin::LOCAL).cloned();
+
+    let owner = account.as_ref().map(|a| a.login_source.as_str());
+    if owner.is_none() || owner == Some(LOCAL_SOURCE) {
+        let local = local.ok_or_else(|| Error::SourceUnavailable {
+            source_id: builtin::LOCAL.into(),
+            reason: "the local plugin is not loaded".into(),
+        })?;
+        let request = PasswordSignIn {
+            login: login.to_string(),
+            password: password.to_string(),
+            known_account: account.as_ref().map(|a| known(a, true)),
+            settings: local_settings(app),
+        };
+        match ask(app, &local, &request).await? {
+            Some(_) => return account.ok_or(Error::InvalidCredentials),
+            None if account.is_some() => return Err(Error::InvalidCredentials),
+            None => {}
+        }
+    }
+
+    for source in app.plugins.extra_identity_sources() {
+        if owner.is_some_and(|o| o != &*source.id) {
+            continue;
+        }
+        let request = PasswordSignIn {
+            login: login.to_string(),
+            password: password.to_string(),
+            known_account: account.as_ref().map(|a| known(a, false)),
+            settings: source.settings.clone(),
+        };
+        if let Some(identity) = ask(app, source, &request).await? {
+            let user = link_or_provision(app, source, identity).await?;
+            if !user.is_active {
+                return Err(Error::AccountDisabled(
+                    "This account is prohibited from signing in, please contact your site administrator.".into(),
+                ));
+            }
+            return Ok(user);
+        }
+    }
+    Err(Error::InvalidCredentials)
+}
+
+/// Asks one source: `Some(identity)` on success, `None` when it does not know
+/// the credentials, an error when it refuses or fails.
+async fn ask(app: &App, source: &Arc<Plugin>, request: &PasswordSignIn) -> Result<Option<Identity>> {
+    match app.plugins.authenticate(source, request).await {
+        Ok(Ok(identity)) => Ok(Some(identity)),
+        Ok(Err(SignInRefusal::InvalidCredentials | SignInRefusal::NotSupported)) => Ok(None),
+        Ok(Err(SignInRefusal::AccountDisabled(why))) => Err(Error::AccountDisabled(why)),
+        Ok(Err(SignInRefusal::Misconfigured(why))) => Err(unavailable(source, format!("misconfigured: {why}"))),
+        Ok(Err(SignInRefusal::Unavailable(why))) => Err(unavailable(source, why)),
+        // A trap, a refused or disabled plugin: this sign-in fails, closed.
+        Err(e) => Err(unavailable(source, e.to_string())),
+    }
+}
+
+/// The local user an identity from `source` belongs to, created on first
+/// sign-in when the source's `AUTO_REGISTER` allows it.
+async fn link_or_provision(app: &App, source: &Plugin, identity: Identity) -> Result<User> {
+    if let Some(user) = users::find_linked(&app.db, &source.id, &identity.external_id).await? {
+        return Ok(user);
+    }
+    let auto_register = source
+        .settings
+        .iter()
+        .any(|(k, v)| k == "AUTO_REGISTER" && crate::config::schema::parse_bool(v) == Some(true));
+    if !auto_register {
+        tracing::warn!(
+            source = %source.id,
+            login = %identity.login,
+            "the source accepted the sign-in but no local user is linked and AUTO_REGISTER is not true; no user was created"
+        );
+        return Err(Error::InvalidCredentials);
+    }
+    let user = users::insert(
+        &app.db,
+        NewUser {
+            login: identity.login.clone(),
+            full_name: identity.full_name.clone(),
+            email: identity.email.clone(),
+            password_hash: None,
+            login_source: source.id.to_string(),
+            is_admin: false,
+        },
+    )
+    .await?;
+    users::link(&app.db, &source.id, &identity.external_id, user.id).await?;
+    tracing::info!(source = %source.id, login = %user.login, "user created on first sign-in");
+    Ok(user)
+}
+
+/// Creates a local account with a password: the `local` plugin applies its
+/// rules and hashes the password; the host stores the result.
+pub async fn register(app: &App, login: &str, email: &str, password: &str, is_admin: bool) -> Result<User> {
+    let local = app.plugins.get(builtin::LOCAL).cloned().ok_or_else(|| Error::SourceUnavailable {
+        source_id: builtin::LOCAL.into(),
+        reason: "the local plugin is not loaded".into(),
+    })?;
+    let request = Registration {
+        login: login.to_string(),
+        email: email.to_string(),
+        password: password.to_string(),
+        settings: local_settings(app),
+    };
+    let account = match app.plugins.register(&local, &request).await {
+        Ok(Ok(account)) => account,
+        Ok(Err(refusal)) => {
+            return Err(match refusal {
+                RegistrationRefusal::NotSupported => Error::Refused("Registration is not supported.".into()),
+                RegistrationRefusal::InvalidLogin(why)
+                | RegistrationRefusal::InvalidEmail(why)
+                | RegistrationRefusal::WeakPassword(why) => Error::Refused(capitalise(&why)),
+                RegistrationRefusal::Internal(why) => unavailable(&local, why),
+            });
+        }
+        Err(e) => return Err(unavailable(&local, e.to_string())),
+    };
+    let user = users::insert(
+        &app.db,
+        NewUser {
+            login: account.login,
+            full_name: String::new(),
+            email: account.email,
+            password_hash: Some(account.password_hash),
+            login_source: LOCAL_SOURCE.into(),
+            is_admin,
+        },
+    )
+    .await?;
+    Ok(user)
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().collect::<String>() + c.as_str() + if s.ends_with('.') { "" } else { "." },
+        None => String::new(),
+    }
+}

@@ -1,0 +1,561 @@
+//! The plugin runtime: loading, sandboxing and calling WebAssembly plugins.
+//!
+//! Every plugin is a component (`wasm32-wasip2`) targeting one world of
+//! `postern:plugin`. The runtime follows DESIGN.md's rules:
+//! - one engine with the pooling allocator and epoch interruption;
+//! - a fresh instance per call from an `InstancePre`, in a store with the
+//!   plugin's memory cap and deadline, dropped after the call;
+//! - a linker per plugin holding only what was granted, and a refusal at load
+//!   for a component that imports anything else;
+//! - third-party files pinned by sha256, checked before every load; compiled
+//!   code cached in the data dir under the sha256 and the wasmtime version.
+//!
+//! A trap (panic, deadline, memory cap) fails that one call with
+//! [`Error::Trap`], is counted, and leaves the host serving.
+
+pub(crate) mod builtin;
+mod capabilities;
+pub(crate) mod since_v0_1;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder, Trap};
+
+pub use capabilities::Capability;
+use capabilities::{CallState, Lender};
+use since_v0_1::identity_source::{IdentitySource, IdentitySourcePre};
+use since_v0_1::second_factor::SecondFactorPre;
+use since_v0_1::webhook_transport::WebhookTransportPre;
+
+use crate::config::{Config, PluginSection};
+use crate::db::Db;
+use crate::identity::{Identity, PasswordSignIn, Registration, RegistrationRefusal, SignInRefusal};
+
+/// The wasmtime release the host embeds; part of the compiled-code cache key.
+pub const WASMTIME_VERSION: &str = "48.0.8";
+
+/// How often the epoch ticks; deadlines are counted in ticks.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+const DEFAULT_MEMORY_MB: u32 = 64;
+const DEFAULT_TIMEOUT_MS: u64 = 5000;
+
+/// Why a plugin could not be loaded or called.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The component imports a capability that `[plugin.<id>] GRANTS` does
+    /// not list. Refused at load.
+    #[error(
+        "plugin {plugin:?} imports {import}, the capability {capability:?}, which is not granted to it; add it to [plugin.{plugin}] GRANTS if you trust the plugin with it"
+    )]
+    Ungranted { plugin: String, capability: String, import: String },
+    /// The component imports something Postern does not lend at all.
+    #[error("plugin {plugin:?} imports {import}, which Postern does not provide")]
+    UnknownImport { plugin: String, import: String },
+    /// The file's sha256 differs from the pinned one. Refused at load.
+    #[error("plugin {plugin:?}: {path} has sha256 {actual}, but [plugin.{plugin}] SHA256 is {expected}; refusing to load it")]
+    Sha256Mismatch { plugin: String, path: PathBuf, expected: String, actual: String },
+    /// The file at `PATH` cannot be read.
+    #[error("plugin {plugin:?}: cannot read {path}: {reason}")]
+    Read { plugin: String, path: PathBuf, reason: String },
+    /// The file is not a component of the declared world.
+    #[error("plugin {plugin:?} is not a valid {kind} component: {reason}")]
+    Invalid { plugin: String, kind: &'static str, reason: String },
+    /// The call trapped: a panic, the deadline, the memory cap. Only this
+    /// call failed.
+    #[error("plugin {plugin:?} failed: {reason}")]
+    Trap { plugin: String, reason: String },
+    /// The plugin was refused at load or is disabled.
+    #[error("plugin {plugin:?} is not available: {reason}")]
+    Unavailable { plugin: String, reason: String },
+    /// The engine itself could not be set up.
+    #[error("plugin runtime: {0}")]
+    Runtime(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// The three worlds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    IdentitySource,
+    SecondFactor,
+    WebhookTransport,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::IdentitySource => "identity-source",
+            Kind::SecondFactor => "second-factor",
+            Kind::WebhookTransport => "webhook-transport",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "identity-source" => Some(Kind::IdentitySource),
+            "second-factor" => Some(Kind::SecondFactor),
+            "webhook-transport" => Some(Kind::WebhookTransport),
+            _ => None,
+        }
+    }
+}
+
+/// Where a plugin came from.
+#[derive(Debug, Clone)]
+pub enum Origin {
+    BuiltIn,
+    Path(PathBuf),
+}
+
+/// The sandbox limits of one call.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub memory_bytes: usize,
+    pub timeout: Duration,
+}
+
+enum Prepared {
+    Identity(IdentitySourcePre<CallState>),
+    // Second factors and webhook transports are loaded and checked now; their
+    // calls arrive with the features that use them.
+    #[allow(dead_code)]
+    Factor(SecondFactorPre<CallState>),
+    #[allow(dead_code)]
+    Transport(WebhookTransportPre<CallState>),
+}
+
+enum State {
+    Ready(Prepared),
+    Refused(String),
+    Disabled,
+}
+
+#[derive(Default)]
+struct Stats {
+    calls: AtomicU64,
+    traps: AtomicU64,
+    /// Counted but not yet written to the database.
+    pending_calls: AtomicU64,
+    pending_traps: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+/// One loaded (or refused) plugin.
+pub struct Plugin {
+    pub id: Arc<str>,
+    pub kind: Kind,
+    pub version: String,
+    pub origin: Origin,
+    pub sha256: String,
+    pub grants: Vec<Capability>,
+    pub limits: Limits,
+    /// The plugin's own settings from its `[plugin.<id>]` section.
+    pub settings: Vec<(String, String)>,
+    state: State,
+    stats: Stats,
+}
+
+/// What `admin plugin list` and `GET /api/v1/admin/plugins` show.
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginInfo {
+    pub id: String,
+    pub kind: Kind,
+    pub version: String,
+    pub wit_version: String,
+    pub origin: String,
+    pub sha256: String,
+    pub grants: Vec<String>,
+    pub state: String,
+    pub calls: u64,
+    pub traps: u64,
+    pub last_error: Option<String>,
+}
+
+impl Plugin {
+    fn info(&self) -> PluginInfo {
+        PluginInfo {
+            id: self.id.to_string(),
+            kind: self.kind,
+            version: self.version.clone(),
+            wit_version: since_v0_1::WIT_VERSION.to_string(),
+            origin: match &self.origin {
+                Origin::BuiltIn => "built-in".into(),
+                Origin::Path(p) => p.display().to_string(),
+            },
+            sha256: self.sha256.clone(),
+            grants: self.grants.iter().map(|g| g.name().to_string()).collect(),
+            state: match &self.state {
+                State::Ready(_) => "ready".into(),
+                State::Refused(why) => format!("refused: {why}"),
+                State::Disabled => "disabled".into(),
+            },
+            calls: self.stats.calls.load(Ordering::Relaxed),
+            traps: self.stats.traps.load(Ordering::Relaxed),
+            last_error: self.stats.last_error.lock().expect("stats lock poisoned").clone(),
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        matches!(self.state, State::Ready(_))
+    }
+
+    fn new_store(&self, lender: Arc<Lender>, engine: &Engine) -> Store<CallState> {
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(self.limits.memory_bytes)
+            // Fail the call at once instead of letting the guest's allocator
+            // see a failed grow and limp on.
+            .trap_on_grow_failure(true)
+            .build();
+        let mut store = Store::new(engine, CallState::new(self.id.clone(), limits, lender));
+        store.limiter(|s| &mut s.limits);
+        let ticks = self.limits.timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1) as u64;
+        store.set_epoch_deadline(ticks);
+        store.epoch_deadline_trap();
+        store
+    }
+
+    /// Words for a failed call, for the log and `admin plugin list`.
+    fn describe_failure(&self, e: &wasmtime::Error) -> String {
+        if let Some(trap) = e.downcast_ref::<Trap>() {
+            return match trap {
+                Trap::Interrupt => format!("deadline of {} ms exceeded", self.limits.timeout.as_millis()),
+                Trap::UnreachableCodeReached => "the plugin panicked (wasm `unreachable` executed)".into(),
+                other => format!("trap: {other}"),
+            };
+        }
+        let text = format!("{e:#}");
+        if text.contains("growing memory") {
+            format!("memory cap of {} MiB exceeded", self.limits.memory_bytes / (1024 * 1024))
+        } else {
+            text
+        }
+    }
+}
+
+/// All plugins, and the engine they run on.
+pub struct Plugins {
+    engine: Engine,
+    lender: Arc<Lender>,
+    plugins: Vec<Arc<Plugin>>,
+}
+
+impl Plugins {
+    /// Loads the built-in plugins and every `[plugin.<id>]` section. A plugin
+    /// that cannot be loaded is kept as refused, with the reason, and the
+    /// host starts without it; only an engine that cannot start is an error.
+    pub async fn load(cfg: &Config, db: Db) -> Result<Plugins> {
+        let specs = specs(cfg);
+        let max_memory = specs.iter().map(|s| s.limits.memory_bytes).max().unwrap_or(0);
+        let engine = engine(max_memory)?;
+        let cache_dir = cfg.server.app_data_path.join("plugin-cache");
+        let lender = Arc::new(Lender { db, runtime: tokio::runtime::Handle::current() });
+        let loader_engine = engine.clone();
+        let plugins = tokio::task::spawn_blocking(move || {
+            specs.into_iter().map(|spec| Arc::new(load_one(&loader_engine, &cache_dir, spec))).collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+        for p in &plugins {
+            if let State::Refused(why) = &p.state {
+                tracing::error!(plugin = %p.id, "plugin refused at load: {why}");
+            }
+        }
+        Ok(Plugins { engine, lender, plugins })
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Arc<Plugin>> {
+        self.plugins.iter().find(|p| &*p.id == id)
+    }
+
+    pub fn all(&self) -> &[Arc<Plugin>] {
+        &self.plugins
+    }
+
+    pub fn list(&self) -> Vec<PluginInfo> {
+        self.plugins.iter().map(|p| p.info()).collect()
+    }
+
+    /// Identity sources other than `local`, in configuration order.
+    pub fn extra_identity_sources(&self) -> impl Iterator<Item = &Arc<Plugin>> {
+        self.plugins.iter().filter(|p| p.kind == Kind::IdentitySource && &*p.id != builtin::LOCAL)
+    }
+
+    /// Calls `authenticate` of an identity source.
+    pub async fn authenticate(
+        &self,
+        plugin: &Arc<Plugin>,
+        request: &PasswordSignIn,
+    ) -> Result<std::result::Result<Identity, SignInRefusal>> {
+        let arg = since_v0_1::identity_source::exports::postern::plugin::source::PasswordSignIn::from(request);
+        let out = self
+            .call_identity(plugin, move |store, b| b.postern_plugin_source().call_authenticate(store, &arg))
+            .await?;
+        Ok(out.map(Into::into).map_err(Into::into))
+    }
+
+    /// Calls `register` of an identity source.
+    pub async fn register(
+        &self,
+        plugin: &Arc<Plugin>,
+        request: &Registration,
+    ) -> Result<std::result::Result<since_v0_1::NewAccount, RegistrationRefusal>> {
+        let arg = since_v0_1::identity_source::exports::postern::plugin::source::Registration::from(request);
+        let out = self
+            .call_identity(plugin, move |store, b| b.postern_plugin_source().call_register(store, &arg))
+            .await?;
+        Ok(out.map_err(Into::into))
+    }
+
+    /// Runs `f` against a fresh instance of an identity source, on a
+    /// blocking thread (plugin code and argon2 are CPU-bound).
+    async fn call_identity<R, F>(&self, plugin: &Arc<Plugin>, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Store<CallState>, &IdentitySource) -> wasmtime::Result<R> + Send + 'static,
+    {
+        let pre = match &plugin.state {
+            State::Ready(Prepared::Identity(pre)) => pre.clone(),
+            State::Ready(_) => {
+                return Err(Error::Unavailable { plugin: plugin.id.to_string(), reason: "not an identity source".into() });
+            }
+            State::Refused(why) => return Err(Error::Unavailable { plugin: plugin.id.to_string(), reason: why.clone() }),
+            State::Disabled => return Err(Error::Unavailable { plugin: plugin.id.to_string(), reason: "disabled".into() }),
+        };
+        let (p, lender, engine) = (plugin.clone(), self.lender.clone(), self.engine.clone());
+        let outcome = tokio::task::spawn_blocking(move || {
+            let mut store = p.new_store(lender, &engine);
+            let run = pre.instantiate(&mut store).and_then(|bindings| f(&mut store, &bindings));
+            run.map_err(|e| p.describe_failure(&e))
+        })
+        .await
+        .map_err(|e| Error::Runtime(format!("plugin call did not finish: {e}")))?;
+        plugin.stats.calls.fetch_add(1, Ordering::Relaxed);
+        plugin.stats.pending_calls.fetch_add(1, Ordering::Relaxed);
+        match outcome {
+            Ok(v) => Ok(v),
+            Err(reason) => {
+                tracing::error!(plugin = %plugin.id, "plugin call failed: {reason}");
+                plugin.stats.traps.fetch_add(1, Ordering::Relaxed);
+                plugin.stats.pending_traps.fetch_add(1, Ordering::Relaxed);
+                *plugin.stats.last_error.lock().expect("stats lock poisoned") = Some(reason.clone());
+                // Written before the request answers, so that an operator who
+                // looks right after a failure sees it.
+                self.flush_stats().await;
+                Err(Error::Trap { plugin: plugin.id.to_string(), reason })
+            }
+        }
+    }
+
+    /// Writes the counts gathered since the last flush to the database, where
+    /// `admin plugin list` reads them.
+    pub async fn flush_stats(&self) {
+        for p in &self.plugins {
+            let calls = p.stats.pending_calls.swap(0, Ordering::Relaxed);
+            let traps = p.stats.pending_traps.swap(0, Ordering::Relaxed);
+            if calls == 0 && traps == 0 {
+                continue;
+            }
+            let last_error = p.stats.last_error.lock().expect("stats lock poisoned").clone();
+            if let Err(e) = self.lender.db.plugin_status_add(&p.id, calls, traps, last_error.as_deref()).await {
+                tracing::warn!(plugin = %p.id, "could not record plugin counts: {e}");
+                p.stats.pending_calls.fetch_add(calls, Ordering::Relaxed);
+                p.stats.pending_traps.fetch_add(traps, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// What to load, before loading it.
+struct Spec {
+    id: String,
+    kind: std::result::Result<Kind, String>,
+    version: String,
+    source: SpecSource,
+    grants: Vec<Capability>,
+    limits: Limits,
+    settings: Vec<(String, String)>,
+    enabled: bool,
+}
+
+enum SpecSource {
+    BuiltIn(&'static [u8]),
+    Path { path: PathBuf, sha256: String },
+}
+
+fn specs(cfg: &Config) -> Vec<Spec> {
+    let section = |id: &str| cfg.plugins.iter().find(|p| p.id == id);
+    let limits = |s: Option<&PluginSection>| Limits {
+        memory_bytes: s.and_then(|s| s.memory_limit_mb).unwrap_or(DEFAULT_MEMORY_MB) as usize * 1024 * 1024,
+        timeout: Duration::from_millis(s.and_then(|s| s.timeout_ms).unwrap_or(DEFAULT_TIMEOUT_MS)),
+    };
+    let grants = |s: Option<&PluginSection>, default: &[Capability]| match s.and_then(|s| s.grants.as_ref()) {
+        Some(list) => list.iter().filter_map(|g| Capability::parse(g)).collect(),
+        None => default.to_vec(),
+    };
+    let settings = |s: Option<&PluginSection>| {
+        s.map(|s| s.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for b in builtin::all() {
+        let s = section(b.id);
+        out.push(Spec {
+            id: b.id.to_string(),
+            kind: Ok(b.kind),
+            version: b.version.to_string(),
+            source: SpecSource::BuiltIn(b.wasm),
+            grants: grants(s, b.grants),
+            limits: limits(s),
+            settings: settings(s),
+            enabled: s.is_none_or(|s| s.enabled),
+        });
+    }
+    for s in cfg.plugins.iter().filter(|s| s.path.is_some()) {
+        let kind = s.kind.as_deref().unwrap_or("");
+        out.push(Spec {
+            id: s.id.clone(),
+            kind: Kind::parse(kind).ok_or_else(|| format!("unknown KIND {kind:?}")),
+            version: "-".into(),
+            source: SpecSource::Path {
+                path: s.path.clone().expect("filtered on path"),
+                sha256: s.sha256.clone().unwrap_or_default(),
+            },
+            grants: grants(Some(s), &[Capability::Log]),
+            limits: limits(Some(s)),
+            settings: settings(Some(s)),
+            enabled: s.enabled,
+        });
+    }
+    out
+}
+
+fn engine(max_memory: usize) -> Result<Engine> {
+    let mut pool = PoolingAllocationConfig::default();
+    // Sized for a small host: concurrent calls are bounded by the blocking
+    // thread pool, and each instance is short-lived.
+    pool.total_component_instances(256)
+        .total_core_instances(2048)
+        .total_memories(256)
+        .total_tables(1024)
+        .max_memories_per_component(4)
+        .max_tables_per_component(16)
+        .max_core_instances_per_component(32)
+        .max_memory_size(max_memory.max(1024 * 1024));
+    let mut config = wasmtime::Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    let engine = Engine::new(&config).map_err(|e| Error::Runtime(format!("cannot start the wasm engine: {e:#}")))?;
+    // The epoch ticker: deadlines are measured in its ticks. It stops when the
+    // engine is dropped.
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("plugin-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .map_err(|e| Error::Runtime(format!("cannot start the epoch ticker: {e}")))?;
+    Ok(engine)
+}
+
+fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin {
+    let (bytes, origin) = match &spec.source {
+        SpecSource::BuiltIn(b) => (Ok(b.to_vec()), Origin::BuiltIn),
+        SpecSource::Path { path, .. } => (
+            std::fs::read(path).map_err(|e| Error::Read { plugin: spec.id.clone(), path: path.clone(), reason: e.to_string() }),
+            Origin::Path(path.clone()),
+        ),
+    };
+    let sha256 = bytes.as_ref().map(|b| hex::encode(Sha256::digest(b))).unwrap_or_default();
+    let kind = spec.kind.clone().unwrap_or(Kind::IdentitySource);
+    let state = if !spec.enabled {
+        State::Disabled
+    } else {
+        match prepare(engine, cache_dir, &spec, bytes, &sha256) {
+            Ok(p) => State::Ready(p),
+            Err(e) => State::Refused(e.to_string()),
+        }
+    };
+    Plugin {
+        id: Arc::from(spec.id.as_str()),
+        kind,
+        version: spec.version,
+        origin,
+        sha256,
+        grants: spec.grants,
+        limits: spec.limits,
+        settings: spec.settings,
+        state,
+        stats: Stats::default(),
+    }
+}
+
+fn prepare(engine: &Engine, cache_dir: &Path, spec: &Spec, bytes: Result<Vec<u8>>, sha256: &str) -> Result<Prepared> {
+    let bytes = bytes?;
+    if let SpecSource::Path { path, sha256: expected } = &spec.source {
+        if expected != sha256 {
+            return Err(Error::Sha256Mismatch {
+                plugin: spec.id.clone(),
+                path: path.clone(),
+                expected: expected.clone(),
+                actual: sha256.to_string(),
+            });
+        }
+    }
+    let kind = spec.kind.clone().map_err(|reason| Error::Invalid { plugin: spec.id.clone(), kind: "plugin", reason })?;
+    let invalid = |e: wasmtime::Error| Error::Invalid { plugin: spec.id.clone(), kind: kind.as_str(), reason: format!("{e:#}") };
+    let component = compile_cached(engine, cache_dir, &bytes, sha256).map_err(invalid)?;
+    capabilities::check_imports(&spec.id, engine, &component, &spec.grants)?;
+    let linker = capabilities::linker(engine, &spec.grants)?;
+    let pre = linker.instantiate_pre(&component).map_err(invalid)?;
+    Ok(match kind {
+        Kind::IdentitySource => Prepared::Identity(IdentitySourcePre::new(pre).map_err(invalid)?),
+        Kind::SecondFactor => Prepared::Factor(SecondFactorPre::new(pre).map_err(invalid)?),
+        Kind::WebhookTransport => Prepared::Transport(WebhookTransportPre::new(pre).map_err(invalid)?),
+    })
+}
+
+/// Compiles a component, or loads the compiled code this host cached for the
+/// same bytes and wasmtime version. The cache is written only by the host,
+/// in its own data dir; a user-supplied `.cwasm` is never loaded.
+fn compile_cached(engine: &Engine, cache_dir: &Path, bytes: &[u8], sha256: &str) -> wasmtime::Result<Component> {
+    let cached = cache_dir.join(format!("{sha256}-wasmtime-{WASMTIME_VERSION}.cwasm"));
+    if cached.exists() {
+        if let Ok(component) = load_compiled(engine, &cached) {
+            return Ok(component);
+        }
+        // An unreadable or incompatible entry (another engine configuration)
+        // is replaced below.
+    }
+    let component = Component::new(engine, bytes)?;
+    if std::fs::create_dir_all(cache_dir).is_ok() {
+        let tmp = cached.with_extension(format!("tmp{}", std::process::id()));
+        if let Ok(serialized) = component.serialize() {
+            if std::fs::write(&tmp, serialized).is_ok() {
+                let _ = std::fs::rename(&tmp, &cached);
+            }
+        }
+    }
+    Ok(component)
+}
+
+#[allow(unsafe_code)]
+fn load_compiled(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
+    // SAFETY: wasmtime requires the file to be compiled code it produced
+    // itself. The cache directory is written only by `compile_cached` above,
+    // named by the sha256 of the source bytes that were verified before this
+    // call, and wasmtime rejects files from another version or configuration.
+    unsafe { Component::deserialize_file(engine, path) }
+}

@@ -1,0 +1,36 @@
+//! The built-in plugins, compiled to `wasm32-wasip2` by `build.rs` and
+//! embedded in the binary.
+
+use super::{Capability, Kind};
+
+/// The local accounts identity source.
+pub const LOCAL: &str = "local";
+
+mod wasm {
+    include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
+}
+
+/// A built-in plugin and the grants it gets unless `[plugin.<id>] GRANTS`
+/// says otherwise.
+pub struct Builtin {
+    pub id: &'static str,
+    pub kind: Kind,
+    pub version: &'static str,
+    pub grants: &'static [Capability],
+    pub wasm: &'static [u8],
+}
+
+pub fn all() -> Vec<Builtin> {
+    vec![Builtin {
+        id: LOCAL,
+        kind: Kind::IdentitySource,
+        version: env!("CARGO_PKG_VERSION"),
+        grants: &[Capability::Log, Capability::Credentials],
+        wasm: wasm::LOCAL,
+    }]
+}
+
+/// The ids of the built-in plugins; a third-party plugin may not take one.
+pub fn ids() -> &'static [&'static str] {
+    &[LOCAL]
+}

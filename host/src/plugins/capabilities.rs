@@ -1,0 +1,240 @@
+//! What the host lends plugins: `log`, `credentials`, `kv`, and a WASI
+//! baseline with nothing in it (no files, no environment, no network).
+//!
+//! A plugin's linker holds only the capabilities granted to it. Before a
+//! component is prepared, every import it declares is checked here, so that a
+//! component asking for more than it was granted is refused with an error
+//! naming the capability rather than a linker message.
+
+use std::sync::{Arc, OnceLock};
+
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, StoreLimits};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::since_v0_1::{credentials, kv, log, types};
+use super::{Error, Result};
+use crate::db::Db;
+
+/// A capability the operator can grant in `[plugin.<id>] GRANTS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Capability {
+    Log,
+    Credentials,
+    Kv,
+}
+
+impl Capability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Log => "log",
+            Capability::Credentials => "credentials",
+            Capability::Kv => "kv",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "log" => Some(Capability::Log),
+            "credentials" => Some(Capability::Credentials),
+            "kv" => Some(Capability::Kv),
+            _ => None,
+        }
+    }
+}
+
+/// What an import name asks for.
+enum Import {
+    /// Types only, or the WASI baseline: always linked.
+    Baseline,
+    /// A grantable capability.
+    Capability(Capability),
+    /// A WASI interface that reaches outside the sandbox; not lent by this
+    /// version of the host.
+    Withheld(&'static str),
+    Unknown,
+}
+
+fn classify(name: &str) -> Import {
+    let (interface, _version) = name.split_once('@').unwrap_or((name, ""));
+    match interface {
+        "postern:plugin/types" => Import::Baseline,
+        "postern:plugin/log" => Import::Capability(Capability::Log),
+        "postern:plugin/credentials" => Import::Capability(Capability::Credentials),
+        "postern:plugin/kv" => Import::Capability(Capability::Kv),
+        // Rust's standard library on wasm32-wasip2 imports these even when a
+        // plugin never touches a file or a clock. They are linked against an
+        // empty context: no preopened directories, no environment, no
+        // arguments, stdin empty, stdout and stderr discarded.
+        i if ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/"]
+            .iter()
+            .any(|p| i.starts_with(p)) =>
+        {
+            Import::Baseline
+        }
+        i if i.starts_with("wasi:sockets/") => Import::Withheld("sockets"),
+        i if i.starts_with("wasi:http/") => Import::Withheld("http"),
+        _ => Import::Unknown,
+    }
+}
+
+/// Refuses a component that imports anything it was not granted.
+pub(crate) fn check_imports(plugin: &str, engine: &Engine, component: &Component, grants: &[Capability]) -> Result<()> {
+    for (name, _) in component.component_type().imports(engine) {
+        match classify(name) {
+            Import::Baseline => {}
+            Import::Capability(cap) if grants.contains(&cap) => {}
+            Import::Capability(cap) => {
+                return Err(Error::Ungranted { plugin: plugin.to_string(), capability: cap.name().to_string(), import: name.to_string() });
+            }
+            Import::Withheld(cap) => {
+                return Err(Error::Ungranted { plugin: plugin.to_string(), capability: cap.to_string(), import: name.to_string() });
+            }
+            Import::Unknown => return Err(Error::UnknownImport { plugin: plugin.to_string(), import: name.to_string() }),
+        }
+    }
+    Ok(())
+}
+
+/// A linker with the WASI baseline and exactly the granted capabilities.
+pub(crate) fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    let link = |e: wasmtime::Error| Error::Runtime(e.to_string());
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(link)?;
+    types::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s).map_err(link)?;
+    for grant in grants {
+        match grant {
+            Capability::Log => log::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s),
+            Capability::Credentials => credentials::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s),
+            Capability::Kv => kv::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s),
+        }
+        .map_err(link)?;
+    }
+    Ok(linker)
+}
+
+/// What capabilities need from the rest of the host.
+pub(crate) struct Lender {
+    pub db: Db,
+    pub runtime: tokio::runtime::Handle,
+}
+
+/// The state of one call's store. Made fresh for every call and dropped after
+/// it, so nothing leaks between users.
+pub(crate) struct CallState {
+    pub plugin: Arc<str>,
+    pub limits: StoreLimits,
+    pub lender: Arc<Lender>,
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl CallState {
+    pub fn new(plugin: Arc<str>, limits: StoreLimits, lender: Arc<Lender>) -> Self {
+        CallState { plugin, limits, lender, wasi: WasiCtx::builder().build(), table: ResourceTable::new() }
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl types::Host for CallState {}
+
+/// Longest log line a plugin may write.
+const MAX_LOG_LINE: usize = 4096;
+
+impl log::Host for CallState {
+    fn write(&mut self, level: log::Level, message: String) {
+        let mut message = message;
+        if message.len() > MAX_LOG_LINE {
+            let cut = (0..=MAX_LOG_LINE).rev().find(|i| message.is_char_boundary(*i)).unwrap_or(0);
+            message.truncate(cut);
+        }
+        let plugin = &*self.plugin;
+        match level {
+            log::Level::Trace => tracing::trace!(plugin, "{message}"),
+            log::Level::Debug => tracing::debug!(plugin, "{message}"),
+            log::Level::Info => tracing::info!(plugin, "{message}"),
+            log::Level::Warn => tracing::warn!(plugin, "{message}"),
+            log::Level::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+}
+
+/// Passwords longer than this are not hashed (see `credentials.too-long`).
+const MAX_PASSWORD_BYTES: usize = 1024;
+
+/// A hash of a random password, verified against when there is no account,
+/// so that an unknown user costs the same time as a wrong password.
+fn decoy_hash() -> &'static str {
+    static DECOY: OnceLock<String> = OnceLock::new();
+    DECOY.get_or_init(|| {
+        let random: [u8; 16] = rand::random();
+        crate::credentials::hash(&hex::encode(random)).expect("hashing 32 hex characters cannot fail")
+    })
+}
+
+impl credentials::Host for CallState {
+    fn hash_password(&mut self, password: String) -> std::result::Result<String, credentials::Error> {
+        if password.len() > MAX_PASSWORD_BYTES {
+            return Err(credentials::Error::TooLong);
+        }
+        crate::credentials::hash(&password).map_err(credentials::Error::Internal)
+    }
+
+    fn verify_password(&mut self, password: String, hash: String) -> std::result::Result<bool, credentials::Error> {
+        if password.len() > MAX_PASSWORD_BYTES {
+            return Err(credentials::Error::TooLong);
+        }
+        crate::credentials::verify(&password, &hash).ok_or(credentials::Error::MalformedHash)
+    }
+
+    fn equalize_timing(&mut self, password: String) {
+        let password = &password[..password.len().min(MAX_PASSWORD_BYTES)];
+        let _ = crate::credentials::verify(password, decoy_hash());
+    }
+}
+
+/// Key and value limits of `kv`, as documented in the WIT.
+const MAX_KV_KEY: usize = 256;
+const MAX_KV_VALUE: usize = 64 * 1024;
+
+impl kv::Host for CallState {
+    fn get(&mut self, key: String) -> std::result::Result<Option<Vec<u8>>, kv::Error> {
+        if key.len() > MAX_KV_KEY {
+            return Err(kv::Error::TooLarge);
+        }
+        let lender = self.lender.clone();
+        // Plugin calls run on a blocking thread, so waiting here holds no
+        // async worker.
+        lender
+            .runtime
+            .block_on(lender.db.kv_get(&self.plugin, &key))
+            .map_err(|e| kv::Error::Unavailable(e.to_string()))
+    }
+
+    fn set(&mut self, key: String, value: Vec<u8>) -> std::result::Result<(), kv::Error> {
+        if key.len() > MAX_KV_KEY || value.len() > MAX_KV_VALUE {
+            return Err(kv::Error::TooLarge);
+        }
+        let lender = self.lender.clone();
+        lender
+            .runtime
+            .block_on(lender.db.kv_set(&self.plugin, &key, &value))
+            .map_err(|e| kv::Error::Unavailable(e.to_string()))
+    }
+
+    fn delete(&mut self, key: String) -> std::result::Result<(), kv::Error> {
+        if key.len() > MAX_KV_KEY {
+            return Err(kv::Error::TooLarge);
+        }
+        let lender = self.lender.clone();
+        lender
+            .runtime
+            .block_on(lender.db.kv_delete(&self.plugin, &key))
+            .map_err(|e| kv::Error::Unavailable(e.to_string()))
+    }
+}

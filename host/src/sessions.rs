@@ -1,0 +1,105 @@
+//! Browser sessions, kept in the database.
+//!
+//! The cookie carries a random 256-bit value; the database keeps only its
+//! sha256, so a leaked database does not hand out live sessions.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+
+use crate::db::{self, Db, now};
+use crate::users::{self, User};
+
+/// The session cookie's name.
+pub const COOKIE: &str = "postern_session";
+/// A session without "remember me" ends with the browser, or after a day.
+pub const SHORT_LIFETIME: i64 = 24 * 3600;
+/// "Remember me" keeps the session for thirty days.
+pub const REMEMBER_LIFETIME: i64 = 30 * 24 * 3600;
+/// `last_seen` is written at most this often, to spare the database.
+const TOUCH_INTERVAL: i64 = 60;
+
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub handle: String,
+    pub user_id: i64,
+    pub created: i64,
+    pub expires: i64,
+}
+
+/// A fresh random token, URL-safe base64 of `bytes` random bytes.
+pub fn random_token(bytes: usize) -> String {
+    let raw: Vec<u8> = (0..bytes).map(|_| rand::random::<u8>()).collect();
+    URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn digest(cookie: &str) -> String {
+    hex::encode(Sha256::digest(cookie.as_bytes()))
+}
+
+/// Starts a session; returns the cookie value and the session.
+pub async fn create(db: &Db, user_id: i64, remember: bool, user_agent: &str) -> db::Result<(String, Session)> {
+    let cookie = random_token(32);
+    let t = now();
+    let session = Session {
+        handle: random_token(12),
+        user_id,
+        created: t,
+        expires: t + if remember { REMEMBER_LIFETIME } else { SHORT_LIFETIME },
+    };
+    let agent: String = user_agent.chars().take(255).collect();
+    sqlx::query(
+        "INSERT INTO sessions (id_hash, handle, user_id, created, last_seen, expires, user_agent) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(digest(&cookie))
+    .bind(&session.handle)
+    .bind(user_id)
+    .bind(t)
+    .bind(t)
+    .bind(session.expires)
+    .bind(agent)
+    .execute(db.pool())
+    .await?;
+    Ok((cookie, session))
+}
+
+/// The live session a cookie value opens, with its user. An expired session
+/// is removed; a deactivated user's session opens nothing.
+pub async fn lookup(db: &Db, cookie: &str) -> Result<Option<(Session, User)>, users::Error> {
+    let row = sqlx::query("SELECT handle, user_id, created, expires, last_seen FROM sessions WHERE id_hash = $1")
+        .bind(digest(cookie))
+        .fetch_optional(db.pool())
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    let session = Session {
+        handle: row.try_get(0)?,
+        user_id: row.try_get(1)?,
+        created: row.try_get(2)?,
+        expires: row.try_get(3)?,
+    };
+    let last_seen: i64 = row.try_get(4)?;
+    let t = now();
+    if session.expires <= t {
+        end(db, cookie).await?;
+        return Ok(None);
+    }
+    if t - last_seen >= TOUCH_INTERVAL {
+        sqlx::query("UPDATE sessions SET last_seen = $1 WHERE id_hash = $2")
+            .bind(t)
+            .bind(digest(cookie))
+            .execute(db.pool())
+            .await?;
+    }
+    match users::find_by_id(db, session.user_id).await? {
+        Some(user) if user.is_active => Ok(Some((session, user))),
+        _ => Ok(None),
+    }
+}
+
+/// Ends the session a cookie value opens.
+pub async fn end(db: &Db, cookie: &str) -> db::Result<()> {
+    sqlx::query("DELETE FROM sessions WHERE id_hash = $1").bind(digest(cookie)).execute(db.pool()).await?;
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! The user store.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use crate::db::{self, Db, now};
+
+/// Why a user could not be stored or read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Another account has this login (compared case-insensitively).
+    #[error("the user name {0:?} is already taken")]
+    LoginTaken(String),
+    /// Another account has this e-mail address.
+    #[error("the e-mail address {0:?} is already used")]
+    EmailTaken(String),
+    #[error(transparent)]
+    Db(#[from] db::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Db(e.into())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// The source id of accounts whose password Postern keeps.
+pub const LOCAL_SOURCE: &str = "local";
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: i64,
+    pub login: String,
+    pub full_name: String,
+    pub email: String,
+    pub password_hash: Option<String>,
+    pub login_source: String,
+    pub is_admin: bool,
+    pub is_active: bool,
+    pub created: i64,
+    pub updated: i64,
+}
+
+/// A user to create.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub login: String,
+    pub full_name: String,
+    pub email: String,
+    pub password_hash: Option<String>,
+    pub login_source: String,
+    pub is_admin: bool,
+}
+
+const COLUMNS: &str = "id, login, full_name, email, password_hash, login_source, is_admin, is_active, created, updated";
+
+fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
+    Ok(User {
+        id: r.try_get(0)?,
+        login: r.try_get(1)?,
+        full_name: r.try_get(2)?,
+        email: r.try_get(3)?,
+        password_hash: r.try_get(4)?,
+        login_source: r.try_get(5)?,
+        is_admin: r.try_get(6)?,
+        is_active: r.try_get(7)?,
+        created: r.try_get(8)?,
+        updated: r.try_get(9)?,
+    })
+}
+
+/// The account a sign-in name refers to: by login name, else by e-mail.
+pub async fn find_by_login_or_email(db: &Db, name: &str) -> Result<Option<User>> {
+    let lower = name.trim().to_lowercase();
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE lower_login = $1 OR lower_email = $1 ORDER BY id");
+    let rows = sqlx::query(&sql).bind(&lower).fetch_all(db.pool()).await?;
+    // A login match wins over an e-mail match (someone's login may look like
+    // another's address).
+    let users = rows.iter().map(from_row).collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(users.iter().find(|u| u.login.to_lowercase() == lower).or(users.first()).cloned())
+}
+
+pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<User>> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE id = $1");
+    let row = sqlx::query(&sql).bind(id).fetch_optional(db.pool()).await?;
+    Ok(row.as_ref().map(from_row).transpose()?)
+}
+
+pub async fn find_by_login(db: &Db, login: &str) -> Result<Option<User>> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE lower_login = $1");
+    let row = sqlx::query(&sql).bind(login.trim().to_lowercase()).fetch_optional(db.pool()).await?;
+    Ok(row.as_ref().map(from_row).transpose()?)
+}
+
+/// Stores a new user. A clash on login or e-mail is [`Error::LoginTaken`] or
+/// [`Error::EmailTaken`], checked first so the message can say which.
+pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
+    if find_by_login(db, &new.login).await?.is_some() {
+        return Err(Error::LoginTaken(new.login));
+    }
+    let taken = sqlx::query("SELECT id FROM users WHERE lower_email = $1")
+        .bind(new.email.to_lowercase())
+        .fetch_optional(db.pool())
+        .await?;
+    if taken.is_some() {
+        return Err(Error::EmailTaken(new.email));
+    }
+    let t = now();
+    let sql = format!(
+        "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, created, updated) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(&new.login)
+        .bind(new.login.to_lowercase())
+        .bind(&new.full_name)
+        .bind(&new.email)
+        .bind(new.email.to_lowercase())
+        .bind(&new.password_hash)
+        .bind(&new.login_source)
+        .bind(new.is_admin)
+        .bind(true)
+        .bind(t)
+        .bind(t)
+        .fetch_one(db.pool())
+        .await
+        .map_err(|e| match &e {
+            // Two registrations racing past the checks above.
+            sqlx::Error::Database(d) if d.is_unique_violation() => Error::LoginTaken(new.login.clone()),
+            _ => e.into(),
+        })?;
+    Ok(from_row(&row)?)
+}
+
+/// Every user, or only administrators, in id order.
+pub async fn list(db: &Db, admins_only: bool) -> Result<Vec<User>> {
+    let rows = if admins_only {
+        let sql = format!("SELECT {COLUMNS} FROM users WHERE is_admin = $1 ORDER BY id");
+        sqlx::query(&sql).bind(true).fetch_all(db.pool()).await?
+    } else {
+        let sql = format!("SELECT {COLUMNS} FROM users ORDER BY id");
+        sqlx::query(&sql).fetch_all(db.pool()).await?
+    };
+    Ok(rows.iter().map(from_row).collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// The user an external identity is linked to.
+pub async fn find_linked(db: &Db, source: &str, external_id: &str) -> Result<Option<User>> {
+    let row = sqlx::query("SELECT user_id FROM external_identities WHERE source = $1 AND external_id = $2")
+        .bind(source)
+        .bind(external_id)
+        .fetch_optional(db.pool())
+        .await?;
+    match row {
+        Some(r) => find_by_id(db, r.try_get(0)?).await,
+        None => Ok(None),
+    }
+}
+
+/// Links (source, external id) to a user.
+pub async fn link(db: &Db, source: &str, external_id: &str, user_id: i64) -> Result<()> {
+    sqlx::query("INSERT INTO external_identities (source, external_id, user_id, created) VALUES ($1, $2, $3, $4)")
+        .bind(source)
+        .bind(external_id)
+        .bind(user_id)
+        .bind(now())
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,316 @@
+//! Server-rendered pages: home, sign-in, sign-out, registration.
+//!
+//! Every form carries a CSRF token (`_csrf`), checked against the `_csrf`
+//! cookie (double submit). Both cookies are HttpOnly and SameSite=Lax, and
+//! Secure when ROOT_URL is https.
+
+use askama::Template;
+use axum::Form;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use axum_extra::extract::CookieJar;
+use axum_extra::extract::cookie::{Cookie, SameSite};
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+
+use crate::app::App;
+use crate::identity;
+use crate::sessions;
+use crate::users::User;
+
+const CSRF_COOKIE: &str = "_csrf";
+
+pub(crate) fn routes() -> Router<App> {
+    Router::new()
+        .route("/", get(home))
+        .route("/user/login", get(login_form).post(login))
+        .route("/user/logout", post(logout))
+        .route("/user/sign_up", get(sign_up_form).post(sign_up))
+}
+
+/// Who is looking at a page: the signed-in user, if any, and the cookies.
+pub(crate) struct Viewer {
+    pub user: Option<User>,
+    jar: CookieJar,
+}
+
+impl FromRequestParts<App> for Viewer {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
+        let jar = CookieJar::from_headers(&parts.headers);
+        let user = match jar.get(sessions::COOKIE) {
+            Some(c) => match sessions::lookup(&app.db, c.value()).await {
+                Ok(found) => found.map(|(_, user)| user),
+                Err(e) => return Err(internal(e)),
+            },
+            None => None,
+        };
+        Ok(Viewer { user, jar })
+    }
+}
+
+impl Viewer {
+    /// The CSRF token for this browser, and the jar that sets it when new.
+    fn csrf(&self, app: &App) -> (String, CookieJar) {
+        match self.jar.get(CSRF_COOKIE) {
+            Some(c) if !c.value().is_empty() => (c.value().to_string(), self.jar.clone()),
+            _ => {
+                let token = sessions::random_token(24);
+                (token.clone(), self.jar.clone().add(cookie(app, CSRF_COOKIE, token, None)))
+            }
+        }
+    }
+
+    /// Whether a submitted form token matches the cookie, in constant time.
+    fn csrf_ok(&self, submitted: &str) -> bool {
+        match self.jar.get(CSRF_COOKIE) {
+            Some(c) => !submitted.is_empty() && bool::from(c.value().as_bytes().ct_eq(submitted.as_bytes())),
+            None => false,
+        }
+    }
+
+    fn login(&self) -> Option<String> {
+        self.user.as_ref().map(|u| u.login.clone())
+    }
+}
+
+fn cookie(app: &App, name: &'static str, value: String, max_age: Option<i64>) -> Cookie<'static> {
+    let mut c = Cookie::build((name, value))
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(app.config.secure_cookies())
+        .build();
+    if let Some(secs) = max_age {
+        c.set_max_age(time::Duration::seconds(secs));
+    }
+    c
+}
+
+fn render(status: StatusCode, page: impl Template) -> Response {
+    match page.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(e) => internal(e),
+    }
+}
+
+/// A 500 whose cause is logged, never shown.
+fn internal(e: impl std::fmt::Display) -> Response {
+    tracing::error!("page failed: {e}");
+    (StatusCode::INTERNAL_SERVER_ERROR, Html("<h1>Internal server error</h1>")).into_response()
+}
+
+#[derive(Template)]
+#[template(path = "message.html")]
+struct MessagePage {
+    user: Option<String>,
+    csrf: String,
+    heading: String,
+    message: String,
+}
+
+fn refuse_csrf(viewer: &Viewer, app: &App) -> Response {
+    let (csrf, jar) = viewer.csrf(app);
+    let page = MessagePage {
+        user: viewer.login(),
+        csrf,
+        heading: "Bad request".into(),
+        message: "Invalid CSRF token. Reload the page and try again.".into(),
+    };
+    (jar, render(StatusCode::BAD_REQUEST, page)).into_response()
+}
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct HomePage {
+    user: Option<String>,
+    csrf: String,
+}
+
+async fn home(State(app): State<App>, viewer: Viewer) -> Response {
+    let (csrf, jar) = viewer.csrf(&app);
+    (jar, render(StatusCode::OK, HomePage { user: viewer.login(), csrf })).into_response()
+}
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    user: Option<String>,
+    csrf: String,
+    error: Option<String>,
+    user_name: String,
+    registration_open: bool,
+}
+
+async fn login_form(State(app): State<App>, viewer: Viewer) -> Response {
+    if viewer.user.is_some() {
+        return Redirect::to("/").into_response();
+    }
+    let (csrf, jar) = viewer.csrf(&app);
+    let page = LoginPage {
+        user: None,
+        csrf,
+        error: None,
+        user_name: String::new(),
+        registration_open: !app.config.service.disable_registration,
+    };
+    (jar, render(StatusCode::OK, page)).into_response()
+}
+
+/// Gitea's sign-in form fields.
+#[derive(Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    user_name: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    remember: Option<String>,
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+async fn login(State(app): State<App>, viewer: Viewer, headers: HeaderMap, Form(form): Form<LoginForm>) -> Response {
+    if !viewer.csrf_ok(&form.csrf) {
+        return refuse_csrf(&viewer, &app);
+    }
+    match identity::sign_in(&app, &form.user_name, &form.password).await {
+        Ok(user) => start_session(&app, viewer, &headers, &user, form.remember.is_some()).await,
+        Err(e) => {
+            let status = match &e {
+                identity::Error::InvalidCredentials => StatusCode::UNAUTHORIZED,
+                identity::Error::AccountDisabled(_) => StatusCode::FORBIDDEN,
+                identity::Error::SourceUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+                identity::Error::Store(inner) => return internal(inner),
+                _ => StatusCode::BAD_REQUEST,
+            };
+            let (csrf, jar) = viewer.csrf(&app);
+            let page = LoginPage {
+                user: None,
+                csrf,
+                error: Some(e.to_string()),
+                user_name: form.user_name,
+                registration_open: !app.config.service.disable_registration,
+            };
+            (jar, render(status, page)).into_response()
+        }
+    }
+}
+
+/// Opens a session for `user` and rotates the CSRF token, so a token seen
+/// before sign-in is worthless after it.
+async fn start_session(app: &App, viewer: Viewer, headers: &HeaderMap, user: &User, remember: bool) -> Response {
+    let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    match sessions::create(&app.db, user.id, remember, agent).await {
+        Ok((value, session)) => {
+            let max_age = remember.then(|| session.expires - session.created);
+            let jar = viewer
+                .jar
+                .add(cookie(app, sessions::COOKIE, value, max_age))
+                .add(cookie(app, CSRF_COOKIE, sessions::random_token(24), None));
+            tracing::info!(login = %user.login, "signed in");
+            (jar, Redirect::to("/")).into_response()
+        }
+        Err(e) => internal(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct CsrfForm {
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+async fn logout(State(app): State<App>, viewer: Viewer, Form(form): Form<CsrfForm>) -> Response {
+    if !viewer.csrf_ok(&form.csrf) {
+        return refuse_csrf(&viewer, &app);
+    }
+    if let Some(c) = viewer.jar.get(sessions::COOKIE) {
+        if let Err(e) = sessions::end(&app.db, c.value()).await {
+            return internal(e);
+        }
+    }
+    let jar = viewer.jar.clone().remove(Cookie::build(sessions::COOKIE).path("/"));
+    (jar, Redirect::to("/")).into_response()
+}
+
+#[derive(Template)]
+#[template(path = "sign_up.html")]
+struct SignUpPage {
+    user: Option<String>,
+    csrf: String,
+    open: bool,
+    error: Option<String>,
+    user_name: String,
+    email: String,
+}
+
+const REGISTRATION_DISABLED: &str = "Registration is disabled. Please contact your site administrator.";
+
+async fn sign_up_form(State(app): State<App>, viewer: Viewer) -> Response {
+    let (csrf, jar) = viewer.csrf(&app);
+    let open = !app.config.service.disable_registration;
+    let page = SignUpPage {
+        user: viewer.login(),
+        csrf,
+        open,
+        error: (!open).then(|| REGISTRATION_DISABLED.to_string()),
+        user_name: String::new(),
+        email: String::new(),
+    };
+    (jar, render(if open { StatusCode::OK } else { StatusCode::FORBIDDEN }, page)).into_response()
+}
+
+#[derive(Deserialize)]
+struct SignUpForm {
+    #[serde(default)]
+    user_name: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    retype: String,
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+async fn sign_up(State(app): State<App>, viewer: Viewer, headers: HeaderMap, Form(form): Form<SignUpForm>) -> Response {
+    if !viewer.csrf_ok(&form.csrf) {
+        return refuse_csrf(&viewer, &app);
+    }
+    let open = !app.config.service.disable_registration;
+    let outcome = if !open {
+        Err((StatusCode::FORBIDDEN, REGISTRATION_DISABLED.to_string()))
+    } else if form.password != form.retype {
+        Err((StatusCode::BAD_REQUEST, "The passwords do not match.".to_string()))
+    } else {
+        match identity::register(&app, &form.user_name, &form.email, &form.password, false).await {
+            Ok(user) => Ok(user),
+            Err(identity::Error::Store(e)) => return internal(e),
+            Err(e @ identity::Error::Taken(_)) => Err((StatusCode::CONFLICT, e.to_string())),
+            Err(e @ identity::Error::SourceUnavailable { .. }) => Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
+            Err(e) => Err((StatusCode::BAD_REQUEST, e.to_string())),
+        }
+    };
+    match outcome {
+        Ok(user) => start_session(&app, viewer, &headers, &user, false).await,
+        Err((status, message)) => {
+            let (csrf, jar) = viewer.csrf(&app);
+            let page = SignUpPage {
+                user: viewer.login(),
+                csrf,
+                open,
+                error: Some(message),
+                user_name: form.user_name,
+                email: form.email,
+            };
+            (jar, render(status, page)).into_response()
+        }
+    }
+}

@@ -1,0 +1,76 @@
+-- Users, their links to identity sources, sessions, sources, plugin state and
+-- settings. Times are Unix seconds, UTC. The PostgreSQL file beside this one
+-- holds the same schema.
+
+CREATE TABLE users (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    login TEXT NOT NULL,
+    lower_login TEXT NOT NULL UNIQUE,
+    full_name TEXT NOT NULL DEFAULT '',
+    email TEXT NOT NULL,
+    lower_email TEXT NOT NULL UNIQUE,
+    -- PHC string; NULL for accounts that sign in through another source.
+    password_hash TEXT,
+    -- The source that vouches for the account: 'local' or a source id.
+    login_source TEXT NOT NULL DEFAULT 'local',
+    is_admin BOOLEAN NOT NULL DEFAULT FALSE,
+    is_active BOOLEAN NOT NULL DEFAULT TRUE,
+    created BIGINT NOT NULL,
+    updated BIGINT NOT NULL
+);
+
+CREATE TABLE external_identities (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    source TEXT NOT NULL,
+    external_id TEXT NOT NULL,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created BIGINT NOT NULL,
+    UNIQUE (source, external_id)
+);
+
+CREATE TABLE sessions (
+    -- sha256 of the cookie value; the cookie itself is never stored.
+    id_hash TEXT PRIMARY KEY,
+    -- Public handle for listing and revoking a session.
+    handle TEXT NOT NULL UNIQUE,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created BIGINT NOT NULL,
+    last_seen BIGINT NOT NULL,
+    expires BIGINT NOT NULL,
+    user_agent TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX sessions_user ON sessions (user_id);
+
+CREATE TABLE sources (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    -- The plugin that serves the source, e.g. 'ldap'.
+    plugin TEXT NOT NULL,
+    -- JSON object of the source's settings; secrets encrypted with the instance key.
+    settings TEXT NOT NULL DEFAULT '{}',
+    is_active BOOLEAN NOT NULL DEFAULT TRUE,
+    created BIGINT NOT NULL,
+    updated BIGINT NOT NULL
+);
+
+CREATE TABLE plugin_kv (
+    plugin TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    updated BIGINT NOT NULL,
+    PRIMARY KEY (plugin, key)
+);
+
+CREATE TABLE plugin_status (
+    plugin TEXT PRIMARY KEY,
+    calls BIGINT NOT NULL DEFAULT 0,
+    traps BIGINT NOT NULL DEFAULT 0,
+    last_error TEXT,
+    updated BIGINT NOT NULL
+);
+
+CREATE TABLE settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    updated BIGINT NOT NULL
+);

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian machine with Rust.
+# Installs what is missing (Debian's chromium and chromium-driver, the
+# wasm32-wasip2 target), then: cargo fmt --check, clippy -D warnings, the
+# plugins' own tests, and the workspace tests. The suite runs on SQLite, and
+# on PostgreSQL too when POSTERN_TEST_PG is set
+# (e.g. postgres://postgres@127.0.0.1:5432/test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+rustup component list --installed | grep -q '^clippy' || rustup component add clippy
+rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+for ws in plugins tests/plugins plugin-api/example; do
+  cargo fmt --manifest-path "$ws/Cargo.toml" --all -- --check
+done
+
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --manifest-path plugins/Cargo.toml --target wasm32-wasip2 --all-targets -- -D warnings
+
+echo "== plugins' own tests"
+cargo test --manifest-path plugins/Cargo.toml
+
+echo "== build"
+cargo build --workspace --all-targets
+
+echo "== tests (SQLite${POSTERN_TEST_PG:+ and PostgreSQL})"
+cargo test --workspace

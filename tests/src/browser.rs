@@ -1,0 +1,71 @@
+//! Headless Chromium (Debian's `chromium`), driven through `chromedriver`
+//! over WebDriver with fantoccini.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder};
+
+/// A chromedriver process and a browser session on it.
+pub struct Browser {
+    pub client: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium with an empty profile.
+    pub async fn start() -> Browser {
+        let port = free_port();
+        let mut driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver is installed (Debian package chromium-driver)");
+        let profile = tempfile::tempdir().expect("profile dir");
+        let caps: serde_json::Map<String, serde_json::Value> = serde_json::from_value(serde_json::json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--disable-quic", "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    format!("--user-data-dir={}", profile.path().display()),
+                ]
+            }
+        }))
+        .expect("capabilities are an object");
+        let url = format!("http://127.0.0.1:{port}");
+        let mut last_err = String::new();
+        for _ in 0..100 {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&url).await {
+                Ok(client) => return Browser { client, driver, _profile: profile },
+                Err(e) => last_err = e.to_string(),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let _ = driver.kill();
+        panic!("could not start a Chromium session through chromedriver: {last_err}");
+    }
+
+    /// Ends the browser session and chromedriver.
+    pub async fn close(mut self) {
+        let _ = self.client.clone().close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+    }
+}

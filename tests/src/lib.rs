@@ -1,0 +1,275 @@
+//! The integration-test harness: starts the real `postern` binary on
+//! `127.0.0.1:0` with a temp data dir, on SQLite and (when
+//! `POSTERN_TEST_PG` is set) on a fresh PostgreSQL database, and the real
+//! peers the tests need.
+
+pub mod browser;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use sqlx::Connection;
+
+/// The backends every test runs on.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    Sqlite,
+    /// A server URL (`postgres://user@host:port/db`), from `POSTERN_TEST_PG`.
+    Postgres(String),
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backend::Sqlite => f.write_str("sqlite"),
+            Backend::Postgres(_) => f.write_str("postgres"),
+        }
+    }
+}
+
+/// SQLite always; PostgreSQL too when `POSTERN_TEST_PG` is set.
+pub fn backends() -> Vec<Backend> {
+    let mut out = vec![Backend::Sqlite];
+    if let Ok(url) = std::env::var("POSTERN_TEST_PG") {
+        if !url.is_empty() {
+            out.push(Backend::Postgres(url));
+        }
+    }
+    out
+}
+
+/// The `postern` binary of this build (target/<profile>/postern).
+pub fn postern_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    // target/<profile>/deps/<test> → target/<profile>/postern
+    let bin = exe.parent().and_then(Path::parent).expect("tests run from target/<profile>/deps").join("postern");
+    assert!(bin.exists(), "{} is missing: build it first (cargo build -p postern)", bin.display());
+    bin
+}
+
+/// Where the test plugins were built (see tests/build.rs).
+pub fn test_plugin(name: &str) -> PathBuf {
+    PathBuf::from(env!("TEST_PLUGINS_DIR")).join(format!("test_plugin_{name}.wasm"))
+}
+
+/// The SDK's example plugin, built by tests/build.rs.
+pub fn example_plugin() -> PathBuf {
+    PathBuf::from(env!("EXAMPLE_PLUGIN"))
+}
+
+pub fn sha256_file(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).expect("plugin file is readable")))
+}
+
+/// A PostgreSQL database made for one server and dropped with it.
+pub struct PgDatabase {
+    admin_url: String,
+    name: String,
+}
+
+impl PgDatabase {
+    async fn create(admin_url: &str) -> PgDatabase {
+        let name = format!("postern_t_{:016x}", rand::random::<u64>());
+        let mut conn = sqlx::PgConnection::connect(admin_url).await.expect("POSTERN_TEST_PG is reachable");
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("can create a test database");
+        PgDatabase { admin_url: admin_url.to_string(), name }
+    }
+
+    /// host:port and user of the admin URL.
+    fn parts(&self) -> (String, String, String) {
+        let rest = self.admin_url.split_once("://").map(|(_, r)| r).unwrap_or(&self.admin_url);
+        let (auth, hostpath) = rest.split_once('@').unwrap_or(("postgres", rest));
+        let host = hostpath.split(['/', '?']).next().unwrap_or("127.0.0.1:5432").to_string();
+        let (user, pass) = auth.split_once(':').unwrap_or((auth, ""));
+        (host, user.to_string(), pass.to_string())
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let (url, name) = (self.admin_url.clone(), self.name.clone());
+        // Drop runs outside any runtime guarantee; a thread with its own
+        // runtime keeps it simple.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async {
+                if let Ok(mut conn) = sqlx::PgConnection::connect(&url).await {
+                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// How to start a server.
+#[derive(Default, Clone)]
+pub struct Options {
+    /// Extra ini text appended to the generated app.ini.
+    pub ini: String,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+}
+
+/// A running `postern web`.
+pub struct Server {
+    pub backend: Backend,
+    pub base: String,
+    pub dir: tempfile::TempDir,
+    ini: PathBuf,
+    env: Vec<(String, String)>,
+    child: Child,
+    _pg: Option<PgDatabase>,
+}
+
+impl Server {
+    /// Writes app.ini into a temp dir and runs `admin` commands only (no server).
+    pub async fn prepare(backend: &Backend, opts: &Options) -> (tempfile::TempDir, PathBuf, Option<PgDatabase>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        let mut ini = format!(
+            "[server]\nHTTP_ADDR = 127.0.0.1\nHTTP_PORT = 0\nROOT_URL = http://127.0.0.1/\nAPP_DATA_PATH = {}\n\n[log]\nLEVEL = info\n",
+            data.display()
+        );
+        let pg = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres(url) => {
+                let db = PgDatabase::create(url).await;
+                let (host, user, pass) = db.parts();
+                ini.push_str(&format!(
+                    "\n[database]\nDB_TYPE = postgres\nHOST = {host}\nNAME = {}\nUSER = {user}\nPASSWD = {pass}\n",
+                    db.name
+                ));
+                Some(db)
+            }
+        };
+        ini.push('\n');
+        ini.push_str(&opts.ini);
+        let path = dir.path().join("app.ini");
+        std::fs::write(&path, ini).expect("write app.ini");
+        (dir, path, pg)
+    }
+
+    /// Starts `postern web` and waits until it says where it listens.
+    pub async fn start(backend: &Backend, opts: Options) -> Server {
+        let (dir, ini, pg) = Self::prepare(backend, &opts).await;
+        let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
+        let mut child = Command::new(postern_bin())
+            .arg("--config")
+            .arg(&ini)
+            .arg("web")
+            .envs(opts.env.iter().cloned())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("postern starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("Postern listening on ") {
+                    let _ = tx.send(addr.to_string());
+                }
+            }
+        });
+        let base = match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(addr) => addr,
+            Err(_) => {
+                let _ = child.kill();
+                let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+                panic!("postern did not start on {backend}:\n{log}");
+            }
+        };
+        Server { backend: backend.clone(), base, dir, ini, env: opts.env, child, _pg: pg }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Runs `postern --config <this server's ini> <args>`.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        run_cli(&self.ini, &self.env, args)
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// Creates a user through the admin CLI.
+    pub fn create_user(&self, name: &str, password: &str, admin: bool) {
+        let email = format!("{name}@example.com");
+        let mut args = vec!["admin", "user", "create", "--username", name, "--email", &email, "--password", password];
+        if admin {
+            args.push("--admin");
+        }
+        let out = self.cli(&args);
+        assert!(out.status.success(), "user create failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// `admin plugin list --json`, parsed.
+    pub fn plugin_list(&self) -> Vec<serde_json::Value> {
+        let out = self.cli(&["admin", "plugin", "list", "--json"]);
+        assert!(out.status.success(), "plugin list failed: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("plugin list prints JSON")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs the CLI with a given ini and environment.
+pub fn run_cli(ini: &Path, env: &[(String, String)], args: &[&str]) -> Output {
+    Command::new(postern_bin())
+        .arg("--config")
+        .arg(ini)
+        .args(args)
+        .envs(env.iter().cloned())
+        .output()
+        .expect("postern runs")
+}
+
+/// An HTTP client that keeps cookies and does not follow redirects, so tests
+/// see the 303 of a sign-in.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// The `_csrf` value of the first form on a page.
+pub fn csrf_of(html: &str) -> String {
+    let marker = "name=\"_csrf\" value=\"";
+    let start = html.find(marker).map(|i| i + marker.len()).expect("the page has a CSRF field");
+    html[start..].split('"').next().expect("closing quote").to_string()
+}
+
+/// Loads the sign-in page and posts the form; returns the response.
+pub async fn sign_in(client: &reqwest::Client, server: &Server, user: &str, password: &str) -> reqwest::Response {
+    let page = client.get(server.url("/user/login")).send().await.expect("GET /user/login").text().await.expect("body");
+    let csrf = csrf_of(&page);
+    client
+        .post(server.url("/user/login"))
+        .form(&[("user_name", user), ("password", password), ("_csrf", &csrf)])
+        .send()
+        .await
+        .expect("POST /user/login")
+}
+
+/// The text of the error box on a page, if any.
+pub fn flash_error(html: &str) -> Option<String> {
+    let marker = "id=\"flash-error\">";
+    let start = html.find(marker)? + marker.len();
+    Some(html[start..].split('<').next()?.trim().to_string())
+}
