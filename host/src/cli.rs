@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use crate::app::{self, App};
@@ -130,7 +130,7 @@ async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
                     );
                     Ok(())
                 }
-                Err(e) => bail!("cannot create user {username:?}: {e}"),
+                Err(e) => Err(anyhow::Error::new(e).context(format!("cannot create user {username:?}"))),
             }
         }
         UserCmd::List { admin } => {

@@ -64,8 +64,8 @@ fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
         email: r.try_get(3)?,
         password_hash: r.try_get(4)?,
         login_source: r.try_get(5)?,
-        is_admin: r.try_get(6)?,
-        is_active: r.try_get(7)?,
+        is_admin: r.try_get::<i64, _>(6)? != 0,
+        is_active: r.try_get::<i64, _>(7)? != 0,
         created: r.try_get(8)?,
         updated: r.try_get(9)?,
     })
@@ -120,8 +120,8 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
         .bind(new.email.to_lowercase())
         .bind(&new.password_hash)
         .bind(&new.login_source)
-        .bind(new.is_admin)
-        .bind(true)
+        .bind(i64::from(new.is_admin))
+        .bind(1_i64)
         .bind(t)
         .bind(t)
         .fetch_one(db.pool())
@@ -138,7 +138,7 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
 pub async fn list(db: &Db, admins_only: bool) -> Result<Vec<User>> {
     let rows = if admins_only {
         let sql = format!("SELECT {COLUMNS} FROM users WHERE is_admin = $1 ORDER BY id");
-        sqlx::query(&sql).bind(true).fetch_all(db.pool()).await?
+        sqlx::query(&sql).bind(1_i64).fetch_all(db.pool()).await?
     } else {
         let sql = format!("SELECT {COLUMNS} FROM users ORDER BY id");
         sqlx::query(&sql).fetch_all(db.pool()).await?

@@ -1,6 +1,7 @@
 -- Users, their links to identity sources, sessions, sources, plugin state and
--- settings. Times are Unix seconds, UTC. The PostgreSQL file beside this one
--- holds the same schema.
+-- settings. Times are Unix seconds, UTC. Flags are integers 0/1 on both
+-- backends, since sqlx's Any driver cannot read SQLite's BOOLEAN. The PostgreSQL
+-- file beside this one holds the same schema.
 
 CREATE TABLE users (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -13,8 +14,8 @@ CREATE TABLE users (
     password_hash TEXT,
     -- The source that vouches for the account: 'local' or a source id.
     login_source TEXT NOT NULL DEFAULT 'local',
-    is_admin BOOLEAN NOT NULL DEFAULT FALSE,
-    is_active BOOLEAN NOT NULL DEFAULT TRUE,
+    is_admin INTEGER NOT NULL DEFAULT 0,
+    is_active INTEGER NOT NULL DEFAULT 1,
     created BIGINT NOT NULL,
     updated BIGINT NOT NULL
 );
@@ -48,7 +49,7 @@ CREATE TABLE sources (
     plugin TEXT NOT NULL,
     -- JSON object of the source's settings; secrets encrypted with the instance key.
     settings TEXT NOT NULL DEFAULT '{}',
-    is_active BOOLEAN NOT NULL DEFAULT TRUE,
+    is_active INTEGER NOT NULL DEFAULT 1,
     created BIGINT NOT NULL,
     updated BIGINT NOT NULL
 );
