@@ -7,8 +7,11 @@ use std::path::PathBuf;
 const BUILTINS: &[(&str, &str)] = &[("LOCAL", "postern_plugin_local")];
 
 fn main() {
-    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let root = manifest_dir.parent().expect("host/ sits in the workspace root");
+    let manifest_dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = manifest_dir
+        .parent()
+        .expect("host/ sits in the workspace root");
     let api = root.join("plugin-api");
     let dir = postern_plugin_build::build(
         &root.join("plugins/Cargo.toml"),
@@ -19,7 +22,10 @@ fn main() {
     for (name, artifact) in BUILTINS {
         let file = dir.join(format!("{artifact}.wasm"));
         assert!(file.exists(), "{} was not built", file.display());
-        code.push_str(&format!("pub static {name}: &[u8] = include_bytes!({:?});\n", file.display().to_string()));
+        code.push_str(&format!(
+            "pub static {name}: &[u8] = include_bytes!({:?});\n",
+            file.display().to_string()
+        ));
     }
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(out_dir.join("builtin_plugins.rs"), code).expect("OUT_DIR is writable");

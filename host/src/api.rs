@@ -19,7 +19,9 @@ use crate::sessions;
 use crate::users::User;
 
 pub(crate) fn routes() -> Router<App> {
-    Router::new().route("/api/healthz", get(health)).route("/api/v1/user", get(current_user))
+    Router::new()
+        .route("/api/healthz", get(health))
+        .route("/api/v1/user", get(current_user))
 }
 
 /// An API failure. Each variant names the status it produces.
@@ -48,12 +50,16 @@ impl IntoResponse for ApiError {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
         };
-        let body = Json(ErrorBody { error: code, message: self.to_string() });
+        let body = Json(ErrorBody {
+            error: code,
+            message: self.to_string(),
+        });
         let mut response = (status, body).into_response();
         if status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"postern\""));
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer realm=\"postern\""),
+            );
         }
         response
     }
@@ -67,7 +73,9 @@ impl FromRequestParts<App> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         let jar = CookieJar::from_headers(&parts.headers);
-        let Some(cookie) = jar.get(sessions::COOKIE) else { return Err(ApiError::Unauthorized) };
+        let Some(cookie) = jar.get(sessions::COOKIE) else {
+            return Err(ApiError::Unauthorized);
+        };
         match sessions::lookup(&app.db, cookie.value()).await {
             Ok(Some((_, user))) => Ok(Principal(user)),
             Ok(None) => Err(ApiError::Unauthorized),

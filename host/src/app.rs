@@ -21,14 +21,25 @@ pub struct App {
 impl App {
     /// Opens the database (applying migrations) and loads the plugins.
     pub async fn open(config: Config) -> anyhow::Result<App> {
-        let db = Db::connect(&config.database).await.context("opening the database")?;
-        let plugins = Plugins::load(&config, db.clone()).await.context("loading plugins")?;
-        Ok(App { config: Arc::new(config), db, plugins: Arc::new(plugins) })
+        let db = Db::connect(&config.database)
+            .await
+            .context("opening the database")?;
+        let plugins = Plugins::load(&config, db.clone())
+            .await
+            .context("loading plugins")?;
+        Ok(App {
+            config: Arc::new(config),
+            db,
+            plugins: Arc::new(plugins),
+        })
     }
 }
 
 pub fn router(app: App) -> Router {
-    Router::new().merge(crate::web::routes()).merge(crate::api::routes()).with_state(app)
+    Router::new()
+        .merge(crate::web::routes())
+        .merge(crate::api::routes())
+        .with_state(app)
 }
 
 /// How often plugin call counts are written to the database.
@@ -41,12 +52,17 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     let addr = config.listen_addr();
     let app = App::open(config).await?;
-    let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     // The one line on stdout: where to reach the server (HTTP_PORT = 0 picks
     // a free port, and scripts read it from here).
     println!("Postern listening on http://{local}");
-    tracing::info!("listening on http://{local} (ROOT_URL {})", app.config.server.root_url);
+    tracing::info!(
+        "listening on http://{local} (ROOT_URL {})",
+        app.config.server.root_url
+    );
 
     let plugins = app.plugins.clone();
     let flusher = tokio::spawn(async move {
@@ -57,7 +73,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         }
     });
     let plugins = app.plugins.clone();
-    axum::serve(listener, router(app)).with_graceful_shutdown(shutdown()).await?;
+    axum::serve(listener, router(app))
+        .with_graceful_shutdown(shutdown())
+        .await?;
     flusher.abort();
     plugins.flush_stats().await;
     Ok(())

@@ -10,7 +10,11 @@ use crate::config::{Config, schema};
 use crate::{identity, users};
 
 #[derive(Parser)]
-#[command(name = "postern", version, about = "Postern: a self-hosted git service")]
+#[command(
+    name = "postern",
+    version,
+    about = "Postern: a self-hosted git service"
+)]
 pub struct Cli {
     /// The ini file to read (default: config/app.ini when present).
     #[arg(long, short, global = true, value_name = "PATH")]
@@ -96,10 +100,17 @@ pub fn main() -> anyhow::Result<()> {
 
 fn init_tracing(config: &Config, server: bool) {
     // The admin commands print their results; their log stays quiet unless asked.
-    let default = if server { config.log.level.as_str() } else { "warn" };
+    let default = if server {
+        config.log.level.as_str()
+    } else {
+        "warn"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("POSTERN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("postern={default},warn")));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 async fn run(command: Command, config: Config) -> anyhow::Result<()> {
@@ -112,30 +123,45 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             println!("configuration is valid");
             Ok(())
         }
-        Command::Admin(Admin::Config(ConfigCmd::Example)) => unreachable!("handled before loading the configuration"),
+        Command::Admin(Admin::Config(ConfigCmd::Example)) => {
+            unreachable!("handled before loading the configuration")
+        }
         Command::Admin(Admin::User(cmd)) => user(App::open(config).await?, cmd).await,
-        Command::Admin(Admin::Plugin(PluginCmd::List { json })) => plugin_list(App::open(config).await?, json).await,
+        Command::Admin(Admin::Plugin(PluginCmd::List { json })) => {
+            plugin_list(App::open(config).await?, json).await
+        }
     }
 }
 
 async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
     match cmd {
-        UserCmd::Create { username, email, password, admin } => {
-            match identity::register(&app, &username, &email, &password, admin).await {
-                Ok(user) => {
-                    println!(
-                        "New user '{}' has been successfully created{}.",
-                        user.login,
-                        if user.is_admin { " as a site administrator" } else { "" }
-                    );
-                    Ok(())
-                }
-                Err(e) => Err(anyhow::Error::new(e).context(format!("cannot create user {username:?}"))),
+        UserCmd::Create {
+            username,
+            email,
+            password,
+            admin,
+        } => match identity::register(&app, &username, &email, &password, admin).await {
+            Ok(user) => {
+                println!(
+                    "New user '{}' has been successfully created{}.",
+                    user.login,
+                    if user.is_admin {
+                        " as a site administrator"
+                    } else {
+                        ""
+                    }
+                );
+                Ok(())
             }
-        }
+            Err(e) => {
+                Err(anyhow::Error::new(e).context(format!("cannot create user {username:?}")))
+            }
+        },
         UserCmd::List { admin } => {
             let list = users::list(&app.db, admin).await?;
-            println!("{:<6} {:<24} {:<32} {:<8} {:<7} {}", "ID", "Username", "Email", "IsActive", "IsAdmin", "Source");
+            println!(
+                "ID     Username                 Email                            IsActive IsAdmin Source"
+            );
             for u in list {
                 println!(
                     "{:<6} {:<24} {:<32} {:<8} {:<7} {}",

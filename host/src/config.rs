@@ -20,7 +20,10 @@ use schema::SectionPattern;
 pub enum Error {
     /// The ini file named on the command line does not exist or is unreadable.
     #[error("cannot read configuration file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The ini file is not valid ini syntax.
     #[error("configuration file {path} is not valid ini: {message}")]
     Syntax { path: PathBuf, message: String },
@@ -96,7 +99,12 @@ impl Database {
                 } else {
                     format!("{}:{}", pct(&self.user), pct(&self.passwd))
                 };
-                format!("postgres://{auth}@{}/{}?sslmode={}", self.host, pct(&self.name), self.ssl_mode)
+                format!(
+                    "postgres://{auth}@{}/{}?sslmode={}",
+                    self.host,
+                    pct(&self.name),
+                    self.ssl_mode
+                )
             }
         }
     }
@@ -106,7 +114,9 @@ impl Database {
 fn pct(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -200,7 +210,10 @@ impl Config {
     }
 
     /// As [`Config::load`], with the environment given (tests pass their own).
-    pub fn load_with_env(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Self> {
+    pub fn load_with_env(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self> {
         let file = match file {
             Some(path) => Some(path.to_path_buf()),
             None => Some(PathBuf::from("config/app.ini")).filter(|p| p.exists()),
@@ -228,8 +241,15 @@ impl Config {
                 .cloned()
                 .unwrap_or_else(|| schema::default_of(section, key).to_string())
         };
-        let flag = |section: &str, key: &str| schema::parse_bool(&get(section, key)).expect("validated above");
-        let int = |section: &str, key: &str| get(section, key).trim().parse::<i64>().expect("validated above");
+        let flag = |section: &str, key: &str| {
+            schema::parse_bool(&get(section, key)).expect("validated above")
+        };
+        let int = |section: &str, key: &str| {
+            get(section, key)
+                .trim()
+                .parse::<i64>()
+                .expect("validated above")
+        };
 
         let app_data_path = PathBuf::from(get("server", "APP_DATA_PATH"));
         let db_path = match raw.get("database").and_then(|s| s.get("PATH")) {
@@ -255,9 +275,10 @@ impl Config {
                     number: n.parse().expect("validated above"),
                     settings: keys.clone(),
                 }),
-                Some((SectionPattern::OAuth2Source, name)) => {
-                    oauth2_sources.push(OAuth2Source { name: name.to_string(), settings: keys.clone() })
-                }
+                Some((SectionPattern::OAuth2Source, name)) => oauth2_sources.push(OAuth2Source {
+                    name: name.to_string(),
+                    settings: keys.clone(),
+                }),
                 Some((SectionPattern::Plugin, id)) => plugins.push(plugin_section(id, keys)),
                 _ => {}
             }
@@ -271,10 +292,15 @@ impl Config {
                 http_port: int("server", "HTTP_PORT") as u16,
                 root_url: root_url.trim_end_matches('/').to_string() + "/",
                 app_data_path,
-                cron_sync_ldap: schema::parse_schedule(&get("server", "CRON_SYNC_LDAP")).expect("validated above"),
+                cron_sync_ldap: schema::parse_schedule(&get("server", "CRON_SYNC_LDAP"))
+                    .expect("validated above"),
             },
             database: Database {
-                db_type: if get("database", "DB_TYPE") == "postgres" { DbType::Postgres } else { DbType::Sqlite },
+                db_type: if get("database", "DB_TYPE") == "postgres" {
+                    DbType::Postgres
+                } else {
+                    DbType::Sqlite
+                },
                 path: db_path,
                 host: get("database", "HOST"),
                 name: get("database", "NAME"),
@@ -297,7 +323,9 @@ impl Config {
                 enable_remember_me_2fa: flag("security", "ENABLE_REMEMBER_ME_2FA"),
                 min_password_length: int("security", "MIN_PASSWORD_LENGTH") as u32,
             },
-            log: Log { level: get("log", "LEVEL") },
+            log: Log {
+                level: get("log", "LEVEL"),
+            },
             oauth2: OAuth2Provider {
                 enable: flag("oauth2", "ENABLE"),
                 access_token_expiration: int("oauth2", "ACCESS_TOKEN_EXPIRATION"),
@@ -314,7 +342,10 @@ impl Config {
                 root: repo_root,
                 max_push_files: int("repository", "MAX_PUSH_FILES"),
                 default_disable_push: flag("repository", "DEFAULT_DISABLE_PUSH"),
-                default_require_signed_commits: flag("repository", "DEFAULT_REQUIRE_SIGNED_COMMITS"),
+                default_require_signed_commits: flag(
+                    "repository",
+                    "DEFAULT_REQUIRE_SIGNED_COMMITS",
+                ),
             },
             source: SourceSwitches {
                 enable_ldap: flag("source", "ENABLE_LDAP"),
@@ -350,9 +381,16 @@ fn plugin_section(id: &str, keys: &BTreeMap<String, String>) -> PluginSection {
         sha256: keys.get("SHA256").map(|s| s.trim().to_ascii_lowercase()),
         kind: keys.get("KIND").cloned(),
         grants: keys.get("GRANTS").map(|g| schema::parse_list(g)),
-        memory_limit_mb: keys.get("MEMORY_LIMIT_MB").map(|v| v.trim().parse().expect("validated")),
-        timeout_ms: keys.get("TIMEOUT_MS").map(|v| v.trim().parse().expect("validated")),
-        enabled: keys.get("ENABLED").map(|v| schema::parse_bool(v).expect("validated")).unwrap_or(true),
+        memory_limit_mb: keys
+            .get("MEMORY_LIMIT_MB")
+            .map(|v| v.trim().parse().expect("validated")),
+        timeout_ms: keys
+            .get("TIMEOUT_MS")
+            .map(|v| v.trim().parse().expect("validated")),
+        enabled: keys
+            .get("ENABLED")
+            .map(|v| schema::parse_bool(v).expect("validated"))
+            .unwrap_or(true),
         settings,
     }
 }
@@ -371,7 +409,9 @@ fn host_of(url: &str) -> String {
 fn flatten(merged: BTreeMap<String, serde_json::Value>) -> Raw {
     let mut raw = Raw::new();
     for (section, value) in merged {
-        let serde_json::Value::Object(keys) = value else { continue };
+        let serde_json::Value::Object(keys) = value else {
+            continue;
+        };
         for (key, value) in keys {
             match value {
                 serde_json::Value::Object(sub) => {
@@ -382,7 +422,9 @@ fn flatten(merged: BTreeMap<String, serde_json::Value>) -> Raw {
                     }
                 }
                 v => {
-                    raw.entry(section.to_ascii_lowercase()).or_default().insert(key.to_ascii_uppercase(), text(v));
+                    raw.entry(section.to_ascii_lowercase())
+                        .or_default()
+                        .insert(key.to_ascii_uppercase(), text(v));
                 }
             }
         }
@@ -421,7 +463,9 @@ impl Checker {
             match schema::key_spec(schema_name, key) {
                 Some(spec) => {
                     if let Err(expected) = spec.kind.check(value) {
-                        self.errors.push(format!("[{section}] {key} = {value:?}: expected {expected}"));
+                        self.errors.push(format!(
+                            "[{section}] {key} = {value:?}: expected {expected}"
+                        ));
                     }
                 }
                 // A plugin's own settings are the plugin's to check.
@@ -481,16 +525,25 @@ mod tests {
         assert_eq!(cfg.database.db_type, DbType::Sqlite);
         assert_eq!(cfg.oauth2.access_token_expiration, 3600);
         assert_eq!(cfg.webauthn.timeout_ms, 60000);
-        assert_eq!(cfg.server.cron_sync_ldap, std::time::Duration::from_secs(24 * 3600));
+        assert_eq!(
+            cfg.server.cron_sync_ldap,
+            std::time::Duration::from_secs(24 * 3600)
+        );
     }
 
     #[test]
     fn environment_overrides_the_file_and_decodes_dots() {
         let dir = tmp();
-        let file = write(&dir, "[server]\nHTTP_PORT = 4000\n[source.1]\nNAME = corp\nHOST = ldap.example.com\n");
+        let file = write(
+            &dir,
+            "[server]\nHTTP_PORT = 4000\n[source.1]\nNAME = corp\nHOST = ldap.example.com\n",
+        );
         let env = vec![
             ("POSTERN__SERVER__HTTP_PORT".to_string(), "5000".to_string()),
-            ("POSTERN__SOURCE_0X2E_1__HOST".to_string(), "dir.example.com".to_string()),
+            (
+                "POSTERN__SOURCE_0X2E_1__HOST".to_string(),
+                "dir.example.com".to_string(),
+            ),
             ("UNRELATED".to_string(), "x".to_string()),
         ];
         let cfg = Config::load_with_env(Some(&file), env).unwrap();
@@ -503,10 +556,21 @@ mod tests {
     #[test]
     fn invalid_values_name_key_value_and_expectation() {
         let dir = tmp();
-        let file = write(&dir, "[server]\nHTTP_PORT = eighty\n[oauth2]\nENABLE = maybe\n");
-        let err = Config::load_with_env(Some(&file), Vec::new()).unwrap_err().to_string();
-        assert!(err.contains("[server] HTTP_PORT = \"eighty\": expected a port number"), "{err}");
-        assert!(err.contains("[oauth2] ENABLE = \"maybe\": expected a boolean"), "{err}");
+        let file = write(
+            &dir,
+            "[server]\nHTTP_PORT = eighty\n[oauth2]\nENABLE = maybe\n",
+        );
+        let err = Config::load_with_env(Some(&file), Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("[server] HTTP_PORT = \"eighty\": expected a port number"),
+            "{err}"
+        );
+        assert!(
+            err.contains("[oauth2] ENABLE = \"maybe\": expected a boolean"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -514,8 +578,16 @@ mod tests {
         let dir = tmp();
         let file = write(&dir, "[server]\nHTTP_PROT = 80\n[nonsense]\nA = 1\n");
         let cfg = Config::load_with_env(Some(&file), Vec::new()).unwrap();
-        assert!(cfg.unknown_keys.iter().any(|k| k == "[server] HTTP_PROT"), "{:?}", cfg.unknown_keys);
-        assert!(cfg.unknown_keys.iter().any(|k| k.starts_with("[nonsense]")), "{:?}", cfg.unknown_keys);
+        assert!(
+            cfg.unknown_keys.iter().any(|k| k == "[server] HTTP_PROT"),
+            "{:?}",
+            cfg.unknown_keys
+        );
+        assert!(
+            cfg.unknown_keys.iter().any(|k| k.starts_with("[nonsense]")),
+            "{:?}",
+            cfg.unknown_keys
+        );
     }
 
     #[test]
@@ -525,29 +597,45 @@ mod tests {
             &dir,
             "[source.1]\nTYPE = 3\n[source.oauth2_corp]\nAUTH_URL = not a url\n[webauthn]\nTIMEOUT = -5\n[server]\nCRON_SYNC_LDAP = daily\n",
         );
-        let err = Config::load_with_env(Some(&file), Vec::new()).unwrap_err().to_string();
+        let err = Config::load_with_env(Some(&file), Vec::new())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("[source.1] TYPE = \"3\""), "{err}");
         assert!(err.contains("[source.oauth2_corp] AUTH_URL"), "{err}");
         assert!(err.contains("[webauthn] TIMEOUT"), "{err}");
-        assert!(err.contains("[server] CRON_SYNC_LDAP = \"daily\": expected a schedule"), "{err}");
+        assert!(
+            err.contains("[server] CRON_SYNC_LDAP = \"daily\": expected a schedule"),
+            "{err}"
+        );
     }
 
     #[test]
     fn third_party_plugins_must_be_pinned() {
         let dir = tmp();
-        let file = write(&dir, "[plugin.corp]\nKIND = identity-source\nPATH = /x.wasm\n");
-        let err = Config::load_with_env(Some(&file), Vec::new()).unwrap_err().to_string();
+        let file = write(
+            &dir,
+            "[plugin.corp]\nKIND = identity-source\nPATH = /x.wasm\n",
+        );
+        let err = Config::load_with_env(Some(&file), Vec::new())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("[plugin.corp] SHA256"), "{err}");
     }
 
     #[test]
     fn postgres_url_is_built_from_gitea_keys() {
         let env = vec![
-            ("POSTERN__DATABASE__DB_TYPE".to_string(), "postgres".to_string()),
+            (
+                "POSTERN__DATABASE__DB_TYPE".to_string(),
+                "postgres".to_string(),
+            ),
             ("POSTERN__DATABASE__NAME".to_string(), "git".to_string()),
             ("POSTERN__DATABASE__PASSWD".to_string(), "p@ss".to_string()),
         ];
         let cfg = Config::load_with_env(None, env).unwrap();
-        assert_eq!(cfg.database.url(), "postgres://postgres:p%40ss@127.0.0.1:5432/git?sslmode=disable");
+        assert_eq!(
+            cfg.database.url(),
+            "postgres://postgres:p%40ss@127.0.0.1:5432/git?sslmode=disable"
+        );
     }
 }

@@ -1,8 +1,10 @@
 //! argon2id password hashing, done natively and lent to plugins through the
 //! `credentials` capability. Nothing else in the host checks a password.
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng};
 use argon2::Argon2;
+use argon2::password_hash::{
+    PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng,
+};
 
 /// Hashes `password` with argon2id (the crate's defaults: 19 MiB, 2 passes,
 /// one lane, OWASP's recommended floor) and a fresh salt, as a PHC string.
@@ -19,7 +21,11 @@ pub fn hash(password: &str) -> Result<String, String> {
 /// defaults change.
 pub fn verify(password: &str, hash: &str) -> Option<bool> {
     let parsed = PasswordHash::new(hash).ok()?;
-    Some(Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+    Some(
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok(),
+    )
 }
 
 #[cfg(test)]

@@ -19,7 +19,10 @@ pub enum Error {
     #[error("cannot open the database ({url}): {source}")]
     Connect { url: String, source: sqlx::Error },
     #[error("cannot create the data directory {path}: {source}")]
-    DataDir { path: String, source: std::io::Error },
+    DataDir {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("database error: {0}")]
@@ -40,30 +43,47 @@ pub struct Db {
 
 /// Seconds since the Unix epoch, UTC.
 pub fn now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 impl Db {
     /// Opens the configured database and applies the pending migrations.
     pub async fn connect(cfg: &config::Database) -> Result<Db> {
         install_default_drivers();
-        if cfg.db_type == DbType::Sqlite {
-            if let Some(dir) = cfg.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|source| Error::DataDir { path: dir.display().to_string(), source })?;
-            }
+        if cfg.db_type == DbType::Sqlite
+            && let Some(dir) = cfg.path.parent().filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir).map_err(|source| Error::DataDir {
+                path: dir.display().to_string(),
+                source,
+            })?;
         }
         let url = cfg.url();
-        let redacted = if cfg.passwd.is_empty() { url.clone() } else { url.replace(&cfg.passwd, "***") };
+        let redacted = if cfg.passwd.is_empty() {
+            url.clone()
+        } else {
+            url.replace(&cfg.passwd, "***")
+        };
         let pool = AnyPoolOptions::new()
             .max_connections(if cfg.db_type == DbType::Sqlite { 4 } else { 16 })
             .connect(&url)
             .await
-            .map_err(|source| Error::Connect { url: redacted, source })?;
-        let db = Db { pool, backend: cfg.db_type.clone() };
+            .map_err(|source| Error::Connect {
+                url: redacted,
+                source,
+            })?;
+        let db = Db {
+            pool,
+            backend: cfg.db_type.clone(),
+        };
         if db.backend == DbType::Sqlite {
             // WAL lets readers and the one writer proceed together.
-            sqlx::query("PRAGMA journal_mode = WAL").execute(&db.pool).await?;
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&db.pool)
+                .await?;
         }
         match db.backend {
             DbType::Sqlite => SQLITE_MIGRATIONS.run(&db.pool).await?,
@@ -114,7 +134,13 @@ impl Db {
 
     /// Adds call and trap counts to a plugin's recorded totals. Adding, not
     /// setting, so that several hosts sharing one database sum correctly.
-    pub async fn plugin_status_add(&self, plugin: &str, calls: u64, traps: u64, last_error: Option<&str>) -> Result<()> {
+    pub async fn plugin_status_add(
+        &self,
+        plugin: &str,
+        calls: u64,
+        traps: u64,
+        last_error: Option<&str>,
+    ) -> Result<()> {
         sqlx::query(
             "INSERT INTO plugin_status (plugin, calls, traps, last_error, updated) VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (plugin) DO UPDATE SET calls = plugin_status.calls + excluded.calls, \
@@ -133,12 +159,19 @@ impl Db {
 
     /// Recorded totals: (calls, traps, last error) of a plugin.
     pub async fn plugin_status(&self, plugin: &str) -> Result<(u64, u64, Option<String>)> {
-        let row = sqlx::query("SELECT calls, traps, last_error FROM plugin_status WHERE plugin = $1")
-            .bind(plugin)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row =
+            sqlx::query("SELECT calls, traps, last_error FROM plugin_status WHERE plugin = $1")
+                .bind(plugin)
+                .fetch_optional(&self.pool)
+                .await?;
         Ok(row
-            .map(|r| (r.get::<i64, _>(0) as u64, r.get::<i64, _>(1) as u64, r.get::<Option<String>, _>(2)))
+            .map(|r| {
+                (
+                    r.get::<i64, _>(0) as u64,
+                    r.get::<i64, _>(1) as u64,
+                    r.get::<Option<String>, _>(2),
+                )
+            })
             .unwrap_or((0, 0, None)))
     }
 }

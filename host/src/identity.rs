@@ -98,7 +98,9 @@ pub enum Error {
 impl From<users::Error> for Error {
     fn from(e: users::Error) -> Self {
         match e {
-            users::Error::LoginTaken(_) | users::Error::EmailTaken(_) => Error::Taken(e.to_string()),
+            users::Error::LoginTaken(_) | users::Error::EmailTaken(_) => {
+                Error::Taken(e.to_string())
+            }
             other => Error::Store(other),
         }
     }
@@ -112,19 +114,29 @@ fn known(user: &User, with_hash: bool) -> KnownAccount {
         login: user.login.clone(),
         email: user.email.clone(),
         full_name: user.full_name.clone(),
-        password_hash: if with_hash { user.password_hash.clone() } else { None },
+        password_hash: if with_hash {
+            user.password_hash.clone()
+        } else {
+            None
+        },
         is_active: user.is_active,
     }
 }
 
 /// The settings the local source is given: the password policy.
 fn local_settings(app: &App) -> Vec<(String, String)> {
-    vec![("MIN_PASSWORD_LENGTH".into(), app.config.security.min_password_length.to_string())]
+    vec![(
+        "MIN_PASSWORD_LENGTH".into(),
+        app.config.security.min_password_length.to_string(),
+    )]
 }
 
 fn unavailable(source: &Plugin, reason: String) -> Error {
     tracing::error!(source = %source.id, "sign-in source failed: {reason}");
-    Error::SourceUnavailable { source_id: source.id.to_string(), reason }
+    Error::SourceUnavailable {
+        source_id: source.id.to_string(),
+        reason,
+    }
 }
 
 /// Signs in with a login (or e-mail) and password.
@@ -182,12 +194,18 @@ pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
 
 /// Asks one source: `Some(identity)` on success, `None` when it does not know
 /// the credentials, an error when it refuses or fails.
-async fn ask(app: &App, source: &Arc<Plugin>, request: &PasswordSignIn) -> Result<Option<Identity>> {
+async fn ask(
+    app: &App,
+    source: &Arc<Plugin>,
+    request: &PasswordSignIn,
+) -> Result<Option<Identity>> {
     match app.plugins.authenticate(source, request).await {
         Ok(Ok(identity)) => Ok(Some(identity)),
         Ok(Err(SignInRefusal::InvalidCredentials | SignInRefusal::NotSupported)) => Ok(None),
         Ok(Err(SignInRefusal::AccountDisabled(why))) => Err(Error::AccountDisabled(why)),
-        Ok(Err(SignInRefusal::Misconfigured(why))) => Err(unavailable(source, format!("misconfigured: {why}"))),
+        Ok(Err(SignInRefusal::Misconfigured(why))) => {
+            Err(unavailable(source, format!("misconfigured: {why}")))
+        }
         Ok(Err(SignInRefusal::Unavailable(why))) => Err(unavailable(source, why)),
         // A trap, a refused or disabled plugin: this sign-in fails, closed.
         Err(e) => Err(unavailable(source, e.to_string())),
@@ -231,11 +249,21 @@ async fn link_or_provision(app: &App, source: &Plugin, identity: Identity) -> Re
 
 /// Creates a local account with a password: the `local` plugin applies its
 /// rules and hashes the password; the host stores the result.
-pub async fn register(app: &App, login: &str, email: &str, password: &str, is_admin: bool) -> Result<User> {
-    let local = app.plugins.get(builtin::LOCAL).cloned().ok_or_else(|| Error::SourceUnavailable {
-        source_id: builtin::LOCAL.into(),
-        reason: "the local plugin is not loaded".into(),
-    })?;
+pub async fn register(
+    app: &App,
+    login: &str,
+    email: &str,
+    password: &str,
+    is_admin: bool,
+) -> Result<User> {
+    let local =
+        app.plugins
+            .get(builtin::LOCAL)
+            .cloned()
+            .ok_or_else(|| Error::SourceUnavailable {
+                source_id: builtin::LOCAL.into(),
+                reason: "the local plugin is not loaded".into(),
+            })?;
     let request = Registration {
         login: login.to_string(),
         email: email.to_string(),
@@ -246,7 +274,9 @@ pub async fn register(app: &App, login: &str, email: &str, password: &str, is_ad
         Ok(Ok(account)) => account,
         Ok(Err(refusal)) => {
             return Err(match refusal {
-                RegistrationRefusal::NotSupported => Error::Refused("Registration is not supported.".into()),
+                RegistrationRefusal::NotSupported => {
+                    Error::Refused("Registration is not supported.".into())
+                }
                 RegistrationRefusal::InvalidLogin(why)
                 | RegistrationRefusal::InvalidEmail(why)
                 | RegistrationRefusal::WeakPassword(why) => Error::Refused(capitalise(&why)),
@@ -273,7 +303,11 @@ pub async fn register(app: &App, login: &str, email: &str, password: &str, is_ad
 fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
-        Some(first) => first.to_uppercase().collect::<String>() + c.as_str() + if s.ends_with('.') { "" } else { "." },
+        Some(first) => {
+            first.to_uppercase().collect::<String>()
+                + c.as_str()
+                + if s.ends_with('.') { "" } else { "." }
+        }
         None => String::new(),
     }
 }

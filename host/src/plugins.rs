@@ -25,7 +25,9 @@ use std::time::Duration;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
-use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder, Trap};
+use wasmtime::{
+    Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder, Trap,
+};
 
 pub use capabilities::Capability;
 use capabilities::{CallState, Lender};
@@ -53,19 +55,38 @@ pub enum Error {
     #[error(
         "plugin {plugin:?} imports {import}, the capability {capability:?}, which is not granted to it; add it to [plugin.{plugin}] GRANTS if you trust the plugin with it"
     )]
-    Ungranted { plugin: String, capability: String, import: String },
+    Ungranted {
+        plugin: String,
+        capability: String,
+        import: String,
+    },
     /// The component imports something Postern does not lend at all.
     #[error("plugin {plugin:?} imports {import}, which Postern does not provide")]
     UnknownImport { plugin: String, import: String },
     /// The file's sha256 differs from the pinned one. Refused at load.
-    #[error("plugin {plugin:?}: {path} has sha256 {actual}, but [plugin.{plugin}] SHA256 is {expected}; refusing to load it")]
-    Sha256Mismatch { plugin: String, path: PathBuf, expected: String, actual: String },
+    #[error(
+        "plugin {plugin:?}: {path} has sha256 {actual}, but [plugin.{plugin}] SHA256 is {expected}; refusing to load it"
+    )]
+    Sha256Mismatch {
+        plugin: String,
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
     /// The file at `PATH` cannot be read.
     #[error("plugin {plugin:?}: cannot read {path}: {reason}")]
-    Read { plugin: String, path: PathBuf, reason: String },
+    Read {
+        plugin: String,
+        path: PathBuf,
+        reason: String,
+    },
     /// The file is not a component of the declared world.
     #[error("plugin {plugin:?} is not a valid {kind} component: {reason}")]
-    Invalid { plugin: String, kind: &'static str, reason: String },
+    Invalid {
+        plugin: String,
+        kind: &'static str,
+        reason: String,
+    },
     /// The call trapped: a panic, the deadline, the memory cap. Only this
     /// call failed.
     #[error("plugin {plugin:?} failed: {reason}")]
@@ -199,7 +220,12 @@ impl Plugin {
             },
             calls: self.stats.calls.load(Ordering::Relaxed),
             traps: self.stats.traps.load(Ordering::Relaxed),
-            last_error: self.stats.last_error.lock().expect("stats lock poisoned").clone(),
+            last_error: self
+                .stats
+                .last_error
+                .lock()
+                .expect("stats lock poisoned")
+                .clone(),
         }
     }
 
@@ -216,7 +242,12 @@ impl Plugin {
             .build();
         let mut store = Store::new(engine, CallState::new(self.id.clone(), limits, lender));
         store.limiter(|s| &mut s.limits);
-        let ticks = self.limits.timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1) as u64;
+        let ticks = self
+            .limits
+            .timeout
+            .as_millis()
+            .div_ceil(EPOCH_TICK.as_millis())
+            .max(1) as u64;
         store.set_epoch_deadline(ticks);
         store.epoch_deadline_trap();
         store
@@ -226,14 +257,22 @@ impl Plugin {
     fn describe_failure(&self, e: &wasmtime::Error) -> String {
         if let Some(trap) = e.downcast_ref::<Trap>() {
             return match trap {
-                Trap::Interrupt => format!("deadline of {} ms exceeded", self.limits.timeout.as_millis()),
-                Trap::UnreachableCodeReached => "the plugin panicked (wasm `unreachable` executed)".into(),
+                Trap::Interrupt => format!(
+                    "deadline of {} ms exceeded",
+                    self.limits.timeout.as_millis()
+                ),
+                Trap::UnreachableCodeReached => {
+                    "the plugin panicked (wasm `unreachable` executed)".into()
+                }
                 other => format!("trap: {other}"),
             };
         }
         let text = format!("{e:#}");
         if text.contains("growing memory") {
-            format!("memory cap of {} MiB exceeded", self.limits.memory_bytes / (1024 * 1024))
+            format!(
+                "memory cap of {} MiB exceeded",
+                self.limits.memory_bytes / (1024 * 1024)
+            )
         } else {
             text
         }
@@ -253,13 +292,23 @@ impl Plugins {
     /// host starts without it; only an engine that cannot start is an error.
     pub async fn load(cfg: &Config, db: Db) -> Result<Plugins> {
         let specs = specs(cfg);
-        let max_memory = specs.iter().map(|s| s.limits.memory_bytes).max().unwrap_or(0);
+        let max_memory = specs
+            .iter()
+            .map(|s| s.limits.memory_bytes)
+            .max()
+            .unwrap_or(0);
         let engine = engine(max_memory)?;
         let cache_dir = cfg.server.app_data_path.join("plugin-cache");
-        let lender = Arc::new(Lender { db, runtime: tokio::runtime::Handle::current() });
+        let lender = Arc::new(Lender {
+            db,
+            runtime: tokio::runtime::Handle::current(),
+        });
         let loader_engine = engine.clone();
         let plugins = tokio::task::spawn_blocking(move || {
-            specs.into_iter().map(|spec| Arc::new(load_one(&loader_engine, &cache_dir, spec))).collect::<Vec<_>>()
+            specs
+                .into_iter()
+                .map(|spec| Arc::new(load_one(&loader_engine, &cache_dir, spec)))
+                .collect::<Vec<_>>()
         })
         .await
         .map_err(|e| Error::Runtime(e.to_string()))?;
@@ -268,7 +317,11 @@ impl Plugins {
                 tracing::error!(plugin = %p.id, "plugin refused at load: {why}");
             }
         }
-        Ok(Plugins { engine, lender, plugins })
+        Ok(Plugins {
+            engine,
+            lender,
+            plugins,
+        })
     }
 
     pub fn get(&self, id: &str) -> Option<&Arc<Plugin>> {
@@ -285,7 +338,9 @@ impl Plugins {
 
     /// Identity sources other than `local`, in configuration order.
     pub fn extra_identity_sources(&self) -> impl Iterator<Item = &Arc<Plugin>> {
-        self.plugins.iter().filter(|p| p.kind == Kind::IdentitySource && &*p.id != builtin::LOCAL)
+        self.plugins
+            .iter()
+            .filter(|p| p.kind == Kind::IdentitySource && &*p.id != builtin::LOCAL)
     }
 
     /// Calls `authenticate` of an identity source.
@@ -294,9 +349,14 @@ impl Plugins {
         plugin: &Arc<Plugin>,
         request: &PasswordSignIn,
     ) -> Result<std::result::Result<Identity, SignInRefusal>> {
-        let arg = since_v0_1::identity_source::exports::postern::plugin::source::PasswordSignIn::from(request);
+        let arg =
+            since_v0_1::identity_source::exports::postern::plugin::source::PasswordSignIn::from(
+                request,
+            );
         let out = self
-            .call_identity(plugin, move |store, b| b.postern_plugin_source().call_authenticate(store, &arg))
+            .call_identity(plugin, move |store, b| {
+                b.postern_plugin_source().call_authenticate(store, &arg)
+            })
             .await?;
         Ok(out.map(Into::into).map_err(Into::into))
     }
@@ -307,9 +367,13 @@ impl Plugins {
         plugin: &Arc<Plugin>,
         request: &Registration,
     ) -> Result<std::result::Result<since_v0_1::NewAccount, RegistrationRefusal>> {
-        let arg = since_v0_1::identity_source::exports::postern::plugin::source::Registration::from(request);
+        let arg = since_v0_1::identity_source::exports::postern::plugin::source::Registration::from(
+            request,
+        );
         let out = self
-            .call_identity(plugin, move |store, b| b.postern_plugin_source().call_register(store, &arg))
+            .call_identity(plugin, move |store, b| {
+                b.postern_plugin_source().call_register(store, &arg)
+            })
             .await?;
         Ok(out.map_err(Into::into))
     }
@@ -324,15 +388,30 @@ impl Plugins {
         let pre = match &plugin.state {
             State::Ready(Prepared::Identity(pre)) => pre.clone(),
             State::Ready(_) => {
-                return Err(Error::Unavailable { plugin: plugin.id.to_string(), reason: "not an identity source".into() });
+                return Err(Error::Unavailable {
+                    plugin: plugin.id.to_string(),
+                    reason: "not an identity source".into(),
+                });
             }
-            State::Refused(why) => return Err(Error::Unavailable { plugin: plugin.id.to_string(), reason: why.clone() }),
-            State::Disabled => return Err(Error::Unavailable { plugin: plugin.id.to_string(), reason: "disabled".into() }),
+            State::Refused(why) => {
+                return Err(Error::Unavailable {
+                    plugin: plugin.id.to_string(),
+                    reason: why.clone(),
+                });
+            }
+            State::Disabled => {
+                return Err(Error::Unavailable {
+                    plugin: plugin.id.to_string(),
+                    reason: "disabled".into(),
+                });
+            }
         };
         let (p, lender, engine) = (plugin.clone(), self.lender.clone(), self.engine.clone());
         let outcome = tokio::task::spawn_blocking(move || {
             let mut store = p.new_store(lender, &engine);
-            let run = pre.instantiate(&mut store).and_then(|bindings| f(&mut store, &bindings));
+            let run = pre
+                .instantiate(&mut store)
+                .and_then(|bindings| f(&mut store, &bindings));
             run.map_err(|e| p.describe_failure(&e))
         })
         .await
@@ -345,11 +424,15 @@ impl Plugins {
                 tracing::error!(plugin = %plugin.id, "plugin call failed: {reason}");
                 plugin.stats.traps.fetch_add(1, Ordering::Relaxed);
                 plugin.stats.pending_traps.fetch_add(1, Ordering::Relaxed);
-                *plugin.stats.last_error.lock().expect("stats lock poisoned") = Some(reason.clone());
+                *plugin.stats.last_error.lock().expect("stats lock poisoned") =
+                    Some(reason.clone());
                 // Written before the request answers, so that an operator who
                 // looks right after a failure sees it.
                 self.flush_stats().await;
-                Err(Error::Trap { plugin: plugin.id.to_string(), reason })
+                Err(Error::Trap {
+                    plugin: plugin.id.to_string(),
+                    reason,
+                })
             }
         }
     }
@@ -363,8 +446,18 @@ impl Plugins {
             if calls == 0 && traps == 0 {
                 continue;
             }
-            let last_error = p.stats.last_error.lock().expect("stats lock poisoned").clone();
-            if let Err(e) = self.lender.db.plugin_status_add(&p.id, calls, traps, last_error.as_deref()).await {
+            let last_error = p
+                .stats
+                .last_error
+                .lock()
+                .expect("stats lock poisoned")
+                .clone();
+            if let Err(e) = self
+                .lender
+                .db
+                .plugin_status_add(&p.id, calls, traps, last_error.as_deref())
+                .await
+            {
                 tracing::warn!(plugin = %p.id, "could not record plugin counts: {e}");
                 p.stats.pending_calls.fetch_add(calls, Ordering::Relaxed);
                 p.stats.pending_traps.fetch_add(traps, Ordering::Relaxed);
@@ -393,15 +486,27 @@ enum SpecSource {
 fn specs(cfg: &Config) -> Vec<Spec> {
     let section = |id: &str| cfg.plugins.iter().find(|p| p.id == id);
     let limits = |s: Option<&PluginSection>| Limits {
-        memory_bytes: s.and_then(|s| s.memory_limit_mb).unwrap_or(DEFAULT_MEMORY_MB) as usize * 1024 * 1024,
+        memory_bytes: s
+            .and_then(|s| s.memory_limit_mb)
+            .unwrap_or(DEFAULT_MEMORY_MB) as usize
+            * 1024
+            * 1024,
         timeout: Duration::from_millis(s.and_then(|s| s.timeout_ms).unwrap_or(DEFAULT_TIMEOUT_MS)),
     };
-    let grants = |s: Option<&PluginSection>, default: &[Capability]| match s.and_then(|s| s.grants.as_ref()) {
+    let grants = |s: Option<&PluginSection>, default: &[Capability]| match s
+        .and_then(|s| s.grants.as_ref())
+    {
         Some(list) => list.iter().filter_map(|g| Capability::parse(g)).collect(),
         None => default.to_vec(),
     };
     let settings = |s: Option<&PluginSection>| {
-        s.map(|s| s.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default()
+        s.map(|s| {
+            s.settings
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
     };
     let mut out = Vec::new();
     for b in builtin::all() {
@@ -453,7 +558,8 @@ fn engine(max_memory: usize) -> Result<Engine> {
         .wasm_component_model(true)
         .epoch_interruption(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    let engine = Engine::new(&config).map_err(|e| Error::Runtime(format!("cannot start the wasm engine: {e:#}")))?;
+    let engine = Engine::new(&config)
+        .map_err(|e| Error::Runtime(format!("cannot start the wasm engine: {e:#}")))?;
     // The epoch ticker: deadlines are measured in its ticks. It stops when the
     // engine is dropped.
     let weak = engine.weak();
@@ -474,11 +580,18 @@ fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin {
     let (bytes, origin) = match &spec.source {
         SpecSource::BuiltIn(b) => (Ok(b.to_vec()), Origin::BuiltIn),
         SpecSource::Path { path, .. } => (
-            std::fs::read(path).map_err(|e| Error::Read { plugin: spec.id.clone(), path: path.clone(), reason: e.to_string() }),
+            std::fs::read(path).map_err(|e| Error::Read {
+                plugin: spec.id.clone(),
+                path: path.clone(),
+                reason: e.to_string(),
+            }),
             Origin::Path(path.clone()),
         ),
     };
-    let sha256 = bytes.as_ref().map(|b| hex::encode(Sha256::digest(b))).unwrap_or_default();
+    let sha256 = bytes
+        .as_ref()
+        .map(|b| hex::encode(Sha256::digest(b)))
+        .unwrap_or_default();
     let kind = spec.kind.clone().unwrap_or(Kind::IdentitySource);
     let state = if !spec.enabled {
         State::Disabled
@@ -502,20 +615,37 @@ fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin {
     }
 }
 
-fn prepare(engine: &Engine, cache_dir: &Path, spec: &Spec, bytes: Result<Vec<u8>>, sha256: &str) -> Result<Prepared> {
+fn prepare(
+    engine: &Engine,
+    cache_dir: &Path,
+    spec: &Spec,
+    bytes: Result<Vec<u8>>,
+    sha256: &str,
+) -> Result<Prepared> {
     let bytes = bytes?;
-    if let SpecSource::Path { path, sha256: expected } = &spec.source {
-        if expected != sha256 {
-            return Err(Error::Sha256Mismatch {
-                plugin: spec.id.clone(),
-                path: path.clone(),
-                expected: expected.clone(),
-                actual: sha256.to_string(),
-            });
-        }
+    if let SpecSource::Path {
+        path,
+        sha256: expected,
+    } = &spec.source
+        && expected != sha256
+    {
+        return Err(Error::Sha256Mismatch {
+            plugin: spec.id.clone(),
+            path: path.clone(),
+            expected: expected.clone(),
+            actual: sha256.to_string(),
+        });
     }
-    let kind = spec.kind.clone().map_err(|reason| Error::Invalid { plugin: spec.id.clone(), kind: "plugin", reason })?;
-    let invalid = |e: wasmtime::Error| Error::Invalid { plugin: spec.id.clone(), kind: kind.as_str(), reason: format!("{e:#}") };
+    let kind = spec.kind.clone().map_err(|reason| Error::Invalid {
+        plugin: spec.id.clone(),
+        kind: "plugin",
+        reason,
+    })?;
+    let invalid = |e: wasmtime::Error| Error::Invalid {
+        plugin: spec.id.clone(),
+        kind: kind.as_str(),
+        reason: format!("{e:#}"),
+    };
     let component = compile_cached(engine, cache_dir, &bytes, sha256).map_err(invalid)?;
     capabilities::check_imports(&spec.id, engine, &component, &spec.grants)?;
     let linker = capabilities::linker(engine, &spec.grants)?;
@@ -523,29 +653,36 @@ fn prepare(engine: &Engine, cache_dir: &Path, spec: &Spec, bytes: Result<Vec<u8>
     Ok(match kind {
         Kind::IdentitySource => Prepared::Identity(IdentitySourcePre::new(pre).map_err(invalid)?),
         Kind::SecondFactor => Prepared::Factor(SecondFactorPre::new(pre).map_err(invalid)?),
-        Kind::WebhookTransport => Prepared::Transport(WebhookTransportPre::new(pre).map_err(invalid)?),
+        Kind::WebhookTransport => {
+            Prepared::Transport(WebhookTransportPre::new(pre).map_err(invalid)?)
+        }
     })
 }
 
 /// Compiles a component, or loads the compiled code this host cached for the
 /// same bytes and wasmtime version. The cache is written only by the host,
 /// in its own data dir; a user-supplied `.cwasm` is never loaded.
-fn compile_cached(engine: &Engine, cache_dir: &Path, bytes: &[u8], sha256: &str) -> wasmtime::Result<Component> {
+fn compile_cached(
+    engine: &Engine,
+    cache_dir: &Path,
+    bytes: &[u8],
+    sha256: &str,
+) -> wasmtime::Result<Component> {
     let cached = cache_dir.join(format!("{sha256}-wasmtime-{WASMTIME_VERSION}.cwasm"));
-    if cached.exists() {
-        if let Ok(component) = load_compiled(engine, &cached) {
-            return Ok(component);
-        }
-        // An unreadable or incompatible entry (another engine configuration)
-        // is replaced below.
+    // An unreadable or incompatible entry (another engine configuration) is
+    // replaced below.
+    if cached.exists()
+        && let Ok(component) = load_compiled(engine, &cached)
+    {
+        return Ok(component);
     }
     let component = Component::new(engine, bytes)?;
     if std::fs::create_dir_all(cache_dir).is_ok() {
         let tmp = cached.with_extension(format!("tmp{}", std::process::id()));
-        if let Ok(serialized) = component.serialize() {
-            if std::fs::write(&tmp, serialized).is_ok() {
-                let _ = std::fs::rename(&tmp, &cached);
-            }
+        if let Ok(serialized) = component.serialize()
+            && std::fs::write(&tmp, serialized).is_ok()
+        {
+            let _ = std::fs::rename(&tmp, &cached);
         }
     }
     Ok(component)

@@ -39,14 +39,23 @@ fn digest(cookie: &str) -> String {
 }
 
 /// Starts a session; returns the cookie value and the session.
-pub async fn create(db: &Db, user_id: i64, remember: bool, user_agent: &str) -> db::Result<(String, Session)> {
+pub async fn create(
+    db: &Db,
+    user_id: i64,
+    remember: bool,
+    user_agent: &str,
+) -> db::Result<(String, Session)> {
     let cookie = random_token(32);
     let t = now();
     let session = Session {
         handle: random_token(12),
         user_id,
         created: t,
-        expires: t + if remember { REMEMBER_LIFETIME } else { SHORT_LIFETIME },
+        expires: t + if remember {
+            REMEMBER_LIFETIME
+        } else {
+            SHORT_LIFETIME
+        },
     };
     let agent: String = user_agent.chars().take(255).collect();
     sqlx::query(
@@ -68,10 +77,12 @@ pub async fn create(db: &Db, user_id: i64, remember: bool, user_agent: &str) -> 
 /// The live session a cookie value opens, with its user. An expired session
 /// is removed; a deactivated user's session opens nothing.
 pub async fn lookup(db: &Db, cookie: &str) -> Result<Option<(Session, User)>, users::Error> {
-    let row = sqlx::query("SELECT handle, user_id, created, expires, last_seen FROM sessions WHERE id_hash = $1")
-        .bind(digest(cookie))
-        .fetch_optional(db.pool())
-        .await?;
+    let row = sqlx::query(
+        "SELECT handle, user_id, created, expires, last_seen FROM sessions WHERE id_hash = $1",
+    )
+    .bind(digest(cookie))
+    .fetch_optional(db.pool())
+    .await?;
     let Some(row) = row else { return Ok(None) };
     let session = Session {
         handle: row.try_get(0)?,
@@ -100,6 +111,9 @@ pub async fn lookup(db: &Db, cookie: &str) -> Result<Option<(Session, User)>, us
 
 /// Ends the session a cookie value opens.
 pub async fn end(db: &Db, cookie: &str) -> db::Result<()> {
-    sqlx::query("DELETE FROM sessions WHERE id_hash = $1").bind(digest(cookie)).execute(db.pool()).await?;
+    sqlx::query("DELETE FROM sessions WHERE id_hash = $1")
+        .bind(digest(cookie))
+        .execute(db.pool())
+        .await?;
     Ok(())
 }

@@ -74,12 +74,21 @@ fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
 /// The account a sign-in name refers to: by login name, else by e-mail.
 pub async fn find_by_login_or_email(db: &Db, name: &str) -> Result<Option<User>> {
     let lower = name.trim().to_lowercase();
-    let sql = format!("SELECT {COLUMNS} FROM users WHERE lower_login = $1 OR lower_email = $1 ORDER BY id");
+    let sql = format!(
+        "SELECT {COLUMNS} FROM users WHERE lower_login = $1 OR lower_email = $1 ORDER BY id"
+    );
     let rows = sqlx::query(&sql).bind(&lower).fetch_all(db.pool()).await?;
     // A login match wins over an e-mail match (someone's login may look like
     // another's address).
-    let users = rows.iter().map(from_row).collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(users.iter().find(|u| u.login.to_lowercase() == lower).or(users.first()).cloned())
+    let users = rows
+        .iter()
+        .map(from_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(users
+        .iter()
+        .find(|u| u.login.to_lowercase() == lower)
+        .or(users.first())
+        .cloned())
 }
 
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<User>> {
@@ -90,7 +99,10 @@ pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<User>> {
 
 pub async fn find_by_login(db: &Db, login: &str) -> Result<Option<User>> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE lower_login = $1");
-    let row = sqlx::query(&sql).bind(login.trim().to_lowercase()).fetch_optional(db.pool()).await?;
+    let row = sqlx::query(&sql)
+        .bind(login.trim().to_lowercase())
+        .fetch_optional(db.pool())
+        .await?;
     Ok(row.as_ref().map(from_row).transpose()?)
 }
 
@@ -128,7 +140,9 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
         .await
         .map_err(|e| match &e {
             // Two registrations racing past the checks above.
-            sqlx::Error::Database(d) if d.is_unique_violation() => Error::LoginTaken(new.login.clone()),
+            sqlx::Error::Database(d) if d.is_unique_violation() => {
+                Error::LoginTaken(new.login.clone())
+            }
             _ => e.into(),
         })?;
     Ok(from_row(&row)?)
@@ -143,16 +157,21 @@ pub async fn list(db: &Db, admins_only: bool) -> Result<Vec<User>> {
         let sql = format!("SELECT {COLUMNS} FROM users ORDER BY id");
         sqlx::query(&sql).fetch_all(db.pool()).await?
     };
-    Ok(rows.iter().map(from_row).collect::<std::result::Result<Vec<_>, _>>()?)
+    Ok(rows
+        .iter()
+        .map(from_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?)
 }
 
 /// The user an external identity is linked to.
 pub async fn find_linked(db: &Db, source: &str, external_id: &str) -> Result<Option<User>> {
-    let row = sqlx::query("SELECT user_id FROM external_identities WHERE source = $1 AND external_id = $2")
-        .bind(source)
-        .bind(external_id)
-        .fetch_optional(db.pool())
-        .await?;
+    let row = sqlx::query(
+        "SELECT user_id FROM external_identities WHERE source = $1 AND external_id = $2",
+    )
+    .bind(source)
+    .bind(external_id)
+    .fetch_optional(db.pool())
+    .await?;
     match row {
         Some(r) => find_by_id(db, r.try_get(0)?).await,
         None => Ok(None),

@@ -6,12 +6,12 @@
 
 use askama::Template;
 use axum::Form;
+use axum::Router;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use axum::Router;
 use axum_extra::extract::CookieJar;
 use axum_extra::extract::cookie::{Cookie, SameSite};
 use serde::Deserialize;
@@ -61,7 +61,10 @@ impl Viewer {
             Some(c) if !c.value().is_empty() => (c.value().to_string(), self.jar.clone()),
             _ => {
                 let token = sessions::random_token(24);
-                (token.clone(), self.jar.clone().add(cookie(app, CSRF_COOKIE, token, None)))
+                (
+                    token.clone(),
+                    self.jar.clone().add(cookie(app, CSRF_COOKIE, token, None)),
+                )
             }
         }
     }
@@ -69,7 +72,10 @@ impl Viewer {
     /// Whether a submitted form token matches the cookie, in constant time.
     fn csrf_ok(&self, submitted: &str) -> bool {
         match self.jar.get(CSRF_COOKIE) {
-            Some(c) => !submitted.is_empty() && bool::from(c.value().as_bytes().ct_eq(submitted.as_bytes())),
+            Some(c) => {
+                !submitted.is_empty()
+                    && bool::from(c.value().as_bytes().ct_eq(submitted.as_bytes()))
+            }
             None => false,
         }
     }
@@ -102,7 +108,11 @@ fn render(status: StatusCode, page: impl Template) -> Response {
 /// A 500 whose cause is logged, never shown.
 fn internal(e: impl std::fmt::Display) -> Response {
     tracing::error!("page failed: {e}");
-    (StatusCode::INTERNAL_SERVER_ERROR, Html("<h1>Internal server error</h1>")).into_response()
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Html("<h1>Internal server error</h1>"),
+    )
+        .into_response()
 }
 
 #[derive(Template)]
@@ -134,7 +144,17 @@ struct HomePage {
 
 async fn home(State(app): State<App>, viewer: Viewer) -> Response {
     let (csrf, jar) = viewer.csrf(&app);
-    (jar, render(StatusCode::OK, HomePage { user: viewer.login(), csrf })).into_response()
+    (
+        jar,
+        render(
+            StatusCode::OK,
+            HomePage {
+                user: viewer.login(),
+                csrf,
+            },
+        ),
+    )
+        .into_response()
 }
 
 #[derive(Template)]
@@ -175,7 +195,12 @@ struct LoginForm {
     csrf: String,
 }
 
-async fn login(State(app): State<App>, viewer: Viewer, headers: HeaderMap, Form(form): Form<LoginForm>) -> Response {
+async fn login(
+    State(app): State<App>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
     if !viewer.csrf_ok(&form.csrf) {
         return refuse_csrf(&viewer, &app);
     }
@@ -204,8 +229,17 @@ async fn login(State(app): State<App>, viewer: Viewer, headers: HeaderMap, Form(
 
 /// Opens a session for `user` and rotates the CSRF token, so a token seen
 /// before sign-in is worthless after it.
-async fn start_session(app: &App, viewer: Viewer, headers: &HeaderMap, user: &User, remember: bool) -> Response {
-    let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+async fn start_session(
+    app: &App,
+    viewer: Viewer,
+    headers: &HeaderMap,
+    user: &User,
+    remember: bool,
+) -> Response {
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     match sessions::create(&app.db, user.id, remember, agent).await {
         Ok((value, session)) => {
             let max_age = remember.then(|| session.expires - session.created);
@@ -230,12 +264,15 @@ async fn logout(State(app): State<App>, viewer: Viewer, Form(form): Form<CsrfFor
     if !viewer.csrf_ok(&form.csrf) {
         return refuse_csrf(&viewer, &app);
     }
-    if let Some(c) = viewer.jar.get(sessions::COOKIE) {
-        if let Err(e) = sessions::end(&app.db, c.value()).await {
-            return internal(e);
-        }
+    if let Some(c) = viewer.jar.get(sessions::COOKIE)
+        && let Err(e) = sessions::end(&app.db, c.value()).await
+    {
+        return internal(e);
     }
-    let jar = viewer.jar.clone().remove(Cookie::build(sessions::COOKIE).path("/"));
+    let jar = viewer
+        .jar
+        .clone()
+        .remove(Cookie::build(sessions::COOKIE).path("/"));
     (jar, Redirect::to("/")).into_response()
 }
 
@@ -250,7 +287,8 @@ struct SignUpPage {
     email: String,
 }
 
-const REGISTRATION_DISABLED: &str = "Registration is disabled. Please contact your site administrator.";
+const REGISTRATION_DISABLED: &str =
+    "Registration is disabled. Please contact your site administrator.";
 
 async fn sign_up_form(State(app): State<App>, viewer: Viewer) -> Response {
     let (csrf, jar) = viewer.csrf(&app);
@@ -263,7 +301,18 @@ async fn sign_up_form(State(app): State<App>, viewer: Viewer) -> Response {
         user_name: String::new(),
         email: String::new(),
     };
-    (jar, render(if open { StatusCode::OK } else { StatusCode::FORBIDDEN }, page)).into_response()
+    (
+        jar,
+        render(
+            if open {
+                StatusCode::OK
+            } else {
+                StatusCode::FORBIDDEN
+            },
+            page,
+        ),
+    )
+        .into_response()
 }
 
 #[derive(Deserialize)]
@@ -280,7 +329,12 @@ struct SignUpForm {
     csrf: String,
 }
 
-async fn sign_up(State(app): State<App>, viewer: Viewer, headers: HeaderMap, Form(form): Form<SignUpForm>) -> Response {
+async fn sign_up(
+    State(app): State<App>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    Form(form): Form<SignUpForm>,
+) -> Response {
     if !viewer.csrf_ok(&form.csrf) {
         return refuse_csrf(&viewer, &app);
     }
@@ -288,13 +342,18 @@ async fn sign_up(State(app): State<App>, viewer: Viewer, headers: HeaderMap, For
     let outcome = if !open {
         Err((StatusCode::FORBIDDEN, REGISTRATION_DISABLED.to_string()))
     } else if form.password != form.retype {
-        Err((StatusCode::BAD_REQUEST, "The passwords do not match.".to_string()))
+        Err((
+            StatusCode::BAD_REQUEST,
+            "The passwords do not match.".to_string(),
+        ))
     } else {
         match identity::register(&app, &form.user_name, &form.email, &form.password, false).await {
             Ok(user) => Ok(user),
             Err(identity::Error::Store(e)) => return internal(e),
             Err(e @ identity::Error::Taken(_)) => Err((StatusCode::CONFLICT, e.to_string())),
-            Err(e @ identity::Error::SourceUnavailable { .. }) => Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
+            Err(e @ identity::Error::SourceUnavailable { .. }) => {
+                Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string()))
+            }
             Err(e) => Err((StatusCode::BAD_REQUEST, e.to_string())),
         }
     };

@@ -146,9 +146,14 @@ pub mod second_factor {
     /// A second factor. Every method has a default that refuses.
     pub trait SecondFactor {
         /// Starts an enrolment: what to show the user, and state to keep.
-        fn begin_enrollment(user: Account, settings: Vec<Setting>) -> Result<Enrollment, FactorError> {
+        fn begin_enrollment(
+            user: Account,
+            settings: Vec<Setting>,
+        ) -> Result<Enrollment, FactorError> {
             let _ = (user, settings);
-            Err(FactorError::Misconfigured("enrolment is not implemented".into()))
+            Err(FactorError::Misconfigured(
+                "enrolment is not implemented".into(),
+            ))
         }
 
         /// Confirms an enrolment with the user's first response.
@@ -159,11 +164,17 @@ pub mod second_factor {
             settings: Vec<Setting>,
         ) -> Result<(), FactorError> {
             let _ = (user, pending_state, response, settings);
-            Err(FactorError::Misconfigured("enrolment is not implemented".into()))
+            Err(FactorError::Misconfigured(
+                "enrolment is not implemented".into(),
+            ))
         }
 
         /// Checks a response at sign-in.
-        fn verify(user: Account, response: String, settings: Vec<Setting>) -> Result<(), FactorError> {
+        fn verify(
+            user: Account,
+            response: String,
+            settings: Vec<Setting>,
+        ) -> Result<(), FactorError> {
             let _ = (user, response, settings);
             Err(FactorError::NotEnrolled)
         }
@@ -173,7 +184,10 @@ pub mod second_factor {
     pub struct Adapter<T>(PhantomData<T>);
 
     impl<T: SecondFactor> bindings::exports::postern::plugin::factor::Guest for Adapter<T> {
-        fn begin_enrollment(user: Account, settings: Vec<Setting>) -> Result<Enrollment, FactorError> {
+        fn begin_enrollment(
+            user: Account,
+            settings: Vec<Setting>,
+        ) -> Result<Enrollment, FactorError> {
             T::begin_enrollment(user, settings)
         }
 
@@ -186,7 +200,11 @@ pub mod second_factor {
             T::confirm_enrollment(user, pending_state, response, settings)
         }
 
-        fn verify(user: Account, response: String, settings: Vec<Setting>) -> Result<(), FactorError> {
+        fn verify(
+            user: Account,
+            response: String,
+            settings: Vec<Setting>,
+        ) -> Result<(), FactorError> {
             T::verify(user, response, settings)
         }
     }

@@ -15,7 +15,11 @@ pub struct Browser {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
 }
 
 impl Browser {
@@ -29,25 +33,36 @@ impl Browser {
             .spawn()
             .expect("chromedriver is installed (Debian package chromium-driver)");
         let profile = tempfile::tempdir().expect("profile dir");
-        let caps: serde_json::Map<String, serde_json::Value> = serde_json::from_value(serde_json::json!({
-            "browserName": "chrome",
-            "goog:chromeOptions": {
-                "binary": "/usr/bin/chromium",
-                "args": [
-                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--disable-quic", "--no-first-run", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync",
-                    format!("--user-data-dir={}", profile.path().display()),
-                ]
-            }
-        }))
-        .expect("capabilities are an object");
+        let caps: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_value(serde_json::json!({
+                "browserName": "chrome",
+                "goog:chromeOptions": {
+                    "binary": "/usr/bin/chromium",
+                    "args": [
+                        "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                        "--disable-quic", "--no-first-run", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync",
+                        format!("--user-data-dir={}", profile.path().display()),
+                    ]
+                }
+            }))
+            .expect("capabilities are an object");
         let url = format!("http://127.0.0.1:{port}");
         let mut last_err = String::new();
         for _ in 0..100 {
             let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-            match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&url).await {
-                Ok(client) => return Browser { client, driver, _profile: profile },
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(client) => {
+                    return Browser {
+                        client,
+                        driver,
+                        _profile: profile,
+                    };
+                }
                 Err(e) => last_err = e.to_string(),
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -33,10 +33,10 @@ impl std::fmt::Display for Backend {
 /// SQLite always; PostgreSQL too when `POSTERN_TEST_PG` is set.
 pub fn backends() -> Vec<Backend> {
     let mut out = vec![Backend::Sqlite];
-    if let Ok(url) = std::env::var("POSTERN_TEST_PG") {
-        if !url.is_empty() {
-            out.push(Backend::Postgres(url));
-        }
+    if let Ok(url) = std::env::var("POSTERN_TEST_PG")
+        && !url.is_empty()
+    {
+        out.push(Backend::Postgres(url));
     }
     out
 }
@@ -45,8 +45,16 @@ pub fn backends() -> Vec<Backend> {
 pub fn postern_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary knows its path");
     // target/<profile>/deps/<test> → target/<profile>/postern
-    let bin = exe.parent().and_then(Path::parent).expect("tests run from target/<profile>/deps").join("postern");
-    assert!(bin.exists(), "{} is missing: build it first (cargo build -p postern)", bin.display());
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("tests run from target/<profile>/deps")
+        .join("postern");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first (cargo build -p postern)",
+        bin.display()
+    );
     bin
 }
 
@@ -62,7 +70,9 @@ pub fn example_plugin() -> PathBuf {
 
 pub fn sha256_file(path: &Path) -> String {
     use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(std::fs::read(path).expect("plugin file is readable")))
+    hex::encode(sha2::Sha256::digest(
+        std::fs::read(path).expect("plugin file is readable"),
+    ))
 }
 
 /// A PostgreSQL database made for one server and dropped with it.
@@ -74,16 +84,32 @@ pub struct PgDatabase {
 impl PgDatabase {
     async fn create(admin_url: &str) -> PgDatabase {
         let name = format!("postern_t_{:016x}", rand::random::<u64>());
-        let mut conn = sqlx::PgConnection::connect(admin_url).await.expect("POSTERN_TEST_PG is reachable");
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("can create a test database");
-        PgDatabase { admin_url: admin_url.to_string(), name }
+        let mut conn = sqlx::PgConnection::connect(admin_url)
+            .await
+            .expect("POSTERN_TEST_PG is reachable");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("can create a test database");
+        PgDatabase {
+            admin_url: admin_url.to_string(),
+            name,
+        }
     }
 
     /// host:port and user of the admin URL.
     fn parts(&self) -> (String, String, String) {
-        let rest = self.admin_url.split_once("://").map(|(_, r)| r).unwrap_or(&self.admin_url);
+        let rest = self
+            .admin_url
+            .split_once("://")
+            .map(|(_, r)| r)
+            .unwrap_or(&self.admin_url);
         let (auth, hostpath) = rest.split_once('@').unwrap_or(("postgres", rest));
-        let host = hostpath.split(['/', '?']).next().unwrap_or("127.0.0.1:5432").to_string();
+        let host = hostpath
+            .split(['/', '?'])
+            .next()
+            .unwrap_or("127.0.0.1:5432")
+            .to_string();
         let (user, pass) = auth.split_once(':').unwrap_or((auth, ""));
         (host, user.to_string(), pass.to_string())
     }
@@ -95,10 +121,15 @@ impl Drop for PgDatabase {
         // Drop runs outside any runtime guarantee; a thread with its own
         // runtime keeps it simple.
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
             rt.block_on(async {
                 if let Ok(mut conn) = sqlx::PgConnection::connect(&url).await {
-                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await;
+                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .execute(&mut conn)
+                        .await;
                 }
             });
         })
@@ -128,7 +159,10 @@ pub struct Server {
 
 impl Server {
     /// Writes app.ini into a temp dir and runs `admin` commands only (no server).
-    pub async fn prepare(backend: &Backend, opts: &Options) -> (tempfile::TempDir, PathBuf, Option<PgDatabase>) {
+    pub async fn prepare(
+        backend: &Backend,
+        opts: &Options,
+    ) -> (tempfile::TempDir, PathBuf, Option<PgDatabase>) {
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         let mut ini = format!(
@@ -180,11 +214,20 @@ impl Server {
             Ok(addr) => addr,
             Err(_) => {
                 let _ = child.kill();
-                let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+                let log =
+                    std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
                 panic!("postern did not start on {backend}:\n{log}");
             }
         };
-        Server { backend: backend.clone(), base, dir, ini, env: opts.env, child, _pg: pg }
+        Server {
+            backend: backend.clone(),
+            base,
+            dir,
+            ini,
+            env: opts.env,
+            child,
+            _pg: pg,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -204,18 +247,36 @@ impl Server {
     /// Creates a user through the admin CLI.
     pub fn create_user(&self, name: &str, password: &str, admin: bool) {
         let email = format!("{name}@example.com");
-        let mut args = vec!["admin", "user", "create", "--username", name, "--email", &email, "--password", password];
+        let mut args = vec![
+            "admin",
+            "user",
+            "create",
+            "--username",
+            name,
+            "--email",
+            &email,
+            "--password",
+            password,
+        ];
         if admin {
             args.push("--admin");
         }
         let out = self.cli(&args);
-        assert!(out.status.success(), "user create failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "user create failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// `admin plugin list --json`, parsed.
     pub fn plugin_list(&self) -> Vec<serde_json::Value> {
         let out = self.cli(&["admin", "plugin", "list", "--json"]);
-        assert!(out.status.success(), "plugin list failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "plugin list failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).expect("plugin list prints JSON")
     }
 }
@@ -251,17 +312,40 @@ pub fn client() -> reqwest::Client {
 /// The `_csrf` value of the first form on a page.
 pub fn csrf_of(html: &str) -> String {
     let marker = "name=\"_csrf\" value=\"";
-    let start = html.find(marker).map(|i| i + marker.len()).expect("the page has a CSRF field");
-    html[start..].split('"').next().expect("closing quote").to_string()
+    let start = html
+        .find(marker)
+        .map(|i| i + marker.len())
+        .expect("the page has a CSRF field");
+    html[start..]
+        .split('"')
+        .next()
+        .expect("closing quote")
+        .to_string()
 }
 
 /// Loads the sign-in page and posts the form; returns the response.
-pub async fn sign_in(client: &reqwest::Client, server: &Server, user: &str, password: &str) -> reqwest::Response {
-    let page = client.get(server.url("/user/login")).send().await.expect("GET /user/login").text().await.expect("body");
+pub async fn sign_in(
+    client: &reqwest::Client,
+    server: &Server,
+    user: &str,
+    password: &str,
+) -> reqwest::Response {
+    let page = client
+        .get(server.url("/user/login"))
+        .send()
+        .await
+        .expect("GET /user/login")
+        .text()
+        .await
+        .expect("body");
     let csrf = csrf_of(&page);
     client
         .post(server.url("/user/login"))
-        .form(&[("user_name", user), ("password", password), ("_csrf", &csrf)])
+        .form(&[
+            ("user_name", user),
+            ("password", password),
+            ("_csrf", &csrf),
+        ])
         .send()
         .await
         .expect("POST /user/login")

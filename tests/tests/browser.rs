@@ -1,5 +1,8 @@
 //! Sign-in in a real headless Chromium.
 
+// In a test a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
 use fantoccini::Locator;
@@ -15,9 +18,24 @@ async fn signing_in_from_chromium_lands_on_a_signed_in_page() {
         let c = &browser.client;
 
         c.goto(&server.url("/user/login")).await.unwrap();
-        c.find(Locator::Id("user_name")).await.unwrap().send_keys("admin").await.unwrap();
-        c.find(Locator::Id("password")).await.unwrap().send_keys("a-long-admin-password").await.unwrap();
-        c.find(Locator::Id("sign-in")).await.unwrap().click().await.unwrap();
+        c.find(Locator::Id("user_name"))
+            .await
+            .unwrap()
+            .send_keys("admin")
+            .await
+            .unwrap();
+        c.find(Locator::Id("password"))
+            .await
+            .unwrap()
+            .send_keys("a-long-admin-password")
+            .await
+            .unwrap();
+        c.find(Locator::Id("sign-in"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
 
         let who = c
             .wait()
@@ -29,7 +47,10 @@ async fn signing_in_from_chromium_lands_on_a_signed_in_page() {
         assert_eq!(c.current_url().await.unwrap().path(), "/");
 
         // The browser's session answers the API.
-        let cookie = c.get_named_cookie("postern_session").await.expect("the browser holds a session cookie");
+        let cookie = c
+            .get_named_cookie("postern_session")
+            .await
+            .expect("the browser holds a session cookie");
         assert!(cookie.http_only().unwrap_or(false));
         let me: serde_json::Value = reqwest::Client::new()
             .get(server.url("/api/v1/user"))
@@ -44,8 +65,17 @@ async fn signing_in_from_chromium_lands_on_a_signed_in_page() {
         assert_eq!(me["is_admin"], true);
 
         // And the page's own sign-out button ends it.
-        c.find(Locator::Id("sign-out")).await.unwrap().click().await.unwrap();
-        c.wait().at_most(Duration::from_secs(20)).for_element(Locator::LinkText("Sign in")).await.unwrap();
+        c.find(Locator::Id("sign-out"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        c.wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::LinkText("Sign in"))
+            .await
+            .unwrap();
         browser.close().await;
     }
 }

@@ -2,7 +2,12 @@
 //! (tests/plugins): each failure stays inside its own call, is counted, and
 //! the host keeps answering sign-ins.
 
-use postern_tests::{Options, Server, backends, client, flash_error, sha256_file, sign_in, test_plugin};
+// In a test a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use postern_tests::{
+    Options, Server, backends, client, flash_error, sha256_file, sign_in, test_plugin,
+};
 use reqwest::StatusCode;
 
 const ADMIN_PASSWORD: &str = "correct-horse-battery";
@@ -17,12 +22,18 @@ fn plugin_section(id: &str, file: &str, extra: &str) -> String {
 }
 
 fn find<'a>(list: &'a [serde_json::Value], id: &str) -> &'a serde_json::Value {
-    list.iter().find(|p| p["id"] == id).unwrap_or_else(|| panic!("{id} is listed: {list:?}"))
+    list.iter()
+        .find(|p| p["id"] == id)
+        .unwrap_or_else(|| panic!("{id} is listed: {list:?}"))
 }
 
 async fn admin_can_still_sign_in(server: &Server) {
     let res = sign_in(&client(), server, "root", ADMIN_PASSWORD).await;
-    assert_eq!(res.status(), StatusCode::SEE_OTHER, "the host keeps answering sign-ins");
+    assert_eq!(
+        res.status(),
+        StatusCode::SEE_OTHER,
+        "the host keeps answering sign-ins"
+    );
 }
 
 #[tokio::test]
@@ -34,7 +45,14 @@ async fn a_trapping_plugin_fails_only_its_own_call() {
             plugin_section("panicky", "panicky", ""),
         ]
         .concat();
-        let server = Server::start(&backend, Options { ini, ..Default::default() }).await;
+        let server = Server::start(
+            &backend,
+            Options {
+                ini,
+                ..Default::default()
+            },
+        )
+        .await;
         server.create_user("root", ADMIN_PASSWORD, true);
 
         // Each login reaches the plugin that misbehaves for it (the others
@@ -45,15 +63,25 @@ async fn a_trapping_plugin_fails_only_its_own_call() {
             ("panic", "panicky", "the plugin panicked"),
         ] {
             let res = sign_in(&client(), &server, login, "whatever-password").await;
-            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE, "{backend}: {login}");
+            assert_eq!(
+                res.status(),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{backend}: {login}"
+            );
             let msg = flash_error(&res.text().await.unwrap()).unwrap();
-            assert_eq!(msg, "Sign-in is unavailable right now; please try again later.");
+            assert_eq!(
+                msg,
+                "Sign-in is unavailable right now; please try again later."
+            );
             admin_can_still_sign_in(&server).await;
 
             let list = server.plugin_list();
             let p = find(&list, plugin);
             assert_eq!(p["state"], "ready", "a trap does not unload the plugin");
-            assert!(p["traps"].as_u64().unwrap() >= 1, "{backend}: {plugin} traps counted: {p}");
+            assert!(
+                p["traps"].as_u64().unwrap() >= 1,
+                "{backend}: {plugin} traps counted: {p}"
+            );
             let last = p["last_error"].as_str().unwrap_or_default();
             assert!(last.contains(reason), "{backend}: {plugin}: {last}");
             assert!(server.log().contains(reason), "the trap is logged");
@@ -77,16 +105,35 @@ async fn ungranted_imports_and_wrong_pins_are_refused_at_load() {
             ),
         ]
         .concat();
-        let server = Server::start(&backend, Options { ini, ..Default::default() }).await;
+        let server = Server::start(
+            &backend,
+            Options {
+                ini,
+                ..Default::default()
+            },
+        )
+        .await;
         server.create_user("root", ADMIN_PASSWORD, true);
 
         let list = server.plugin_list();
         let greedy = find(&list, "greedy")["state"].as_str().unwrap().to_string();
         assert!(greedy.starts_with("refused:"), "{backend}: {greedy}");
-        assert!(greedy.contains("the capability \"kv\", which is not granted"), "{greedy}");
-        let tampered = find(&list, "tampered")["state"].as_str().unwrap().to_string();
-        assert!(tampered.starts_with("refused:") && tampered.contains("has sha256"), "{backend}: {tampered}");
-        assert!(server.log().contains("plugin refused at load"), "refusals are logged");
+        assert!(
+            greedy.contains("the capability \"kv\", which is not granted"),
+            "{greedy}"
+        );
+        let tampered = find(&list, "tampered")["state"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            tampered.starts_with("refused:") && tampered.contains("has sha256"),
+            "{backend}: {tampered}"
+        );
+        assert!(
+            server.log().contains("plugin refused at load"),
+            "refusals are logged"
+        );
 
         admin_can_still_sign_in(&server).await;
         // An unknown login would reach the refused sources: identity fails
@@ -96,16 +143,31 @@ async fn ungranted_imports_and_wrong_pins_are_refused_at_load() {
 
         // Granting the capability lets the same component load.
         let ini = plugin_section("greedy", "greedy", "GRANTS = log, kv");
-        let server = Server::start(&backend, Options { ini, ..Default::default() }).await;
-        assert_eq!(find(&server.plugin_list(), "greedy")["state"], "ready", "{backend}");
+        let server = Server::start(
+            &backend,
+            Options {
+                ini,
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(
+            find(&server.plugin_list(), "greedy")["state"],
+            "ready",
+            "{backend}"
+        );
     }
 }
 
 #[tokio::test]
 async fn the_example_plugin_loads_as_a_third_party_source() {
     use argon2::PasswordHasher;
-    let salt = argon2::password_hash::SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
-    let hash = argon2::Argon2::default().hash_password(b"carol-password", &salt).unwrap().to_string();
+    let salt =
+        argon2::password_hash::SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
+    let hash = argon2::Argon2::default()
+        .hash_password(b"carol-password", &salt)
+        .unwrap()
+        .to_string();
     for backend in backends() {
         let path = postern_tests::example_plugin();
         let ini = format!(
@@ -113,26 +175,67 @@ async fn the_example_plugin_loads_as_a_third_party_source() {
             path.display(),
             sha256_file(&path)
         );
-        let server = Server::start(&backend, Options { ini, ..Default::default() }).await;
+        let server = Server::start(
+            &backend,
+            Options {
+                ini,
+                ..Default::default()
+            },
+        )
+        .await;
         let static_source = server.plugin_list();
         let p = find(&static_source, "static");
         assert_eq!(p["state"], "ready", "{backend}: {p}");
-        assert_eq!(p["origin"], postern_tests::example_plugin().display().to_string());
+        assert_eq!(
+            p["origin"],
+            postern_tests::example_plugin().display().to_string()
+        );
 
         let http = client();
-        assert_eq!(sign_in(&http, &server, "carol", "wrong").await.status(), StatusCode::UNAUTHORIZED);
-        assert_eq!(sign_in(&http, &server, "carol", "carol-password").await.status(), StatusCode::SEE_OTHER, "{backend}");
-        let me: serde_json::Value = http.get(server.url("/api/v1/user")).send().await.unwrap().json().await.unwrap();
+        assert_eq!(
+            sign_in(&http, &server, "carol", "wrong").await.status(),
+            StatusCode::UNAUTHORIZED
+        );
+        assert_eq!(
+            sign_in(&http, &server, "carol", "carol-password")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER,
+            "{backend}"
+        );
+        let me: serde_json::Value = http
+            .get(server.url("/api/v1/user"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(me["login"], "carol");
         assert_eq!(me["email"], "carol@example.com");
 
         // Provisioned once, linked after: a second sign-in finds the same user.
         let again = client();
-        assert_eq!(sign_in(&again, &server, "carol", "carol-password").await.status(), StatusCode::SEE_OTHER);
-        let me2: serde_json::Value = again.get(server.url("/api/v1/user")).send().await.unwrap().json().await.unwrap();
+        assert_eq!(
+            sign_in(&again, &server, "carol", "carol-password")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER
+        );
+        let me2: serde_json::Value = again
+            .get(server.url("/api/v1/user"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(me["id"], me2["id"]);
         let users = String::from_utf8(server.cli(&["admin", "user", "list"]).stdout).unwrap();
-        let carol = users.lines().find(|l| l.contains("carol")).expect("carol is listed");
+        let carol = users
+            .lines()
+            .find(|l| l.contains("carol"))
+            .expect("carol is listed");
         assert!(carol.trim_end().ends_with("static"), "{carol}");
     }
 }

@@ -32,7 +32,9 @@ impl Kind {
     pub fn check(&self, value: &str) -> Result<(), String> {
         let v = value.trim();
         match self {
-            Kind::Bool => parse_bool(v).map(|_| ()).ok_or_else(|| "a boolean (true or false)".to_string()),
+            Kind::Bool => parse_bool(v)
+                .map(|_| ())
+                .ok_or_else(|| "a boolean (true or false)".to_string()),
             Kind::Int { min, max } => match v.parse::<i64>() {
                 Ok(n) if (*min..=*max).contains(&n) => Ok(()),
                 _ if *min == 0 && *max == 65535 => Err("a port number (0-65535)".into()),
@@ -41,8 +43,13 @@ impl Kind {
             Kind::Str => Ok(()),
             Kind::Url => {
                 let ok = (v.starts_with("http://") || v.starts_with("https://"))
-                    && v.split_once("://").is_some_and(|(_, rest)| !rest.is_empty() && !rest.contains(' '));
-                if ok { Ok(()) } else { Err("an http:// or https:// URL".into()) }
+                    && v.split_once("://")
+                        .is_some_and(|(_, rest)| !rest.is_empty() && !rest.contains(' '));
+                if ok {
+                    Ok(())
+                } else {
+                    Err("an http:// or https:// URL".into())
+                }
             }
             Kind::Enum(words) => {
                 if words.iter().any(|w| w.eq_ignore_ascii_case(v)) {
@@ -55,7 +62,9 @@ impl Kind {
                 .map(|_| ())
                 .ok_or_else(|| "a schedule of the form @every <duration>, e.g. @every 24h".into()),
             Kind::Pem => {
-                if v.starts_with("-----BEGIN CERTIFICATE-----") && v.contains("-----END CERTIFICATE-----") {
+                if v.starts_with("-----BEGIN CERTIFICATE-----")
+                    && v.contains("-----END CERTIFICATE-----")
+                {
                     Ok(())
                 } else {
                     Err("a PEM certificate block (-----BEGIN CERTIFICATE----- …)".into())
@@ -91,7 +100,11 @@ pub fn parse_bool(v: &str) -> Option<bool> {
 
 /// Splits a comma-separated list, trimming and dropping empty items.
 pub fn parse_list(v: &str) -> Vec<String> {
-    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// `@every <duration>` with a Go duration (`h`, `m`, `s` units, combined).
@@ -169,127 +182,503 @@ pub struct KeySpec {
 }
 
 const fn k(key: &'static str, kind: Kind, default: &'static str, doc: &'static str) -> KeySpec {
-    KeySpec { key, kind, default, doc }
+    KeySpec {
+        key,
+        kind,
+        default,
+        doc,
+    }
 }
 
 const BOOL: Kind = Kind::Bool;
 const STR: Kind = Kind::Str;
 const URL: Kind = Kind::Url;
 const PORT: Kind = Kind::Int { min: 0, max: 65535 };
-const SECONDS: Kind = Kind::Int { min: 1, max: 10 * 365 * 24 * 3600 };
+const SECONDS: Kind = Kind::Int {
+    min: 1,
+    max: 10 * 365 * 24 * 3600,
+};
 const CAPABILITIES: &[&str] = &["log", "credentials", "kv"];
 
 /// Every section with its keys and a line about it, in the order of the
 /// example file.
 pub static SECTIONS: &[(&str, &[KeySpec])] = &[
-    ("server", &[
-        k("HTTP_ADDR", STR, "127.0.0.1", "Address the web server listens on. Use 0.0.0.0 to listen on every interface."),
-        k("HTTP_PORT", PORT, "3000", "Port the web server listens on; 0 picks a free port and logs it."),
-        k("ROOT_URL", URL, "http://localhost:3000/", "The address users reach Postern at. An https:// address makes cookies Secure."),
-        k("APP_DATA_PATH", STR, "data", "Directory for the SQLite database, the plugin cache and repositories."),
-        k("CRON_SYNC_LDAP", Kind::Schedule, "@every 24h", "How often directory sources with ENABLE_SYNC are synchronised."),
-    ]),
-    ("database", &[
-        k("DB_TYPE", Kind::Enum(&["sqlite3", "postgres"]), "sqlite3", "Database backend: sqlite3 (embedded) or postgres."),
-        k("PATH", STR, "", "SQLite file; empty means <APP_DATA_PATH>/postern.db."),
-        k("HOST", STR, "127.0.0.1:5432", "PostgreSQL host:port."),
-        k("NAME", STR, "postern", "PostgreSQL database name."),
-        k("USER", STR, "postgres", "PostgreSQL user."),
-        k("PASSWD", STR, "", "PostgreSQL password."),
-        k("SSL_MODE", Kind::Enum(&["disable", "prefer", "require"]), "disable", "PostgreSQL TLS mode."),
-    ]),
-    ("service", &[
-        k("DISABLE_REGISTRATION", BOOL, "false", "Turns off the registration page; accounts are then made by administrators or sources."),
-        k("REQUIRE_SIGNIN_VIEW", BOOL, "false", "Require sign-in to view repositories."),
-        k("LDAP_SYNC_ON_LOGIN", BOOL, "false", "Refresh a directory user's attributes at every sign-in."),
-        k("DISABLE_REGISTRATION_ORG", BOOL, "false", "Forbid organization creation by ordinary users."),
-        k("ALLOW_ONLY_ADMIN_CREATE_ORG", BOOL, "false", "Only site administrators create organizations."),
-    ]),
-    ("security", &[
-        k("ENABLE_2FA", BOOL, "false", "Require a second factor for every user."),
-        k("DISABLE_REGISTRATION", BOOL, "false", "Alias of [service] DISABLE_REGISTRATION, as the spec lists it here; either one turns registration off."),
-        k("ENABLE_REMEMBER_ME_2FA", BOOL, "false", "Let a browser skip the second step for a while after a successful one."),
-        k("MIN_PASSWORD_LENGTH", Kind::Int { min: 1, max: 1024 }, "8", "Shortest password the local source accepts."),
-    ]),
-    ("log", &[
-        k("LEVEL", Kind::Enum(&["trace", "debug", "info", "warn", "error"]), "info", "Least severe log level written."),
-    ]),
-    ("source", &[
-        k("ENABLE_LDAP", BOOL, "false", "Turn on directory sign-in."),
-        k("ENABLE_OAUTH2", BOOL, "false", "Turn on OAuth 2.0 consumer sign-in."),
-    ]),
-    ("source.<n>", &[
-        k("NAME", STR, "", "Display name of the directory source."),
-        k("TYPE", Kind::Enum(&["ldap", "2", "ad", "6"]), "ldap", "ldap (or 2) for LDAP; ad (or 6) for the directory-service variant."),
-        k("SECURITY_PROTOCOL", Kind::Enum(&["unencrypted", "ldaps", "starttls"]), "unencrypted", "How to reach the server; ldaps is used with port 636."),
-        k("HOST", STR, "", "Directory server host."),
-        k("PORT", PORT, "389", "Directory server port."),
-        k("USER_DN", STR, "", "Bind account DN (a read-only service account)."),
-        k("USER_PASSWD", STR, "", "Bind account password."),
-        k("USER_SEARCH_BASE_DN", STR, "", "Base DN where users are searched."),
-        k("USER_FILTER", STR, "", "User filter; %s stands for the login, e.g. (&(objectClass=person)(uid=%s))."),
-        k("ATTRIBUTE_USERNAME", STR, "", "Attribute used as the login name."),
-        k("ATTRIBUTE_NAME", STR, "", "Attribute used as the first or common name."),
-        k("ATTRIBUTE_SURNAME", STR, "", "Attribute used as the surname."),
-        k("ATTRIBUTE_MAIL", STR, "", "Attribute used as the e-mail address."),
-        k("ATTRIBUTE_SSH_PUBLIC_KEY", STR, "", "Attribute holding public SSH keys."),
-        k("ENABLE_SYNC", BOOL, "false", "Synchronise users on the CRON_SYNC_LDAP schedule."),
-        k("SYNC_ON_LOGIN", BOOL, "false", "Synchronise the user at sign-in."),
-        k("ALLOW_USER_CREATE", BOOL, "false", "Allow creating users from the directory."),
-        k("AUTO_REGISTER", BOOL, "false", "Create the local user on first successful sign-in (needs ALLOW_USER_CREATE too)."),
-        k("GROUP_SEARCH_BASE_DN", STR, "", "Base DN where groups are searched."),
-        k("GROUP_FILTER", STR, "", "Group filter."),
-        k("GROUP_NAME_ATTRIBUTE", STR, "", "Group name attribute."),
-        k("GROUP_MEMBER_ATTRIBUTE", STR, "", "Group member attribute."),
-        k("USER_GROUP_ATTRIBUTE", STR, "", "User attribute listing the user's groups."),
-        k("SYNC_GROUPS", BOOL, "false", "Synchronise group membership into teams."),
-        k("AUTO_CREATE_ORG", BOOL, "false", "Create an organization from a directory group."),
-        k("ORG_NAME_ATTRIBUTE", STR, "", "Attribute used as the organization name."),
-    ]),
-    ("source.oauth2_<name>", &[
-        k("NAME", STR, "", "Display name."),
-        k("PROVIDER", STR, "", "Provider kind: openidConnect (or another OAuth 2.0 kind), or saml."),
-        k("AUTH_URL", URL, "", "Authorization (OAuth 2.0) or single sign-on (SAML) endpoint of the identity provider."),
-        k("TOKEN_URL", URL, "", "Token endpoint (OAuth 2.0)."),
-        k("PROFILE_URL", URL, "", "User-info endpoint (OAuth 2.0)."),
-        k("CLIENT_ID", STR, "", "Client id at the identity provider (OAuth 2.0)."),
-        k("CLIENT_SECRET", STR, "", "Client secret (OAuth 2.0)."),
-        k("ISSUER", URL, "", "Postern's own address as SAML issuer."),
-        k("REDIRECT_URI", URL, "", "SAML assertion consumer URL: <ROOT_URL>user/oauth2/SAML/callback."),
-        k("CERTIFICATE", Kind::Pem, "", "Signing certificate of the SAML identity provider (PEM)."),
-        k("EMAIL_ATTRIBUTE", STR, "email", "Claim or attribute used as e-mail (SAML: Email)."),
-        k("NAME_ATTRIBUTE", STR, "name", "Claim or attribute used as name (SAML: Name)."),
-        k("USERNAME_ATTRIBUTE", STR, "preferred_username", "Claim or attribute used as login (SAML: UPN)."),
-        k("SIGN_REQUESTS", BOOL, "false", "Sign outgoing SAML requests."),
-        k("AUTO_REGISTER", BOOL, "false", "Create the local user on first sign-in."),
-    ]),
-    ("oauth2", &[
-        k("ENABLE", BOOL, "true", "Turn on the OAuth 2.0 provider role."),
-        k("ACCESS_TOKEN_EXPIRATION", SECONDS, "3600", "Access token lifetime in seconds."),
-        k("REFRESH_TOKEN_EXPIRATION", SECONDS, "86400", "Refresh token lifetime in seconds."),
-        k("MINIMAL_TOKEN_LENGTH", Kind::Int { min: 16, max: 1024 }, "32", "Minimum length of generated secrets."),
-    ]),
-    ("webauthn", &[
-        k("ENABLE", BOOL, "true", "Allow WebAuthn security keys."),
-        k("DOMAIN", STR, "", "Relying-party id; empty means the host of ROOT_URL."),
-        k("TIMEOUT", Kind::Int { min: 1000, max: 600_000 }, "60000", "Ceremony timeout in milliseconds."),
-        k("ATTESTATION_PREFERENCE", Kind::Enum(&["none", "indirect", "direct", "preferred"]), "none", "Attestation to ask for; preferred maps to indirect."),
-    ]),
-    ("repository", &[
-        k("ROOT", STR, "", "Where repositories live; empty means <APP_DATA_PATH>/repositories."),
-        k("MAX_PUSH_FILES", Kind::Int { min: 1, max: 1_000_000 }, "100", "Largest push, in MB."),
-        k("DEFAULT_DISABLE_PUSH", BOOL, "false", "New branch protections forbid force-push by default."),
-        k("DEFAULT_REQUIRE_SIGNED_COMMITS", BOOL, "false", "New branch protections require signed commits by default."),
-    ]),
-    ("plugin.<id>", &[
-        k("PATH", STR, "", "Path of a third-party .wasm component; built-in plugins take no PATH."),
-        k("SHA256", Kind::Sha256, "", "sha256 of the file at PATH, checked before every load."),
-        k("KIND", Kind::Enum(&["identity-source", "second-factor", "webhook-transport"]), "", "The plugin's world."),
-        k("GRANTS", Kind::List(CAPABILITIES), "log", "Capabilities lent to the plugin: log, credentials, kv."),
-        k("MEMORY_LIMIT_MB", Kind::Int { min: 1, max: 1024 }, "64", "Memory cap of one call, in MiB."),
-        k("TIMEOUT_MS", Kind::Int { min: 10, max: 600_000 }, "5000", "Deadline of one call, in milliseconds."),
-        k("ENABLED", BOOL, "true", "Load the plugin."),
-    ]),
+    (
+        "server",
+        &[
+            k(
+                "HTTP_ADDR",
+                STR,
+                "127.0.0.1",
+                "Address the web server listens on. Use 0.0.0.0 to listen on every interface.",
+            ),
+            k(
+                "HTTP_PORT",
+                PORT,
+                "3000",
+                "Port the web server listens on; 0 picks a free port and logs it.",
+            ),
+            k(
+                "ROOT_URL",
+                URL,
+                "http://localhost:3000/",
+                "The address users reach Postern at. An https:// address makes cookies Secure.",
+            ),
+            k(
+                "APP_DATA_PATH",
+                STR,
+                "data",
+                "Directory for the SQLite database, the plugin cache and repositories.",
+            ),
+            k(
+                "CRON_SYNC_LDAP",
+                Kind::Schedule,
+                "@every 24h",
+                "How often directory sources with ENABLE_SYNC are synchronised.",
+            ),
+        ],
+    ),
+    (
+        "database",
+        &[
+            k(
+                "DB_TYPE",
+                Kind::Enum(&["sqlite3", "postgres"]),
+                "sqlite3",
+                "Database backend: sqlite3 (embedded) or postgres.",
+            ),
+            k(
+                "PATH",
+                STR,
+                "",
+                "SQLite file; empty means <APP_DATA_PATH>/postern.db.",
+            ),
+            k("HOST", STR, "127.0.0.1:5432", "PostgreSQL host:port."),
+            k("NAME", STR, "postern", "PostgreSQL database name."),
+            k("USER", STR, "postgres", "PostgreSQL user."),
+            k("PASSWD", STR, "", "PostgreSQL password."),
+            k(
+                "SSL_MODE",
+                Kind::Enum(&["disable", "prefer", "require"]),
+                "disable",
+                "PostgreSQL TLS mode.",
+            ),
+        ],
+    ),
+    (
+        "service",
+        &[
+            k(
+                "DISABLE_REGISTRATION",
+                BOOL,
+                "false",
+                "Turns off the registration page; accounts are then made by administrators or sources.",
+            ),
+            k(
+                "REQUIRE_SIGNIN_VIEW",
+                BOOL,
+                "false",
+                "Require sign-in to view repositories.",
+            ),
+            k(
+                "LDAP_SYNC_ON_LOGIN",
+                BOOL,
+                "false",
+                "Refresh a directory user's attributes at every sign-in.",
+            ),
+            k(
+                "DISABLE_REGISTRATION_ORG",
+                BOOL,
+                "false",
+                "Forbid organization creation by ordinary users.",
+            ),
+            k(
+                "ALLOW_ONLY_ADMIN_CREATE_ORG",
+                BOOL,
+                "false",
+                "Only site administrators create organizations.",
+            ),
+        ],
+    ),
+    (
+        "security",
+        &[
+            k(
+                "ENABLE_2FA",
+                BOOL,
+                "false",
+                "Require a second factor for every user.",
+            ),
+            k(
+                "DISABLE_REGISTRATION",
+                BOOL,
+                "false",
+                "Alias of [service] DISABLE_REGISTRATION, as the spec lists it here; either one turns registration off.",
+            ),
+            k(
+                "ENABLE_REMEMBER_ME_2FA",
+                BOOL,
+                "false",
+                "Let a browser skip the second step for a while after a successful one.",
+            ),
+            k(
+                "MIN_PASSWORD_LENGTH",
+                Kind::Int { min: 1, max: 1024 },
+                "8",
+                "Shortest password the local source accepts.",
+            ),
+        ],
+    ),
+    (
+        "log",
+        &[k(
+            "LEVEL",
+            Kind::Enum(&["trace", "debug", "info", "warn", "error"]),
+            "info",
+            "Least severe log level written.",
+        )],
+    ),
+    (
+        "source",
+        &[
+            k("ENABLE_LDAP", BOOL, "false", "Turn on directory sign-in."),
+            k(
+                "ENABLE_OAUTH2",
+                BOOL,
+                "false",
+                "Turn on OAuth 2.0 consumer sign-in.",
+            ),
+        ],
+    ),
+    (
+        "source.<n>",
+        &[
+            k("NAME", STR, "", "Display name of the directory source."),
+            k(
+                "TYPE",
+                Kind::Enum(&["ldap", "2", "ad", "6"]),
+                "ldap",
+                "ldap (or 2) for LDAP; ad (or 6) for the directory-service variant.",
+            ),
+            k(
+                "SECURITY_PROTOCOL",
+                Kind::Enum(&["unencrypted", "ldaps", "starttls"]),
+                "unencrypted",
+                "How to reach the server; ldaps is used with port 636.",
+            ),
+            k("HOST", STR, "", "Directory server host."),
+            k("PORT", PORT, "389", "Directory server port."),
+            k(
+                "USER_DN",
+                STR,
+                "",
+                "Bind account DN (a read-only service account).",
+            ),
+            k("USER_PASSWD", STR, "", "Bind account password."),
+            k(
+                "USER_SEARCH_BASE_DN",
+                STR,
+                "",
+                "Base DN where users are searched.",
+            ),
+            k(
+                "USER_FILTER",
+                STR,
+                "",
+                "User filter; %s stands for the login, e.g. (&(objectClass=person)(uid=%s)).",
+            ),
+            k(
+                "ATTRIBUTE_USERNAME",
+                STR,
+                "",
+                "Attribute used as the login name.",
+            ),
+            k(
+                "ATTRIBUTE_NAME",
+                STR,
+                "",
+                "Attribute used as the first or common name.",
+            ),
+            k(
+                "ATTRIBUTE_SURNAME",
+                STR,
+                "",
+                "Attribute used as the surname.",
+            ),
+            k(
+                "ATTRIBUTE_MAIL",
+                STR,
+                "",
+                "Attribute used as the e-mail address.",
+            ),
+            k(
+                "ATTRIBUTE_SSH_PUBLIC_KEY",
+                STR,
+                "",
+                "Attribute holding public SSH keys.",
+            ),
+            k(
+                "ENABLE_SYNC",
+                BOOL,
+                "false",
+                "Synchronise users on the CRON_SYNC_LDAP schedule.",
+            ),
+            k(
+                "SYNC_ON_LOGIN",
+                BOOL,
+                "false",
+                "Synchronise the user at sign-in.",
+            ),
+            k(
+                "ALLOW_USER_CREATE",
+                BOOL,
+                "false",
+                "Allow creating users from the directory.",
+            ),
+            k(
+                "AUTO_REGISTER",
+                BOOL,
+                "false",
+                "Create the local user on first successful sign-in (needs ALLOW_USER_CREATE too).",
+            ),
+            k(
+                "GROUP_SEARCH_BASE_DN",
+                STR,
+                "",
+                "Base DN where groups are searched.",
+            ),
+            k("GROUP_FILTER", STR, "", "Group filter."),
+            k("GROUP_NAME_ATTRIBUTE", STR, "", "Group name attribute."),
+            k("GROUP_MEMBER_ATTRIBUTE", STR, "", "Group member attribute."),
+            k(
+                "USER_GROUP_ATTRIBUTE",
+                STR,
+                "",
+                "User attribute listing the user's groups.",
+            ),
+            k(
+                "SYNC_GROUPS",
+                BOOL,
+                "false",
+                "Synchronise group membership into teams.",
+            ),
+            k(
+                "AUTO_CREATE_ORG",
+                BOOL,
+                "false",
+                "Create an organization from a directory group.",
+            ),
+            k(
+                "ORG_NAME_ATTRIBUTE",
+                STR,
+                "",
+                "Attribute used as the organization name.",
+            ),
+        ],
+    ),
+    (
+        "source.oauth2_<name>",
+        &[
+            k("NAME", STR, "", "Display name."),
+            k(
+                "PROVIDER",
+                STR,
+                "",
+                "Provider kind: openidConnect (or another OAuth 2.0 kind), or saml.",
+            ),
+            k(
+                "AUTH_URL",
+                URL,
+                "",
+                "Authorization (OAuth 2.0) or single sign-on (SAML) endpoint of the identity provider.",
+            ),
+            k("TOKEN_URL", URL, "", "Token endpoint (OAuth 2.0)."),
+            k("PROFILE_URL", URL, "", "User-info endpoint (OAuth 2.0)."),
+            k(
+                "CLIENT_ID",
+                STR,
+                "",
+                "Client id at the identity provider (OAuth 2.0).",
+            ),
+            k("CLIENT_SECRET", STR, "", "Client secret (OAuth 2.0)."),
+            k("ISSUER", URL, "", "Postern's own address as SAML issuer."),
+            k(
+                "REDIRECT_URI",
+                URL,
+                "",
+                "SAML assertion consumer URL: <ROOT_URL>user/oauth2/SAML/callback.",
+            ),
+            k(
+                "CERTIFICATE",
+                Kind::Pem,
+                "",
+                "Signing certificate of the SAML identity provider (PEM).",
+            ),
+            k(
+                "EMAIL_ATTRIBUTE",
+                STR,
+                "email",
+                "Claim or attribute used as e-mail (SAML: Email).",
+            ),
+            k(
+                "NAME_ATTRIBUTE",
+                STR,
+                "name",
+                "Claim or attribute used as name (SAML: Name).",
+            ),
+            k(
+                "USERNAME_ATTRIBUTE",
+                STR,
+                "preferred_username",
+                "Claim or attribute used as login (SAML: UPN).",
+            ),
+            k(
+                "SIGN_REQUESTS",
+                BOOL,
+                "false",
+                "Sign outgoing SAML requests.",
+            ),
+            k(
+                "AUTO_REGISTER",
+                BOOL,
+                "false",
+                "Create the local user on first sign-in.",
+            ),
+        ],
+    ),
+    (
+        "oauth2",
+        &[
+            k(
+                "ENABLE",
+                BOOL,
+                "true",
+                "Turn on the OAuth 2.0 provider role.",
+            ),
+            k(
+                "ACCESS_TOKEN_EXPIRATION",
+                SECONDS,
+                "3600",
+                "Access token lifetime in seconds.",
+            ),
+            k(
+                "REFRESH_TOKEN_EXPIRATION",
+                SECONDS,
+                "86400",
+                "Refresh token lifetime in seconds.",
+            ),
+            k(
+                "MINIMAL_TOKEN_LENGTH",
+                Kind::Int { min: 16, max: 1024 },
+                "32",
+                "Minimum length of generated secrets.",
+            ),
+        ],
+    ),
+    (
+        "webauthn",
+        &[
+            k("ENABLE", BOOL, "true", "Allow WebAuthn security keys."),
+            k(
+                "DOMAIN",
+                STR,
+                "",
+                "Relying-party id; empty means the host of ROOT_URL.",
+            ),
+            k(
+                "TIMEOUT",
+                Kind::Int {
+                    min: 1000,
+                    max: 600_000,
+                },
+                "60000",
+                "Ceremony timeout in milliseconds.",
+            ),
+            k(
+                "ATTESTATION_PREFERENCE",
+                Kind::Enum(&["none", "indirect", "direct", "preferred"]),
+                "none",
+                "Attestation to ask for; preferred maps to indirect.",
+            ),
+        ],
+    ),
+    (
+        "repository",
+        &[
+            k(
+                "ROOT",
+                STR,
+                "",
+                "Where repositories live; empty means <APP_DATA_PATH>/repositories.",
+            ),
+            k(
+                "MAX_PUSH_FILES",
+                Kind::Int {
+                    min: 1,
+                    max: 1_000_000,
+                },
+                "100",
+                "Largest push, in MB.",
+            ),
+            k(
+                "DEFAULT_DISABLE_PUSH",
+                BOOL,
+                "false",
+                "New branch protections forbid force-push by default.",
+            ),
+            k(
+                "DEFAULT_REQUIRE_SIGNED_COMMITS",
+                BOOL,
+                "false",
+                "New branch protections require signed commits by default.",
+            ),
+        ],
+    ),
+    (
+        "plugin.<id>",
+        &[
+            k(
+                "PATH",
+                STR,
+                "",
+                "Path of a third-party .wasm component; built-in plugins take no PATH.",
+            ),
+            k(
+                "SHA256",
+                Kind::Sha256,
+                "",
+                "sha256 of the file at PATH, checked before every load.",
+            ),
+            k(
+                "KIND",
+                Kind::Enum(&["identity-source", "second-factor", "webhook-transport"]),
+                "",
+                "The plugin's world.",
+            ),
+            k(
+                "GRANTS",
+                Kind::List(CAPABILITIES),
+                "log",
+                "Capabilities lent to the plugin: log, credentials, kv.",
+            ),
+            k(
+                "MEMORY_LIMIT_MB",
+                Kind::Int { min: 1, max: 1024 },
+                "64",
+                "Memory cap of one call, in MiB.",
+            ),
+            k(
+                "TIMEOUT_MS",
+                Kind::Int {
+                    min: 10,
+                    max: 600_000,
+                },
+                "5000",
+                "Deadline of one call, in milliseconds.",
+            ),
+            k("ENABLED", BOOL, "true", "Load the plugin."),
+        ],
+    ),
 ];
 
 /// The spec of `key` in the schema section `section`.
@@ -307,7 +696,11 @@ pub fn default_of(section: &str, key: &str) -> &'static str {
 
 /// The environment variable that sets `key` of `section`.
 pub fn env_name(section: &str, key: &str) -> String {
-    format!("POSTERN__{}__{}", section.to_ascii_uppercase().replace('.', "_0X2E_"), key)
+    format!(
+        "POSTERN__{}__{}",
+        section.to_ascii_uppercase().replace('.', "_0X2E_"),
+        key
+    )
 }
 
 /// The example ini file: every key, commented out at its default, with its
@@ -329,7 +722,13 @@ pub fn example_ini() -> String {
         };
         out.push_str(&format!("\n[{example}]\n"));
         for spec in *keys {
-            out.push_str(&format!("; {}\n; env: {}\n;{} = {}\n", spec.doc, env_name(example, spec.key), spec.key, spec.default));
+            out.push_str(&format!(
+                "; {}\n; env: {}\n;{} = {}\n",
+                spec.doc,
+                env_name(example, spec.key),
+                spec.key,
+                spec.default
+            ));
         }
     }
     out
@@ -351,8 +750,14 @@ mod tests {
 
     #[test]
     fn schedules_parse_go_durations() {
-        assert_eq!(parse_schedule("@every 24h"), Some(Duration::from_secs(86400)));
-        assert_eq!(parse_schedule("@every 1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(
+            parse_schedule("@every 24h"),
+            Some(Duration::from_secs(86400))
+        );
+        assert_eq!(
+            parse_schedule("@every 1h30m"),
+            Some(Duration::from_secs(5400))
+        );
         assert_eq!(parse_schedule("@every 0s"), None);
         assert_eq!(parse_schedule("@daily"), None);
         assert_eq!(parse_schedule("@every 5x"), None);

@@ -25,7 +25,9 @@ fn insert(tree: &mut Tree, origin: &str, section: &str, key: &str, value: &str) 
     let top_table = tree
         .entry(top)
         .or_insert_with(|| Value::new(Some(&origin), ValueKind::Table(Map::new())));
-    let ValueKind::Table(table) = &mut top_table.kind else { return };
+    let ValueKind::Table(table) = &mut top_table.kind else {
+        return;
+    };
     let table = match sub {
         Some(sub) => {
             let entry = table
@@ -49,9 +51,14 @@ pub struct IniFile {
 
 impl IniFile {
     pub fn read(path: &Path) -> Result<Self, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
-        let ini = ini::Ini::load_from_str(&text)
-            .map_err(|e| Error::Syntax { path: path.to_path_buf(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let ini = ini::Ini::load_from_str(&text).map_err(|e| Error::Syntax {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         let origin = path.display().to_string();
         let mut tree = Tree::new();
         for (section, props) in &ini {
@@ -86,8 +93,12 @@ impl Environment {
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Self {
         let mut tree = Tree::new();
         for (name, value) in vars {
-            let Some(rest) = name.strip_prefix("POSTERN__") else { continue };
-            let Some((section, key)) = rest.split_once("__") else { continue };
+            let Some(rest) = name.strip_prefix("POSTERN__") else {
+                continue;
+            };
+            let Some((section, key)) = rest.split_once("__") else {
+                continue;
+            };
             let section = section.replace("_0X2E_", ".").replace("_0x2e_", ".");
             insert(&mut tree, &format!("env {name}"), &section, key, &value);
         }

@@ -66,9 +66,15 @@ fn classify(name: &str) -> Import {
         // plugin never touches a file or a clock. They are linked against an
         // empty context: no preopened directories, no environment, no
         // arguments, stdin empty, stdout and stderr discarded.
-        i if ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/"]
-            .iter()
-            .any(|p| i.starts_with(p)) =>
+        i if [
+            "wasi:cli/",
+            "wasi:io/",
+            "wasi:clocks/",
+            "wasi:random/",
+            "wasi:filesystem/",
+        ]
+        .iter()
+        .any(|p| i.starts_with(p)) =>
         {
             Import::Baseline
         }
@@ -79,18 +85,36 @@ fn classify(name: &str) -> Import {
 }
 
 /// Refuses a component that imports anything it was not granted.
-pub(crate) fn check_imports(plugin: &str, engine: &Engine, component: &Component, grants: &[Capability]) -> Result<()> {
+pub(crate) fn check_imports(
+    plugin: &str,
+    engine: &Engine,
+    component: &Component,
+    grants: &[Capability],
+) -> Result<()> {
     for (name, _) in component.component_type().imports(engine) {
         match classify(name) {
             Import::Baseline => {}
             Import::Capability(cap) if grants.contains(&cap) => {}
             Import::Capability(cap) => {
-                return Err(Error::Ungranted { plugin: plugin.to_string(), capability: cap.name().to_string(), import: name.to_string() });
+                return Err(Error::Ungranted {
+                    plugin: plugin.to_string(),
+                    capability: cap.name().to_string(),
+                    import: name.to_string(),
+                });
             }
             Import::Withheld(cap) => {
-                return Err(Error::Ungranted { plugin: plugin.to_string(), capability: cap.to_string(), import: name.to_string() });
+                return Err(Error::Ungranted {
+                    plugin: plugin.to_string(),
+                    capability: cap.to_string(),
+                    import: name.to_string(),
+                });
             }
-            Import::Unknown => return Err(Error::UnknownImport { plugin: plugin.to_string(), import: name.to_string() }),
+            Import::Unknown => {
+                return Err(Error::UnknownImport {
+                    plugin: plugin.to_string(),
+                    import: name.to_string(),
+                });
+            }
         }
     }
     Ok(())
@@ -104,9 +128,15 @@ pub(crate) fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<Ca
     types::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s).map_err(link)?;
     for grant in grants {
         match grant {
-            Capability::Log => log::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s),
-            Capability::Credentials => credentials::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s),
-            Capability::Kv => kv::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s),
+            Capability::Log => {
+                log::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
+            }
+            Capability::Credentials => {
+                credentials::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
+            }
+            Capability::Kv => {
+                kv::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
+            }
         }
         .map_err(link)?;
     }
@@ -131,13 +161,22 @@ pub(crate) struct CallState {
 
 impl CallState {
     pub fn new(plugin: Arc<str>, limits: StoreLimits, lender: Arc<Lender>) -> Self {
-        CallState { plugin, limits, lender, wasi: WasiCtx::builder().build(), table: ResourceTable::new() }
+        CallState {
+            plugin,
+            limits,
+            lender,
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        }
     }
 }
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -150,7 +189,10 @@ impl log::Host for CallState {
     fn write(&mut self, level: log::Level, message: String) {
         let mut message = message;
         if message.len() > MAX_LOG_LINE {
-            let cut = (0..=MAX_LOG_LINE).rev().find(|i| message.is_char_boundary(*i)).unwrap_or(0);
+            let cut = (0..=MAX_LOG_LINE)
+                .rev()
+                .find(|i| message.is_char_boundary(*i))
+                .unwrap_or(0);
             message.truncate(cut);
         }
         let plugin = &*self.plugin;
@@ -173,19 +215,27 @@ fn decoy_hash() -> &'static str {
     static DECOY: OnceLock<String> = OnceLock::new();
     DECOY.get_or_init(|| {
         let random: [u8; 16] = rand::random();
-        crate::credentials::hash(&hex::encode(random)).expect("hashing 32 hex characters cannot fail")
+        crate::credentials::hash(&hex::encode(random))
+            .expect("hashing 32 hex characters cannot fail")
     })
 }
 
 impl credentials::Host for CallState {
-    fn hash_password(&mut self, password: String) -> std::result::Result<String, credentials::Error> {
+    fn hash_password(
+        &mut self,
+        password: String,
+    ) -> std::result::Result<String, credentials::Error> {
         if password.len() > MAX_PASSWORD_BYTES {
             return Err(credentials::Error::TooLong);
         }
         crate::credentials::hash(&password).map_err(credentials::Error::Internal)
     }
 
-    fn verify_password(&mut self, password: String, hash: String) -> std::result::Result<bool, credentials::Error> {
+    fn verify_password(
+        &mut self,
+        password: String,
+        hash: String,
+    ) -> std::result::Result<bool, credentials::Error> {
         if password.len() > MAX_PASSWORD_BYTES {
             return Err(credentials::Error::TooLong);
         }

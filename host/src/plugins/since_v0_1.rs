@@ -3,7 +3,9 @@
 //! beside this one, converting into the same host types; plugins built
 //! against 0.1.0 keep working.
 
-use crate::identity::{Identity, KnownAccount, PasswordSignIn, Registration, RegistrationRefusal, SignInRefusal};
+use crate::identity::{
+    Identity, KnownAccount, PasswordSignIn, Registration, RegistrationRefusal, SignInRefusal,
+};
 
 pub(crate) const WIT_VERSION: &str = "0.1.0";
 
@@ -40,11 +42,16 @@ pub(crate) mod webhook_transport {
     });
 }
 
-pub(crate) use identity_source::postern::plugin::{credentials, kv, log, types};
 use identity_source::exports::postern::plugin::source as wit;
+pub(crate) use identity_source::postern::plugin::{credentials, kv, log, types};
 
 fn settings(list: &[(String, String)]) -> Vec<types::Setting> {
-    list.iter().map(|(key, value)| types::Setting { key: key.clone(), value: value.clone() }).collect()
+    list.iter()
+        .map(|(key, value)| types::Setting {
+            key: key.clone(),
+            value: value.clone(),
+        })
+        .collect()
 }
 
 impl From<&KnownAccount> for types::Account {

@@ -46,7 +46,9 @@ const OUTER_ENV: &[&str] = &[
 ///
 /// Panics with a clear message when the build fails, as a build script should.
 pub fn build(manifest: &Path, target_name: &str, also_watch: &[&Path]) -> PathBuf {
-    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("call this from a build script: OUT_DIR is unset"));
+    let out_dir = PathBuf::from(
+        std::env::var("OUT_DIR").expect("call this from a build script: OUT_DIR is unset"),
+    );
     if let Some(dir) = manifest.parent() {
         println!("cargo:rerun-if-changed={}", dir.display());
     }
@@ -54,7 +56,10 @@ pub fn build(manifest: &Path, target_name: &str, also_watch: &[&Path]) -> PathBu
         println!("cargo:rerun-if-changed={}", path.display());
     }
     // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out.
-    let target_root = out_dir.ancestors().nth(4).expect("OUT_DIR has the usual depth");
+    let target_root = out_dir
+        .ancestors()
+        .nth(4)
+        .expect("OUT_DIR has the usual depth");
     let target_dir = target_root.join(target_name);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);

@@ -29,7 +29,9 @@ impl IdentitySource for StaticUsers {
             return Err(SignInError::InvalidCredentials);
         };
         let Some((email, hash)) = entry.trim().split_once(' ') else {
-            return Err(SignInError::Misconfigured(format!("USER_{login}: expected '<email> <argon2id hash>'")));
+            return Err(SignInError::Misconfigured(format!(
+                "USER_{login}: expected '<email> <argon2id hash>'"
+            )));
         };
         match credentials::verify_password(&request.password, hash.trim()) {
             Ok(true) => {
@@ -44,9 +46,9 @@ impl IdentitySource for StaticUsers {
                 })
             }
             Ok(false) => Err(SignInError::InvalidCredentials),
-            Err(credentials::Error::MalformedHash) => {
-                Err(SignInError::Misconfigured(format!("USER_{login}: the hash is not an argon2id PHC string")))
-            }
+            Err(credentials::Error::MalformedHash) => Err(SignInError::Misconfigured(format!(
+                "USER_{login}: the hash is not an argon2id PHC string"
+            ))),
             Err(credentials::Error::TooLong) => Err(SignInError::InvalidCredentials),
             Err(credentials::Error::Internal(why)) => Err(SignInError::Unavailable(why)),
         }

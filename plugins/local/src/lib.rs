@@ -42,7 +42,10 @@ impl IdentitySource for Local {
             Err(credentials::Error::MalformedHash) => {
                 log::write(
                     log::Level::Warn,
-                    &format!("account {} has a password hash that cannot be read", account.id),
+                    &format!(
+                        "account {} has a password hash that cannot be read",
+                        account.id
+                    ),
                 );
                 return Err(SignInError::InvalidCredentials);
             }
@@ -70,15 +73,22 @@ impl IdentitySource for Local {
     fn register(request: Registration) -> Result<NewAccount, RegistrationError> {
         let login = check_login(&request.login).map_err(RegistrationError::InvalidLogin)?;
         let email = check_email(&request.email).map_err(RegistrationError::InvalidEmail)?;
-        check_password(&request.password, &request.settings).map_err(RegistrationError::WeakPassword)?;
+        check_password(&request.password, &request.settings)
+            .map_err(RegistrationError::WeakPassword)?;
         let password_hash = credentials::hash_password(&request.password).map_err(|e| match e {
             credentials::Error::TooLong => RegistrationError::WeakPassword(format!(
                 "the password must be at most {MAX_PASSWORD_BYTES} bytes"
             )),
-            credentials::Error::MalformedHash => RegistrationError::Internal("hashing failed".into()),
+            credentials::Error::MalformedHash => {
+                RegistrationError::Internal("hashing failed".into())
+            }
             credentials::Error::Internal(why) => RegistrationError::Internal(why),
         })?;
-        Ok(NewAccount { login, email, password_hash })
+        Ok(NewAccount {
+            login,
+            email,
+            password_hash,
+        })
     }
 }
 
@@ -92,9 +102,14 @@ pub fn check_login(login: &str) -> Result<String, String> {
         return Err("the user name must not be empty".into());
     }
     if login.chars().count() > MAX_LOGIN_CHARS {
-        return Err(format!("the user name must be at most {MAX_LOGIN_CHARS} characters"));
+        return Err(format!(
+            "the user name must be at most {MAX_LOGIN_CHARS} characters"
+        ));
     }
-    if !login.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+    if !login
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
         return Err("the user name may contain only letters, digits, '-', '_' and '.'".into());
     }
     let punct = |c: char| matches!(c, '-' | '_' | '.');
@@ -103,7 +118,11 @@ pub fn check_login(login: &str) -> Result<String, String> {
     if punct(first) || punct(last) {
         return Err("the user name must start and end with a letter or digit".into());
     }
-    if login.as_bytes().windows(2).any(|w| punct(w[0] as char) && punct(w[1] as char)) {
+    if login
+        .as_bytes()
+        .windows(2)
+        .any(|w| punct(w[0] as char) && punct(w[1] as char))
+    {
         return Err("the user name must not have two punctuation marks in a row".into());
     }
     Ok(login.to_string())
@@ -117,8 +136,15 @@ pub fn check_email(email: &str) -> Result<String, String> {
     if email.len() > 254 || email.chars().any(char::is_whitespace) {
         return bad();
     }
-    let Some((local, domain)) = email.split_once('@') else { return bad() };
-    if local.is_empty() || domain.contains('@') || !domain.contains('.') || domain.starts_with('.') || domain.ends_with('.') {
+    let Some((local, domain)) = email.split_once('@') else {
+        return bad();
+    };
+    if local.is_empty()
+        || domain.contains('@')
+        || !domain.contains('.')
+        || domain.starts_with('.')
+        || domain.ends_with('.')
+    {
         return bad();
     }
     Ok(email.to_string())
@@ -134,7 +160,9 @@ pub fn check_password(password: &str, settings: &[Setting]) -> Result<(), String
         return Err(format!("the password must be at least {min} characters"));
     }
     if password.len() > MAX_PASSWORD_BYTES {
-        return Err(format!("the password must be at most {MAX_PASSWORD_BYTES} bytes"));
+        return Err(format!(
+            "the password must be at most {MAX_PASSWORD_BYTES} bytes"
+        ));
     }
     Ok(())
 }
@@ -166,7 +194,10 @@ mod tests {
 
     #[test]
     fn password_policy_reads_min_length() {
-        let settings = vec![Setting { key: "MIN_PASSWORD_LENGTH".into(), value: "12".into() }];
+        let settings = vec![Setting {
+            key: "MIN_PASSWORD_LENGTH".into(),
+            value: "12".into(),
+        }];
         assert!(check_password("short-pass", &settings).is_err());
         assert!(check_password("a-long-enough-one", &settings).is_ok());
         assert!(check_password("1234567", &[]).is_err());

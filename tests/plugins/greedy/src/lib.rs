@@ -1,5 +1,7 @@
 //! Uses the `kv` capability; loaded without that grant it must be refused.
-use postern_plugin_api::identity_source::{Identity, IdentitySource, PasswordSignIn, SignInError, kv};
+use postern_plugin_api::identity_source::{
+    Identity, IdentitySource, PasswordSignIn, SignInError, kv,
+};
 
 struct Greedy;
 
@@ -7,7 +9,11 @@ impl IdentitySource for Greedy {
     fn authenticate(request: PasswordSignIn) -> Result<Identity, SignInError> {
         let seen = kv::get(&request.login).ok().flatten().is_some();
         let _ = kv::set(&request.login, b"seen");
-        if seen { Err(SignInError::InvalidCredentials) } else { Err(SignInError::NotSupported) }
+        if seen {
+            Err(SignInError::InvalidCredentials)
+        } else {
+            Err(SignInError::NotSupported)
+        }
     }
 }
 
