@@ -1,11 +1,22 @@
-//! The JSON API under `/api/v1`.
+//! The JSON API under `/api/<version>/` (docs/api.md).
 //!
-//! Errors have one shape, `{"error": "<code>", "message": "<text>"}`; the
-//! status is decided by [`ApiError`] alone.
+//! Shared pieces every handler uses: [`ApiError`] (one error shape),
+//! [`pagination`] (page-number, limit/offset and cursor lists), [`links`]
+//! (`_links` that follow permissions), [`version`] (path and `Accept`
+//! versioning, deprecation headers), and the OpenAPI description generated
+//! from the handlers ([`openapi`]).
 
-use axum::extract::{FromRequestParts, State};
+mod error;
+pub mod links;
+mod openapi;
+pub mod pagination;
+mod plugins;
+mod sessions;
+mod users;
+pub mod version;
+
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -13,128 +24,95 @@ use axum_extra::extract::CookieJar;
 use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
+
+pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody, RequestId, panic_response, request_id};
+pub use openapi::{ApiDoc, pretty as openapi_json};
+pub use version::ApiVersion;
 
 use crate::app::App;
-use crate::sessions;
+use crate::sessions as store;
 use crate::users::User;
 
-pub(crate) fn routes() -> Router<App> {
+/// The API's routes. Every versioned route lives under `/api/{version}/`;
+/// the version layer resolves and checks the version before the handler
+/// runs.
+pub(crate) fn routes(app: &App) -> Router<App> {
+    let versioned = Router::new()
+        .route("/api/{version}/user", get(users::me))
+        .route("/api/{version}/user/sessions", get(sessions::list))
+        .route(
+            "/api/{version}/user/sessions/{id}",
+            get(sessions::get).delete(sessions::revoke),
+        )
+        .route("/api/{version}/admin/users", get(users::admin_list))
+        .route(
+            "/api/{version}/admin/users/{username}",
+            get(users::admin_get).patch(users::admin_edit),
+        )
+        .route("/api/{version}/admin/plugins", get(plugins::list))
+        .route_layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            version::layer,
+        ));
     Router::new()
         .route("/api/healthz", get(health))
-        .route("/api/v1/user", get(current_user))
+        .route("/api/v1/openapi.json", get(openapi::json))
+        .merge(versioned)
+        .layer(DefaultBodyLimit::max(app.config.api.max_body_size))
 }
 
-/// An API failure. Each variant names the status it produces.
-#[derive(Debug, thiserror::Error)]
-pub enum ApiError {
-    /// 401, with `WWW-Authenticate`: nobody is signed in.
-    #[error("sign in to use this endpoint")]
-    Unauthorized,
-    /// 500: the cause is logged, never echoed.
-    #[error("internal server error")]
-    Internal(String),
+/// The JSON 404 for unknown paths under `/api/`.
+pub(crate) async fn not_found(req: Request) -> Response {
+    ApiError::NotFound(format!("no API endpoint at {}", req.uri().path())).into_response()
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
-    error: &'a str,
-    message: String,
+/// The JSON 405 for a known path under `/api/` with the wrong method.
+pub(crate) async fn method_not_allowed() -> Response {
+    ApiError::MethodNotAllowed.into_response()
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let (status, code) = match &self {
-            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            ApiError::Internal(cause) => {
-                tracing::error!("api error: {cause}");
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal")
-            }
-        };
-        let body = Json(ErrorBody {
-            error: code,
-            message: self.to_string(),
-        });
-        let mut response = (status, body).into_response();
-        if status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer realm=\"postern\""),
-            );
-        }
-        response
-    }
+/// Who is calling, and with which session.
+pub(crate) struct Principal {
+    pub user: User,
+    /// The public handle of the session the request came with.
+    pub session: String,
 }
-
-/// The signed-in user, or a 401.
-pub(crate) struct Principal(pub User);
 
 impl FromRequestParts<App> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         let jar = CookieJar::from_headers(&parts.headers);
-        let Some(cookie) = jar.get(sessions::COOKIE) else {
+        let Some(cookie) = jar.get(store::COOKIE) else {
             return Err(ApiError::Unauthorized);
         };
-        match sessions::lookup(&app.db, cookie.value()).await {
-            Ok(Some((_, user))) => Ok(Principal(user)),
+        match store::lookup(&app.db, cookie.value()).await {
+            Ok(Some((session, user))) => Ok(Principal {
+                user,
+                session: session.handle,
+            }),
             Ok(None) => Err(ApiError::Unauthorized),
-            Err(e) => Err(ApiError::Internal(e.to_string())),
+            Err(e) => Err(ApiError::internal(e)),
         }
     }
 }
 
-#[derive(Serialize)]
-struct Health {
+#[derive(Serialize, ToSchema)]
+pub(crate) struct Health {
     status: &'static str,
 }
 
-async fn health() -> Json<Health> {
+/// Liveness for load balancers.
+#[utoipa::path(get, path = "/api/healthz", tag = "meta", responses((status = 200, body = Health)))]
+pub(crate) async fn health(State(_app): State<App>) -> Json<Health> {
     Json(Health { status: "pass" })
 }
 
-/// A user record with Gitea's field names.
-#[derive(Debug, Serialize)]
-pub struct UserView {
-    pub id: i64,
-    pub login: String,
-    /// Gitea's alias of `login`.
-    pub username: String,
-    /// The name at the account's source; empty for local accounts, as in Gitea.
-    pub login_name: String,
-    pub full_name: String,
-    pub email: String,
-    pub is_admin: bool,
-    pub active: bool,
-    pub prohibit_login: bool,
-    pub created: String,
-}
-
+/// RFC 3339 in UTC, the API's time format.
 pub(crate) fn rfc3339(unix: i64) -> String {
     OffsetDateTime::from_unix_timestamp(unix)
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
         .unwrap_or_default()
-}
-
-impl From<&User> for UserView {
-    fn from(u: &User) -> Self {
-        UserView {
-            id: u.id,
-            login: u.login.clone(),
-            username: u.login.clone(),
-            login_name: String::new(),
-            full_name: u.full_name.clone(),
-            email: u.email.clone(),
-            is_admin: u.is_admin,
-            active: u.is_active,
-            prohibit_login: !u.is_active,
-            created: rfc3339(u.created),
-        }
-    }
-}
-
-/// The signed-in user. Permission: any signed-in user.
-async fn current_user(State(_app): State<App>, Principal(user): Principal) -> Json<UserView> {
-    Json(UserView::from(&user))
 }

@@ -5,10 +5,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::config::Config;
 use crate::db::Db;
-use crate::plugins::Plugins;
+use crate::plugins::{PluginInfo, Plugins};
 
 /// Everything a request needs; cheap to clone.
 #[derive(Clone)]
@@ -19,7 +22,8 @@ pub struct App {
 }
 
 impl App {
-    /// Opens the database (applying migrations) and loads the plugins.
+    /// Opens the database (applying migrations), loads the plugins, and
+    /// records the configured identity sources.
     pub async fn open(config: Config) -> anyhow::Result<App> {
         let db = Db::connect(&config.database)
             .await
@@ -27,19 +31,72 @@ impl App {
         let plugins = Plugins::load(&config, db.clone())
             .await
             .context("loading plugins")?;
+        for source in plugins.extra_identity_sources() {
+            db.register_source(&source.id, &source.id)
+                .await
+                .context("recording identity sources")?;
+        }
         Ok(App {
             config: Arc::new(config),
             db,
             plugins: Arc::new(plugins),
         })
     }
+
+    /// The plugins with the calls and traps every server counted (kept in
+    /// the database), as `admin plugin list` and the admin API show them.
+    pub async fn plugin_list(&self) -> crate::db::Result<Vec<PluginInfo>> {
+        let mut list = self.plugins.list();
+        for info in &mut list {
+            let (calls, traps, last_error) = self.db.plugin_status(&info.id).await?;
+            info.calls = calls;
+            info.traps = traps;
+            info.last_error = last_error;
+        }
+        Ok(list)
+    }
 }
 
+/// Everything Postern serves over HTTP.
 pub fn router(app: App) -> Router {
+    let swagger = swagger_ui_dist::generate_routes(swagger_ui_dist::ApiDefinition {
+        uri_prefix: "/api/swagger",
+        api_definition: swagger_ui_dist::OpenApiSource::Uri("/api/v1/openapi.json"),
+        title: Some("Postern API"),
+    });
     Router::new()
         .merge(crate::web::routes())
-        .merge(crate::api::routes())
+        .merge(crate::api::routes(&app))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
+        .merge(swagger)
+        .layer(CatchPanicLayer::custom(crate::api::panic_response))
+        .layer(axum::middleware::from_fn(crate::api::request_id))
+}
+
+fn is_api(req: &Request) -> bool {
+    req.uri().path().starts_with("/api/")
+}
+
+async fn not_found(req: Request) -> Response {
+    if is_api(&req) {
+        crate::api::not_found(req).await
+    } else {
+        crate::web::not_found().await
+    }
+}
+
+async fn method_not_allowed(req: Request) -> Response {
+    if is_api(&req) {
+        crate::api::method_not_allowed().await
+    } else {
+        (
+            axum::http::StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed",
+        )
+            .into_response()
+    }
 }
 
 /// How often plugin call counts are written to the database.
@@ -63,6 +120,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         "listening on http://{local} (ROOT_URL {})",
         app.config.server.root_url
     );
+    if crate::users::list(&app.db, true).await?.is_empty() {
+        tracing::warn!(
+            "no site administrator yet; create one with: postern admin user create --username <name> --email <email> --password <password> --admin"
+        );
+    }
 
     let plugins = app.plugins.clone();
     let flusher = tokio::spawn(async move {

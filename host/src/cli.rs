@@ -43,6 +43,15 @@ enum Admin {
     /// Configuration helpers.
     #[command(subcommand)]
     Config(ConfigCmd),
+    /// API helpers.
+    #[command(subcommand)]
+    Api(ApiCmd),
+}
+
+#[derive(Subcommand)]
+enum ApiCmd {
+    /// Print the OpenAPI description (as checked in at docs/openapi.json).
+    Openapi,
 }
 
 #[derive(Subcommand)]
@@ -88,9 +97,17 @@ enum ConfigCmd {
 
 pub fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    if let Command::Admin(Admin::Config(ConfigCmd::Example)) = cli.command {
-        print!("{}", schema::example_ini());
-        return Ok(());
+    // These print what is built in and need no configuration.
+    match cli.command {
+        Command::Admin(Admin::Config(ConfigCmd::Example)) => {
+            print!("{}", schema::example_ini());
+            return Ok(());
+        }
+        Command::Admin(Admin::Api(ApiCmd::Openapi)) => {
+            print!("{}", crate::api::openapi_json());
+            return Ok(());
+        }
+        _ => {}
     }
     let config = Config::load(cli.config.as_deref())?;
     init_tracing(&config, matches!(cli.command, Command::Web));
@@ -123,7 +140,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             println!("configuration is valid");
             Ok(())
         }
-        Command::Admin(Admin::Config(ConfigCmd::Example)) => {
+        Command::Admin(Admin::Config(ConfigCmd::Example) | Admin::Api(ApiCmd::Openapi)) => {
             unreachable!("handled before loading the configuration")
         }
         Command::Admin(Admin::User(cmd)) => user(App::open(config).await?, cmd).await,
@@ -174,15 +191,7 @@ async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
 }
 
 async fn plugin_list(app: App, json: bool) -> anyhow::Result<()> {
-    let mut list = app.plugins.list();
-    // Calls and traps are counted by the running servers and kept in the
-    // database; this process has made no calls of its own.
-    for info in &mut list {
-        let (calls, traps, last_error) = app.db.plugin_status(&info.id).await?;
-        info.calls = calls;
-        info.traps = traps;
-        info.last_error = last_error;
-    }
+    let list = app.plugin_list().await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(());

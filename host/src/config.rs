@@ -57,6 +57,7 @@ pub struct Config {
     pub directory_sources: Vec<DirectorySource>,
     pub oauth2_sources: Vec<OAuth2Source>,
     pub plugins: Vec<PluginSection>,
+    pub api: Api,
     /// Keys no section knows, as `[section] KEY (origin)`, for the start-up
     /// report.
     pub unknown_keys: Vec<String>,
@@ -167,6 +168,16 @@ pub struct Repository {
     pub default_require_signed_commits: bool,
 }
 
+/// `[api]`: versions and limits of the JSON API.
+#[derive(Debug, Clone)]
+pub struct Api {
+    pub default_version: u8,
+    pub allowed_versions: Vec<u8>,
+    /// Deprecated versions and the date each is removed.
+    pub deprecated_versions: Vec<(u8, time::Date)>,
+    pub max_body_size: usize,
+}
+
 #[derive(Debug, Clone)]
 pub struct SourceSwitches {
     pub enable_ldap: bool,
@@ -266,6 +277,35 @@ impl Config {
             None => host_of(&root_url),
         };
 
+        let version = |v: &str| schema::parse_api_version(v).expect("validated above");
+        let api = Api {
+            default_version: version(&get("api", "DEFAULT_VERSION")),
+            allowed_versions: schema::parse_list(&get("api", "ALLOWED_VERSIONS"))
+                .iter()
+                .map(|v| version(v))
+                .collect(),
+            deprecated_versions: schema::parse_deprecations(&get("api", "DEPRECATED_VERSIONS"))
+                .expect("validated above"),
+            max_body_size: int("api", "MAX_BODY_SIZE") as usize,
+        };
+        let mut cross = Vec::new();
+        if !api.allowed_versions.contains(&api.default_version) {
+            cross.push(format!(
+                "[api] DEFAULT_VERSION = \"v{}\": expected one of ALLOWED_VERSIONS",
+                api.default_version
+            ));
+        }
+        for (v, _) in &api.deprecated_versions {
+            if !api.allowed_versions.contains(v) {
+                cross.push(format!(
+                    "[api] DEPRECATED_VERSIONS: expected v{v} to be in ALLOWED_VERSIONS"
+                ));
+            }
+        }
+        if !cross.is_empty() {
+            return Err(Error::Invalid(cross));
+        }
+
         let mut directory_sources = Vec::new();
         let mut oauth2_sources = Vec::new();
         let mut plugins = Vec::new();
@@ -354,6 +394,7 @@ impl Config {
             directory_sources,
             oauth2_sources,
             plugins,
+            api,
             unknown_keys: check.unknown,
         })
     }

@@ -157,6 +157,32 @@ impl Db {
         Ok(())
     }
 
+    /// Records an identity source defined in the configuration, so that it
+    /// has a stable numeric id (the API's `source_id`).
+    pub async fn register_source(&self, name: &str, plugin: &str) -> Result<()> {
+        let t = now();
+        sqlx::query(
+            "INSERT INTO sources (name, plugin, settings, is_active, created, updated) VALUES ($1, $2, '{}', 1, $3, $4) \
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(name)
+        .bind(plugin)
+        .bind(t)
+        .bind(t)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The numeric id of a source, by name.
+    pub async fn source_id(&self, name: &str) -> Result<Option<i64>> {
+        let row = sqlx::query("SELECT id FROM sources WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.get::<i64, _>(0)))
+    }
+
     /// Recorded totals: (calls, traps, last error) of a plugin.
     pub async fn plugin_status(&self, plugin: &str) -> Result<(u64, u64, Option<String>)> {
         let row =

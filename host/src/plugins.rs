@@ -13,7 +13,7 @@
 //! A trap (panic, deadline, memory cap) fails that one call with
 //! [`Error::Trap`], is counted, and leaves the host serving.
 
-pub(crate) mod builtin;
+pub mod builtin;
 mod capabilities;
 pub(crate) mod since_v0_1;
 
@@ -102,7 +102,7 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// The three worlds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     IdentitySource,
@@ -185,7 +185,7 @@ pub struct Plugin {
 }
 
 /// What `admin plugin list` and `GET /api/v1/admin/plugins` show.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PluginInfo {
     pub id: String,
     pub kind: Kind,

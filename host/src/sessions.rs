@@ -117,3 +117,102 @@ pub async fn end(db: &Db, cookie: &str) -> db::Result<()> {
         .await?;
     Ok(())
 }
+
+/// A session as its owner sees it in the API.
+#[derive(Debug, Clone)]
+pub struct SessionRow {
+    /// The row id, which orders sessions started in the same second.
+    pub id: i64,
+    pub handle: String,
+    pub created: i64,
+    pub last_seen: i64,
+    pub expires: i64,
+    pub user_agent: String,
+}
+
+const ROW_COLUMNS: &str = "handle, created, last_seen, expires, user_agent, id";
+
+fn session_row(r: &sqlx::any::AnyRow) -> Result<SessionRow, sqlx::Error> {
+    Ok(SessionRow {
+        handle: r.try_get(0)?,
+        created: r.try_get(1)?,
+        last_seen: r.try_get(2)?,
+        expires: r.try_get(3)?,
+        user_agent: r.try_get(4)?,
+        id: r.try_get(5)?,
+    })
+}
+
+/// A user's live sessions for one cursor window, newest first; one row more
+/// than the window's size when more exist in the direction of travel.
+pub async fn list(
+    db: &Db,
+    user_id: i64,
+    window: &crate::api::pagination::CursorWindow,
+) -> db::Result<Vec<SessionRow>> {
+    use crate::api::pagination::CursorWindow;
+    let fetch = window.size() as i64 + 1;
+    let t = now();
+    let base = format!("SELECT {ROW_COLUMNS} FROM sessions WHERE user_id = $1 AND expires > $2");
+    let rows = match window {
+        CursorWindow::Newest { .. } => {
+            sqlx::query(&format!("{base} ORDER BY created DESC, id DESC LIMIT $3"))
+                .bind(user_id)
+                .bind(t)
+                .bind(fetch)
+                .fetch_all(db.pool())
+                .await?
+        }
+        CursorWindow::OlderThan { position, .. } => {
+            sqlx::query(&format!(
+                "{base} AND (created < $3 OR (created = $3 AND id < $4)) ORDER BY created DESC, id DESC LIMIT $5"
+            ))
+            .bind(user_id)
+            .bind(t)
+            .bind(position.created)
+            .bind(position.key)
+            .bind(fetch)
+            .fetch_all(db.pool())
+            .await?
+        }
+        CursorWindow::NewerThan { position, .. } => {
+            sqlx::query(&format!(
+                "{base} AND (created > $3 OR (created = $3 AND id > $4)) ORDER BY created ASC, id ASC LIMIT $5"
+            ))
+            .bind(user_id)
+            .bind(t)
+            .bind(position.created)
+            .bind(position.key)
+            .bind(fetch)
+            .fetch_all(db.pool())
+            .await?
+        }
+    };
+    Ok(rows
+        .iter()
+        .map(session_row)
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+/// One of a user's live sessions, by handle.
+pub async fn find(db: &Db, user_id: i64, handle: &str) -> db::Result<Option<SessionRow>> {
+    let row = sqlx::query(&format!(
+        "SELECT {ROW_COLUMNS} FROM sessions WHERE user_id = $1 AND handle = $2 AND expires > $3"
+    ))
+    .bind(user_id)
+    .bind(handle)
+    .bind(now())
+    .fetch_optional(db.pool())
+    .await?;
+    Ok(row.as_ref().map(session_row).transpose()?)
+}
+
+/// Ends one of a user's sessions by handle; false when there was none.
+pub async fn revoke(db: &Db, user_id: i64, handle: &str) -> db::Result<bool> {
+    let done = sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND handle = $2")
+        .bind(user_id)
+        .bind(handle)
+        .execute(db.pool())
+        .await?;
+    Ok(done.rows_affected() > 0)
+}

@@ -189,3 +189,131 @@ pub async fn link(db: &Db, source: &str, external_id: &str, user_id: i64) -> Res
         .await?;
     Ok(())
 }
+
+/// Filters of the admin user list.
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    /// Only administrators (`Some(true)`) or only the others (`Some(false)`).
+    pub is_admin: Option<bool>,
+    /// A substring of the login, e-mail or full name, case-insensitive.
+    pub q: Option<String>,
+}
+
+/// Escapes LIKE wildcards so that `q` matches literally.
+fn like_pattern(q: &str) -> String {
+    let mut out = String::from("%");
+    for c in q.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// One window of the users matching `filter`, in id order, and how many
+/// match in all. `window` is (limit, offset); `None` returns every match.
+pub async fn search(
+    db: &Db,
+    filter: &Filter,
+    window: Option<(i64, i64)>,
+) -> Result<(u64, Vec<User>)> {
+    let mut clauses = Vec::new();
+    let mut n = 0;
+    if filter.is_admin.is_some() {
+        n += 1;
+        clauses.push(format!("is_admin = ${n}"));
+    }
+    let pattern = filter
+        .q
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .map(like_pattern);
+    if pattern.is_some() {
+        n += 1;
+        clauses.push(format!(
+            "(lower_login LIKE ${n} ESCAPE '\\' OR lower_email LIKE ${n} ESCAPE '\\' OR LOWER(full_name) LIKE ${n} ESCAPE '\\')"
+        ));
+    }
+    let filter_sql = if clauses.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", clauses.join(" AND "))
+    };
+    let count_sql = format!("SELECT COUNT(*) FROM users {filter_sql}");
+    let mut count = sqlx::query(&count_sql);
+    if let Some(a) = filter.is_admin {
+        count = count.bind(i64::from(a));
+    }
+    if let Some(p) = &pattern {
+        count = count.bind(p.clone());
+    }
+    let total: i64 = count.fetch_one(db.pool()).await?.try_get(0)?;
+
+    let page_sql = match window {
+        Some(_) => format!(
+            "SELECT {COLUMNS} FROM users {filter_sql} ORDER BY id LIMIT ${} OFFSET ${}",
+            n + 1,
+            n + 2
+        ),
+        None => format!("SELECT {COLUMNS} FROM users {filter_sql} ORDER BY id"),
+    };
+    let mut page = sqlx::query(&page_sql);
+    if let Some(a) = filter.is_admin {
+        page = page.bind(i64::from(a));
+    }
+    if let Some(p) = &pattern {
+        page = page.bind(p.clone());
+    }
+    if let Some((limit, offset)) = window {
+        page = page.bind(limit).bind(offset);
+    }
+    let rows = page.fetch_all(db.pool()).await?;
+    let users = rows
+        .iter()
+        .map(from_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((total as u64, users))
+}
+
+/// Changes to a user; `None` leaves a field as it is.
+#[derive(Debug, Default, Clone)]
+pub struct Changes {
+    pub full_name: Option<String>,
+    pub email: Option<String>,
+    pub is_active: Option<bool>,
+    pub is_admin: Option<bool>,
+}
+
+/// Applies `changes` and returns the user as stored.
+pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
+    if let Some(email) = &changes.email
+        && email.to_lowercase() != user.email.to_lowercase()
+    {
+        let taken = sqlx::query("SELECT id FROM users WHERE lower_email = $1")
+            .bind(email.to_lowercase())
+            .fetch_optional(db.pool())
+            .await?;
+        if taken.is_some() {
+            return Err(Error::EmailTaken(email.clone()));
+        }
+    }
+    let email = changes.email.clone().unwrap_or_else(|| user.email.clone());
+    sqlx::query(
+        "UPDATE users SET full_name = $1, email = $2, lower_email = $3, is_active = $4, is_admin = $5, updated = $6 WHERE id = $7",
+    )
+    .bind(changes.full_name.clone().unwrap_or_else(|| user.full_name.clone()))
+    .bind(&email)
+    .bind(email.to_lowercase())
+    .bind(i64::from(changes.is_active.unwrap_or(user.is_active)))
+    .bind(i64::from(changes.is_admin.unwrap_or(user.is_admin)))
+    .bind(now())
+    .bind(user.id)
+    .execute(db.pool())
+    .await?;
+    Ok(find_by_id(db, user.id)
+        .await?
+        .expect("the user was just updated"))
+}

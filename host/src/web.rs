@@ -105,6 +105,11 @@ fn render(status: StatusCode, page: impl Template) -> Response {
     }
 }
 
+/// The HTML 404 for unknown pages.
+pub(crate) async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, Html("<h1>Page not found</h1>")).into_response()
+}
+
 /// A 500 whose cause is logged, never shown.
 fn internal(e: impl std::fmt::Display) -> Response {
     tracing::error!("page failed: {e}");

@@ -30,8 +30,11 @@ CREATE TABLE external_identities (
 );
 
 CREATE TABLE sessions (
+    -- Increases with every session: the tie-breaker that keeps cursor pages
+    -- stable when sessions start within the same second.
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     -- sha256 of the cookie value; the cookie itself is never stored.
-    id_hash TEXT PRIMARY KEY,
+    id_hash TEXT NOT NULL UNIQUE,
     -- Public handle for listing and revoking a session.
     handle TEXT NOT NULL UNIQUE,
     user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,

@@ -239,6 +239,38 @@ impl Server {
         run_cli(&self.ini, &self.env, args)
     }
 
+    /// A URL for connecting to this server's database directly, to inject
+    /// faults.
+    pub fn database_url(&self) -> String {
+        match &self._pg {
+            None => format!(
+                "sqlite://{}",
+                self.dir.path().join("data/postern.db").display()
+            ),
+            Some(pg) => {
+                let (host, user, pass) = pg.parts();
+                let auth = if pass.is_empty() {
+                    user
+                } else {
+                    format!("{user}:{pass}")
+                };
+                format!("postgres://{auth}@{host}/{}", pg.name)
+            }
+        }
+    }
+
+    /// A client signed in as `name`.
+    pub async fn signed_in(&self, name: &str, password: &str) -> reqwest::Client {
+        let http = client();
+        let res = sign_in(&http, self, name, password).await;
+        assert_eq!(
+            res.status(),
+            reqwest::StatusCode::SEE_OTHER,
+            "{name} signs in"
+        );
+        http
+    }
+
     /// The server's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()

@@ -25,6 +25,9 @@ pub enum Kind {
     Sha256,
     /// A comma-separated list of the listed words.
     List(&'static [&'static str]),
+    /// A comma-separated list of `<version>:<YYYY-MM-DD>` (a deprecated API
+    /// version and its sunset date).
+    Deprecations,
 }
 
 impl Kind {
@@ -77,6 +80,9 @@ impl Kind {
                     Err("a sha256 digest of 64 hexadecimal digits".into())
                 }
             }
+            Kind::Deprecations => parse_deprecations(v).map(|_| ()).ok_or_else(|| {
+                "a comma-separated list of <version>:<YYYY-MM-DD>, e.g. v1:2027-06-30".into()
+            }),
             Kind::List(words) => {
                 for item in parse_list(v) {
                     if !words.contains(&item.as_str()) {
@@ -105,6 +111,25 @@ pub fn parse_list(v: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// `v1:2027-06-30, v2:2028-01-01` → [(1, date), (2, date)].
+pub fn parse_deprecations(v: &str) -> Option<Vec<(u8, time::Date)>> {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    parse_list(v)
+        .iter()
+        .map(|item| {
+            let (version, date) = item.split_once(':')?;
+            let version = parse_api_version(version.trim())?;
+            let date = time::Date::parse(date.trim(), &format).ok()?;
+            Some((version, date))
+        })
+        .collect()
+}
+
+/// `v2` → 2.
+pub fn parse_api_version(v: &str) -> Option<u8> {
+    v.strip_prefix('v')?.parse().ok().filter(|n| *n > 0)
 }
 
 /// `@every <duration>` with a Go duration (`h`, `m`, `s` units, combined).
@@ -199,6 +224,8 @@ const SECONDS: Kind = Kind::Int {
     max: 10 * 365 * 24 * 3600,
 };
 const CAPABILITIES: &[&str] = &["log", "credentials", "kv"];
+/// The API versions this build can serve.
+pub const API_VERSIONS: &[&str] = &["v1", "v2"];
 
 /// Every section with its keys and a line about it, in the order of the
 /// example file.
@@ -631,6 +658,38 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 BOOL,
                 "false",
                 "New branch protections require signed commits by default.",
+            ),
+        ],
+    ),
+    (
+        "api",
+        &[
+            k(
+                "DEFAULT_VERSION",
+                Kind::Enum(API_VERSIONS),
+                "v1",
+                "API version served when a request names none.",
+            ),
+            k(
+                "ALLOWED_VERSIONS",
+                Kind::List(API_VERSIONS),
+                "v1,v2",
+                "API versions served; others answer 404 (path) or 406 (Accept).",
+            ),
+            k(
+                "DEPRECATED_VERSIONS",
+                Kind::Deprecations,
+                "",
+                "Deprecated versions and their sunset dates, e.g. v1:2027-06-30; their responses carry Deprecation and Sunset headers.",
+            ),
+            k(
+                "MAX_BODY_SIZE",
+                Kind::Int {
+                    min: 1024,
+                    max: 1 << 30,
+                },
+                "1048576",
+                "Largest API request body in bytes; larger ones get 413.",
             ),
         ],
     ),

@@ -1,0 +1,244 @@
+//! One error shape for the whole API: `{"error": "<code>", "message": "<text>"}`.
+//!
+//! [`ApiError`] alone decides the status. The extractors here ([`ApiJson`],
+//! [`ApiQuery`]) turn axum's rejections (malformed JSON, wrong content type,
+//! oversized body, bad query values) into it, so no handler ever answers a
+//! bare text body. A 500 never echoes its cause: the request-id middleware
+//! logs the cause under the request id and the body names only the id.
+
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use utoipa::ToSchema;
+
+/// An API failure. Each variant names the status it produces.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request is malformed (bad JSON syntax, a bad query value).
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401, with `WWW-Authenticate`: no valid credentials.
+    #[error("sign in to use this endpoint")]
+    Unauthorized,
+    /// 403: signed in, but not allowed.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: no such resource (or one the caller may not know of).
+    #[error("{0}")]
+    NotFound(String),
+    /// 405: the path exists, the method does not.
+    #[error("method not allowed on this path")]
+    MethodNotAllowed,
+    /// 406: the `Accept` header asks for an API version that is not served.
+    #[error("{0}")]
+    NotAcceptable(String),
+    /// 409: the request conflicts with the current state.
+    #[error("{0}")]
+    Conflict(String),
+    /// 413: the body is larger than `[api] MAX_BODY_SIZE`.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// 415: the body is not `application/json`.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 422: well-formed JSON whose content is invalid.
+    #[error("{0}")]
+    Unprocessable(String),
+    /// 500: the cause is logged with the request id, never echoed.
+    #[error("internal server error")]
+    Internal(String),
+}
+
+/// The error body, as documented in the OpenAPI description.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// A stable machine-readable code, e.g. `not_found`.
+    pub error: String,
+    /// A sentence for people.
+    pub message: String,
+}
+
+/// Marks a 500 so the request-id middleware can log its cause.
+#[derive(Clone)]
+struct InternalCause(String);
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest(_) => "bad_request",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::NotAcceptable(_) => "not_acceptable",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
+            ApiError::Unprocessable(_) => "unprocessable_entity",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+
+    /// A 500 from any displayable cause.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        ApiError::Internal(cause.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let body = ErrorBody {
+            error: self.code().into(),
+            message: self.to_string(),
+        };
+        let mut response = (status, Json(body)).into_response();
+        match self {
+            ApiError::Unauthorized => {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"postern\""),
+                );
+            }
+            ApiError::Internal(cause) => {
+                response.extensions_mut().insert(InternalCause(cause));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<crate::users::Error> for ApiError {
+    fn from(e: crate::users::Error) -> Self {
+        match e {
+            crate::users::Error::LoginTaken(_) | crate::users::Error::EmailTaken(_) => {
+                ApiError::Conflict(e.to_string())
+            }
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<crate::db::Error> for ApiError {
+    fn from(e: crate::db::Error) -> Self {
+        ApiError::internal(e)
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        ApiError::internal(e)
+    }
+}
+
+/// `axum::Json` with rejections in the API's error shape.
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    let text = rejection.body_text();
+    match rejection {
+        JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
+            "the body must be JSON, sent with Content-Type: application/json".into(),
+        ),
+        JsonRejection::JsonDataError(_) => ApiError::Unprocessable(text),
+        JsonRejection::JsonSyntaxError(_) => ApiError::BadRequest(text),
+        other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::PayloadTooLarge("the request body is larger than this server accepts".into())
+        }
+        _ => ApiError::BadRequest(text),
+    }
+}
+
+/// `axum::extract::Query` with rejections in the API's error shape.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(ApiQuery(value)),
+            Err(QueryRejection::FailedToDeserializeQueryString(e)) => {
+                Err(ApiError::BadRequest(e.body_text()))
+            }
+            Err(other) => Err(ApiError::BadRequest(other.body_text())),
+        }
+    }
+}
+
+/// The id of one request, in `X-Request-Id` and in the log.
+#[derive(Clone, Debug)]
+pub struct RequestId(pub String);
+
+/// Gives every request an id, returns it as `X-Request-Id`, and turns a 500
+/// into a body that shows only that id while its cause goes to the log.
+pub async fn request_id(mut req: Request, next: Next) -> Response {
+    let id = hex::encode(rand::random::<[u8; 8]>());
+    req.extensions_mut().insert(RequestId(id.clone()));
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let mut response = next.run(req).await;
+    if response.status() == StatusCode::INTERNAL_SERVER_ERROR {
+        let cause = response
+            .extensions()
+            .get::<InternalCause>()
+            .map(|c| c.0.clone());
+        tracing::error!(request_id = %id, %method, %path, "internal error: {}", cause.as_deref().unwrap_or("(no cause recorded)"));
+        if path.starts_with("/api/") {
+            let body = ErrorBody {
+                error: "internal".into(),
+                message: format!("internal server error; request id {id}"),
+            };
+            response = (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response();
+        }
+    }
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    response
+}
+
+/// Turns a panic in a handler into a 500 (the cause is logged by
+/// [`request_id`]).
+pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let text = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a handler panicked".into());
+    ApiError::Internal(format!("panic: {text}")).into_response()
+}

@@ -1,0 +1,78 @@
+//! The OpenAPI description, generated from the handlers' annotations and
+//! served at `/api/v1/openapi.json` (Swagger UI at `/api/swagger`). The
+//! checked-in `docs/openapi.json` is kept equal to it by a test.
+
+use axum::Json;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::{__path_health, plugins, sessions, users};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Postern API",
+        version = "1",
+        description = "Postern's JSON API, version 1. Conventions (errors, paging, links, versions): docs/api.md. \
+                       Version 2 serves the same paths under /api/v2/ with nested user bodies."
+    ),
+    paths(
+        health,
+        users::me,
+        users::admin_list,
+        users::admin_get,
+        users::admin_edit,
+        sessions::list,
+        sessions::get,
+        sessions::revoke,
+        plugins::list,
+    ),
+    components(schemas(super::ErrorBody, super::links::Link)),
+    modifiers(&SessionCookie),
+    tags(
+        (name = "user", description = "The signed-in user"),
+        (name = "admin", description = "Site administration"),
+        (name = "meta", description = "The service itself"),
+    )
+)]
+pub struct ApiDoc;
+
+struct SessionCookie;
+
+impl Modify for SessionCookie {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "session",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                crate::sessions::COOKIE,
+                "The session cookie set by signing in at /user/login",
+            ))),
+        );
+    }
+}
+
+/// The description as pretty JSON, as checked in at docs/openapi.json.
+pub fn pretty() -> String {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .expect("the OpenAPI description serialises")
+        + "\n"
+}
+
+pub(crate) async fn json() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn checked_in_description_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json");
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            on_disk == super::pretty(),
+            "docs/openapi.json is stale: run `cargo run -p postern -- admin api openapi > docs/openapi.json`"
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! Users: the signed-in user, and the site administrator's user list.
+//!
+//! v1 bodies are flat, with Gitea's field names (`source_id`, `login_name`,
+//! `created`); v2 bodies nest the sign-in source as an object and add
+//! `created_at`/`updated_at`.
+
+use axum::Json;
+use axum::extract::{OriginalUri, Path, State};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::links::{Links, LinksBuilder};
+use super::pagination::{Page, PageQuery, Paged, UrlBase, flag, paged};
+use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
+use crate::app::App;
+use crate::users::{self, LOCAL_SOURCE, User};
+
+/// A user, v1: flat, Gitea's field names.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserV1 {
+    pub id: i64,
+    pub login: String,
+    /// Gitea's alias of `login`.
+    pub username: String,
+    /// The name at the sign-in source; empty for local accounts, as in Gitea.
+    pub login_name: String,
+    /// The sign-in source; 0 for local accounts, as in Gitea.
+    pub source_id: i64,
+    pub full_name: String,
+    pub email: String,
+    pub is_admin: bool,
+    pub active: bool,
+    pub prohibit_login: bool,
+    /// RFC 3339, UTC.
+    pub created: String,
+    #[schema(value_type = Object)]
+    pub _links: Links,
+}
+
+/// Where an account signs in.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceRef {
+    /// 0 for local accounts.
+    pub id: i64,
+    /// `local`, or the plugin id of the identity source.
+    pub name: String,
+    /// The user's name at that source.
+    pub login_name: String,
+}
+
+/// A user, v2: the source nested, and both timestamps.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserV2 {
+    pub id: i64,
+    pub login: String,
+    pub full_name: String,
+    pub email: String,
+    pub is_admin: bool,
+    pub active: bool,
+    pub source: SourceRef,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    /// RFC 3339, UTC.
+    pub updated_at: String,
+    #[schema(value_type = Object)]
+    pub _links: Links,
+}
+
+/// A user in the version the request asked for.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum UserBody {
+    V1(UserV1),
+    V2(UserV2),
+}
+
+async fn source_of(app: &App, user: &User) -> Result<SourceRef, ApiError> {
+    if user.login_source == LOCAL_SOURCE {
+        return Ok(SourceRef {
+            id: 0,
+            name: LOCAL_SOURCE.into(),
+            login_name: String::new(),
+        });
+    }
+    let id = app.db.source_id(&user.login_source).await?.unwrap_or(0);
+    Ok(SourceRef {
+        id,
+        name: user.login_source.clone(),
+        login_name: user.login.clone(),
+    })
+}
+
+pub(crate) async fn view(
+    app: &App,
+    version: ApiVersion,
+    user: &User,
+    links: Links,
+) -> Result<UserBody, ApiError> {
+    let source = source_of(app, user).await?;
+    Ok(match version.0 {
+        1 => UserBody::V1(UserV1 {
+            id: user.id,
+            login: user.login.clone(),
+            username: user.login.clone(),
+            login_name: source.login_name,
+            source_id: source.id,
+            full_name: user.full_name.clone(),
+            email: user.email.clone(),
+            is_admin: user.is_admin,
+            active: user.is_active,
+            prohibit_login: !user.is_active,
+            created: rfc3339(user.created),
+            _links: links,
+        }),
+        _ => UserBody::V2(UserV2 {
+            id: user.id,
+            login: user.login.clone(),
+            full_name: user.full_name.clone(),
+            email: user.email.clone(),
+            is_admin: user.is_admin,
+            active: user.is_active,
+            source,
+            created_at: rfc3339(user.created),
+            updated_at: rfc3339(user.updated),
+            _links: links,
+        }),
+    })
+}
+
+/// The links of a user as a site administrator sees it in the admin API.
+fn admin_links(version: ApiVersion, caller: &User, user: &User) -> Links {
+    let href = format!("{}/admin/users/{}", version.prefix(), user.login);
+    LinksBuilder::new(href.clone())
+        .action(caller.is_admin, "edit", "PATCH", href)
+        .build()
+}
+
+pub(crate) fn require_admin(caller: &User) -> Result<(), ApiError> {
+    if caller.is_admin {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden("site administrators only".into()))
+    }
+}
+
+/// The signed-in user. Permission: any signed-in user. An administrator's
+/// record also links the admin lists.
+#[utoipa::path(
+    get, path = "/api/v1/user", tag = "user",
+    responses(
+        (status = 200, description = "The signed-in user", body = UserV1),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+    ),
+    security(("session" = []))
+)]
+pub(crate) async fn me(
+    State(app): State<App>,
+    version: ApiVersion,
+    Principal { user, .. }: Principal,
+) -> Result<Json<UserBody>, ApiError> {
+    let p = version.prefix();
+    let links = LinksBuilder::new(format!("{p}/user"))
+        .get("sessions", format!("{p}/user/sessions"))
+        .get_if(user.is_admin, "admin_users", format!("{p}/admin/users"))
+        .get_if(user.is_admin, "admin_plugins", format!("{p}/admin/plugins"))
+        .build();
+    Ok(Json(view(&app, version, &user, links).await?))
+}
+
+/// Filters of the admin user list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UserFilter {
+    /// Only administrators (`true`) or only the others (`false`).
+    #[param(value_type = Option<bool>)]
+    is_admin: Option<String>,
+    /// A substring of the login, e-mail or full name, case-insensitive.
+    q: Option<String>,
+}
+
+/// Every user, paged. Permission: site administrator. `full=true` is allowed.
+#[utoipa::path(
+    get, path = "/api/v1/admin/users", tag = "admin",
+    params(UserFilter, PageQuery),
+    responses(
+        (status = 200, description = "A page of users", body = Page<UserV1>,
+         headers(("Link" = String, description = "first, prev, next and last pages"),
+                 ("X-Total-Count" = u64, description = "how many users match"))),
+        (status = 400, description = "A bad filter or paging value", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+    ),
+    security(("session" = []))
+)]
+pub(crate) async fn admin_list(
+    State(app): State<App>,
+    version: ApiVersion,
+    Principal { user: caller, .. }: Principal,
+    OriginalUri(uri): OriginalUri,
+    ApiQuery(filter): ApiQuery<UserFilter>,
+    ApiQuery(paging): ApiQuery<PageQuery>,
+) -> Result<Paged<UserBody>, ApiError> {
+    require_admin(&caller)?;
+    let window = paging.window(true)?;
+    let filter = users::Filter {
+        is_admin: flag("is_admin", &filter.is_admin)?,
+        q: filter.q,
+    };
+    let (count, found) = users::search(&app.db, &filter, window.limit_offset()).await?;
+    let mut results = Vec::with_capacity(found.len());
+    for user in &found {
+        results.push(view(&app, version, user, admin_links(version, &caller, user)).await?);
+    }
+    Ok(paged(
+        &UrlBase::new(&app.config.server.root_url, &uri),
+        window,
+        count,
+        results,
+    ))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct UserPath {
+    username: String,
+}
+
+async fn find(app: &App, username: &str) -> Result<User, ApiError> {
+    users::find_by_login(&app.db, username)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no user named {username:?}")))
+}
+
+/// One user. Permission: site administrator.
+#[utoipa::path(
+    get, path = "/api/v1/admin/users/{username}", tag = "admin",
+    params(("username" = String, Path, description = "The user's login")),
+    responses(
+        (status = 200, description = "The user", body = UserV1),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such user", body = ErrorBody),
+    ),
+    security(("session" = []))
+)]
+pub(crate) async fn admin_get(
+    State(app): State<App>,
+    version: ApiVersion,
+    Principal { user: caller, .. }: Principal,
+    Path(path): Path<UserPath>,
+) -> Result<Json<UserBody>, ApiError> {
+    require_admin(&caller)?;
+    let user = find(&app, &path.username).await?;
+    Ok(Json(
+        view(&app, version, &user, admin_links(version, &caller, &user)).await?,
+    ))
+}
+
+/// Gitea's `EditUserOption`, the fields Postern can change.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditUser {
+    pub full_name: Option<String>,
+    pub email: Option<String>,
+    /// False deactivates the account: its sessions stop working at once.
+    pub active: Option<bool>,
+    /// Site administrator.
+    pub admin: Option<bool>,
+}
+
+/// Changes a user. Permission: site administrator.
+#[utoipa::path(
+    patch, path = "/api/v1/admin/users/{username}", tag = "admin",
+    params(("username" = String, Path, description = "The user's login")),
+    request_body = EditUser,
+    responses(
+        (status = 200, description = "The user as changed", body = UserV1),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such user", body = ErrorBody),
+        (status = 409, description = "The e-mail address is taken", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "A field is invalid", body = ErrorBody),
+    ),
+    security(("session" = []))
+)]
+pub(crate) async fn admin_edit(
+    State(app): State<App>,
+    version: ApiVersion,
+    Principal { user: caller, .. }: Principal,
+    Path(path): Path<UserPath>,
+    ApiJson(edit): ApiJson<EditUser>,
+) -> Result<Json<UserBody>, ApiError> {
+    require_admin(&caller)?;
+    let user = find(&app, &path.username).await?;
+    if let Some(email) = &edit.email {
+        let email = email.trim();
+        let (local, domain) = email.split_once('@').unwrap_or(("", ""));
+        if local.is_empty() || !domain.contains('.') || email.chars().any(char::is_whitespace) {
+            return Err(ApiError::Unprocessable(format!(
+                "email: {email:?} is not an e-mail address"
+            )));
+        }
+    }
+    if user.id == caller.id && (edit.admin == Some(false) || edit.active == Some(false)) {
+        return Err(ApiError::Unprocessable(
+            "an administrator cannot remove their own administrator rights or deactivate themselves".into(),
+        ));
+    }
+    let changes = users::Changes {
+        full_name: edit.full_name,
+        email: edit.email.map(|e| e.trim().to_string()),
+        is_active: edit.active,
+        is_admin: edit.admin,
+    };
+    let user = users::update(&app.db, &user, &changes).await?;
+    Ok(Json(
+        view(&app, version, &user, admin_links(version, &caller, &user)).await?,
+    ))
+}

@@ -1,0 +1,681 @@
+//! API conventions against the real binary on every backend: the error
+//! shape, the three list styles, `_links`, versions and deprecation, the
+//! OpenAPI description.
+
+// In a test a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+
+use postern_tests::{Backend, Options, Server, backends, client};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const PW: &str = "a-long-password";
+
+async fn json_of(res: reqwest::Response) -> (StatusCode, reqwest::header::HeaderMap, Value) {
+    let status = res.status();
+    let headers = res.headers().clone();
+    let text = res.text().await.unwrap();
+    let body =
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+    (status, headers, body)
+}
+
+fn assert_error(body: &Value, code: &str) {
+    assert_eq!(body["error"], code, "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    assert_eq!(
+        body.as_object().unwrap().len(),
+        2,
+        "only error and message: {body}"
+    );
+}
+
+async fn start(backend: &Backend, ini: &str) -> Server {
+    let server = Server::start(
+        backend,
+        Options {
+            ini: ini.into(),
+            ..Default::default()
+        },
+    )
+    .await;
+    server.create_user("root", PW, true);
+    server.create_user("plain", PW, false);
+    server
+}
+
+#[tokio::test]
+async fn every_error_has_the_one_shape() {
+    for backend in backends() {
+        let server = start(&backend, "[api]\nMAX_BODY_SIZE = 2048\n").await;
+        let admin = server.signed_in("root", PW).await;
+        let plain = server.signed_in("plain", PW).await;
+        let url = |p: &str| server.url(p);
+
+        let (s, _, b) = json_of(admin.get(url("/api/v1/nothing/here")).send().await.unwrap()).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{backend}");
+        assert_error(&b, "not_found");
+
+        let (s, _, b) = json_of(admin.post(url("/api/v1/user")).send().await.unwrap()).await;
+        assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
+        assert_error(&b, "method_not_allowed");
+
+        let (s, h, b) = json_of(client().get(url("/api/v1/user")).send().await.unwrap()).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED);
+        assert!(h.contains_key("www-authenticate"));
+        assert_error(&b, "unauthorized");
+
+        let (s, _, b) = json_of(plain.get(url("/api/v1/admin/users")).send().await.unwrap()).await;
+        assert_eq!(s, StatusCode::FORBIDDEN);
+        assert_error(&b, "forbidden");
+
+        let patch = |body: &'static str, ct: &'static str| {
+            admin
+                .patch(url("/api/v1/admin/users/plain"))
+                .header("content-type", ct)
+                .body(body)
+        };
+        let (s, _, b) = json_of(patch("{nope", "application/json").send().await.unwrap()).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "malformed JSON");
+        assert_error(&b, "bad_request");
+        let (s, _, b) = json_of(
+            patch("{\"active\": false}", "text/plain")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_error(&b, "unsupported_media_type");
+        let (s, _, b) = json_of(
+            patch("{\"active\": \"yes\"}", "application/json")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_error(&b, "unprocessable_entity");
+        let (s, _, b) = json_of(
+            patch("{\"colour\": \"blue\"}", "application/json")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            s,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown fields are refused"
+        );
+        assert_error(&b, "unprocessable_entity");
+        let big = format!("{{\"full_name\": \"{}\"}}", "x".repeat(4096));
+        let res = admin
+            .patch(url("/api/v1/admin/users/plain"))
+            .header("content-type", "application/json")
+            .body(big)
+            .send()
+            .await
+            .unwrap();
+        let (s, _, b) = json_of(res).await;
+        assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_error(&b, "payload_too_large");
+        let res = admin
+            .patch(url("/api/v1/admin/users/plain"))
+            .json(&json!({"email": "root@example.com"}))
+            .send()
+            .await
+            .unwrap();
+        let (s, _, b) = json_of(res).await;
+        assert_eq!(s, StatusCode::CONFLICT);
+        assert_error(&b, "conflict");
+        // Nothing above changed the user.
+        let (_, _, plain_now) = json_of(
+            admin
+                .get(url("/api/v1/admin/users/plain"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(plain_now["active"], true);
+        assert_eq!(plain_now["email"], "plain@example.com");
+
+        for bad in [
+            "is_admin=maybe",
+            "page_size=0",
+            "page=-1",
+            "page=1&limit=3",
+            "limit=0",
+        ] {
+            let (s, _, b) = json_of(
+                admin
+                    .get(url(&format!("/api/v1/admin/users?{bad}")))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}");
+            assert_error(&b, "bad_request");
+        }
+        let (s, _, b) = json_of(
+            plain
+                .get(url("/api/v1/user/sessions?cursor=garbage"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert_error(&b, "bad_request");
+
+        let res = admin
+            .get(url("/api/v1/user"))
+            .header("accept", "application/vnd.postern.v9+json")
+            .send()
+            .await
+            .unwrap();
+        let (s, _, b) = json_of(res).await;
+        assert_eq!(s, StatusCode::NOT_ACCEPTABLE);
+        assert_error(&b, "not_acceptable");
+    }
+}
+
+#[tokio::test]
+async fn a_500_shows_only_the_request_id_and_logs_the_cause() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        let admin = server.signed_in("root", PW).await;
+        // Break the database under the running server.
+        sqlx::any::install_default_drivers();
+        let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&server.database_url())
+            .await
+            .unwrap();
+        sqlx::query("ALTER TABLE sessions RENAME TO sessions_gone")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+
+        let (s, h, b) = json_of(admin.get(server.url("/api/v1/user")).send().await.unwrap()).await;
+        assert_eq!(s, StatusCode::INTERNAL_SERVER_ERROR, "{backend}");
+        let id = h["x-request-id"].to_str().unwrap().to_string();
+        assert_eq!(b["error"], "internal");
+        assert_eq!(
+            b["message"],
+            format!("internal server error; request id {id}")
+        );
+        assert!(
+            !b.to_string().contains("sessions"),
+            "the cause is not echoed: {b}"
+        );
+        let log = server.log();
+        let line = log
+            .lines()
+            .find(|l| l.contains(&id))
+            .unwrap_or_else(|| panic!("request id {id} is logged:\n{log}"));
+        assert!(
+            line.contains("sessions"),
+            "the log line names the cause: {line}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn page_number_and_limit_offset_lists() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        for i in 0..22 {
+            server.create_user(&format!("user{i:02}"), PW, false);
+        }
+        let admin = server.signed_in("root", PW).await;
+        let base = "http://127.0.0.1/api/v1/admin/users";
+        let get = |q: &str| {
+            admin
+                .get(server.url(&format!("/api/v1/admin/users{q}")))
+                .send()
+        };
+
+        let (s, h, b) = json_of(get("").await.unwrap()).await;
+        assert_eq!(s, StatusCode::OK, "{backend}");
+        assert_eq!(b["count"], 24);
+        assert_eq!(
+            b["results"].as_array().unwrap().len(),
+            20,
+            "default page size"
+        );
+        assert_eq!(b["next"], format!("{base}?page=2&page_size=20"));
+        assert_eq!(b["previous"], Value::Null);
+        assert_eq!(h["x-total-count"], "24");
+        let link = h["link"].to_str().unwrap();
+        assert!(
+            link.contains(&format!("<{base}?page=2&page_size=20>; rel=\"next\"")),
+            "{link}"
+        );
+        assert!(
+            link.contains(&format!("<{base}?page=1&page_size=20>; rel=\"first\"")),
+            "{link}"
+        );
+        assert!(
+            link.contains(&format!("<{base}?page=2&page_size=20>; rel=\"last\"")),
+            "{link}"
+        );
+        assert!(!link.contains("rel=\"prev\""));
+
+        let (_, _, b) = json_of(get("?page=2").await.unwrap()).await;
+        assert_eq!(b["results"].as_array().unwrap().len(), 4);
+        assert_eq!(b["next"], Value::Null);
+        assert_eq!(b["previous"], format!("{base}?page=1&page_size=20"));
+
+        let (_, _, b) = json_of(get("?page_size=500").await.unwrap()).await;
+        assert_eq!(
+            b["results"].as_array().unwrap().len(),
+            24,
+            "capped at 100, so all 24 fit"
+        );
+        assert_eq!(b["next"], Value::Null);
+
+        let (_, h, b) = json_of(get("?limit=5&offset=20").await.unwrap()).await;
+        assert_eq!(b["count"], 24);
+        assert_eq!(b["results"].as_array().unwrap().len(), 4);
+        assert_eq!(b["previous"], format!("{base}?limit=5&offset=15"));
+        assert_eq!(b["next"], Value::Null);
+        assert!(
+            h["link"]
+                .to_str()
+                .unwrap()
+                .contains(&format!("<{base}?limit=5&offset=20>; rel=\"last\""))
+        );
+        let (_, _, b) = json_of(get("?offset=3").await.unwrap()).await;
+        assert_eq!(b["results"].as_array().unwrap().len(), 20, "default limit");
+        assert_eq!(
+            b["results"][0]["login"], "user01",
+            "offset skips root, plain and user00"
+        );
+
+        let (_, _, b) = json_of(get("?full=true").await.unwrap()).await;
+        assert_eq!(b["results"].as_array().unwrap().len(), 24);
+
+        let (_, h, b) = json_of(get("?q=USER1&page_size=3").await.unwrap()).await;
+        assert_eq!(b["count"], 10, "user10..user19, case-insensitive");
+        assert_eq!(
+            b["next"],
+            format!("{base}?q=USER1&page=2&page_size=3"),
+            "other parameters are kept"
+        );
+        assert_eq!(h["x-total-count"], "10");
+        let (_, _, b) = json_of(get("?is_admin=true").await.unwrap()).await;
+        assert_eq!(b["count"], 1);
+        assert_eq!(b["results"][0]["login"], "root");
+        let (_, _, b) = json_of(get("?q=%25").await.unwrap()).await;
+        assert_eq!(b["count"], 0, "LIKE wildcards match literally");
+    }
+}
+
+#[tokio::test]
+async fn cursor_lists_stay_stable_while_rows_are_added() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        let me = server.signed_in("plain", PW).await;
+        let mut others = Vec::new();
+        for _ in 0..4 {
+            others.push(server.signed_in("plain", PW).await);
+        }
+        let list = |url: String| {
+            let me = me.clone();
+            async move { json_of(me.get(url).send().await.unwrap()).await.2 }
+        };
+        let first = list(server.url("/api/v1/user/sessions?page_size=2")).await;
+        assert!(
+            first.get("count").is_none(),
+            "cursor lists have no count: {first}"
+        );
+        assert_eq!(first["previous"], Value::Null);
+        let mut seen: Vec<String> = first["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(seen.len(), 2);
+
+        // New sessions arrive between pages.
+        for _ in 0..2 {
+            others.push(server.signed_in("plain", PW).await);
+        }
+        let relative = |abs: &Value| {
+            abs.as_str()
+                .unwrap()
+                .replace("http://127.0.0.1", &server.base)
+        };
+        let mut next = first["next"].clone();
+        let mut last_page = first.clone();
+        while next != Value::Null {
+            let page = list(relative(&next)).await;
+            seen.extend(
+                page["results"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s["id"].as_str().unwrap().to_string()),
+            );
+            next = page["next"].clone();
+            last_page = page;
+        }
+        assert_eq!(
+            seen.len(),
+            5,
+            "{backend}: the five sessions that existed, once each: {seen:?}"
+        );
+        assert_eq!(
+            seen.iter().collect::<BTreeSet<_>>().len(),
+            5,
+            "no session seen twice"
+        );
+
+        // Walking back from the last page finds the page before it.
+        let back = list(relative(&last_page["previous"])).await;
+        assert_eq!(back["results"].as_array().unwrap().len(), 2);
+        assert_eq!(back["results"][0]["id"].as_str().unwrap(), seen[2]);
+
+        // A fresh first page starts at the newest, including the new ones.
+        let fresh = list(server.url("/api/v1/user/sessions?page_size=100")).await;
+        assert_eq!(fresh["results"].as_array().unwrap().len(), 7);
+        let created: Vec<&str> = fresh["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["created_at"].as_str().unwrap())
+            .collect();
+        assert!(
+            created.windows(2).all(|w| w[0] >= w[1]),
+            "newest first: {created:?}"
+        );
+        assert_eq!(
+            fresh["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["current"] == true)
+                .count(),
+            1
+        );
+
+        let (s, _, b) = json_of(
+            me.get(server.url("/api/v1/user/sessions?full=true"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            s,
+            StatusCode::BAD_REQUEST,
+            "full is not offered on a cursor list"
+        );
+        assert_error(&b, "bad_request");
+    }
+}
+
+#[tokio::test]
+async fn links_follow_permissions() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        let admin = server.signed_in("root", PW).await;
+        let plain = server.signed_in("plain", PW).await;
+        let (_, _, a) = json_of(admin.get(server.url("/api/v1/user")).send().await.unwrap()).await;
+        let (_, _, p) = json_of(plain.get(server.url("/api/v1/user")).send().await.unwrap()).await;
+        assert_eq!(a["_links"]["self"]["href"], "/api/v1/user");
+        assert_eq!(p["_links"]["self"]["href"], "/api/v1/user");
+        assert_eq!(p["_links"]["sessions"]["href"], "/api/v1/user/sessions");
+        assert_eq!(
+            a["_links"]["admin_users"]["href"], "/api/v1/admin/users",
+            "{backend}"
+        );
+        assert_eq!(
+            a["_links"]["admin_plugins"]["href"],
+            "/api/v1/admin/plugins"
+        );
+        assert!(
+            p["_links"].get("admin_users").is_none(),
+            "a plain user is not shown admin actions: {p}"
+        );
+        assert!(p["_links"].get("admin_plugins").is_none());
+
+        let (_, _, list) = json_of(
+            admin
+                .get(server.url("/api/v1/admin/users?q=plain"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let edit = &list["results"][0]["_links"]["edit"];
+        assert_eq!(edit["href"], "/api/v1/admin/users/plain");
+        assert_eq!(edit["method"], "PATCH");
+
+        // The linked actions work.
+        let res = admin
+            .patch(server.url(edit["href"].as_str().unwrap()))
+            .json(&json!({"full_name": "Plain User", "active": false}))
+            .send()
+            .await
+            .unwrap();
+        let (s, _, b) = json_of(res).await;
+        assert_eq!(s, StatusCode::OK);
+        assert_eq!(b["full_name"], "Plain User");
+        assert_eq!(b["active"], false);
+        assert_eq!(
+            plain
+                .get(server.url("/api/v1/user"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::UNAUTHORIZED,
+            "a deactivated user's session stops working"
+        );
+
+        let other = server.signed_in("root", PW).await;
+        let (_, _, sessions) = json_of(
+            admin
+                .get(server.url("/api/v1/user/sessions"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let victim = sessions["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["current"] == false)
+            .unwrap();
+        let revoke = &victim["_links"]["revoke"];
+        assert_eq!(revoke["method"], "DELETE");
+        assert_eq!(victim["_links"]["self"]["href"], revoke["href"]);
+        let res = admin
+            .delete(server.url(revoke["href"].as_str().unwrap()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NO_CONTENT);
+        assert_eq!(
+            other
+                .get(server.url("/api/v1/user"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::UNAUTHORIZED
+        );
+        let (s, _, b) = json_of(
+            admin
+                .delete(server.url(revoke["href"].as_str().unwrap()))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        assert_error(&b, "not_found");
+    }
+}
+
+#[tokio::test]
+async fn v1_is_flat_and_v2_nests() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        let admin = server.signed_in("root", PW).await;
+        let get = |path: &str, accept: Option<&str>| {
+            let mut r = admin.get(server.url(path));
+            if let Some(a) = accept {
+                r = r.header("accept", a);
+            }
+            r.send()
+        };
+        let (_, h1, v1) = json_of(get("/api/v1/user", None).await.unwrap()).await;
+        let (_, _, v2) = json_of(get("/api/v2/user", None).await.unwrap()).await;
+        assert_eq!(v1["source_id"], 0, "{backend}: {v1}");
+        assert_eq!(v1["login_name"], "");
+        assert!(v1["created"].is_string());
+        assert!(v1.get("updated_at").is_none() && v1.get("source").is_none());
+        assert_eq!(
+            v2["source"],
+            json!({"id": 0, "name": "local", "login_name": ""})
+        );
+        assert!(v2["updated_at"].is_string() && v2["created_at"].is_string());
+        assert!(v2.get("source_id").is_none() && v2.get("login_name").is_none());
+        assert_eq!(v1["id"], v2["id"]);
+        assert_eq!(v2["_links"]["self"]["href"], "/api/v2/user");
+        assert!(
+            h1.get("deprecation").is_none(),
+            "nothing is deprecated by default"
+        );
+
+        for accept in [
+            "application/json; version=2",
+            "application/vnd.postern.v2+json",
+        ] {
+            let (_, _, b) = json_of(get("/api/v1/user", Some(accept)).await.unwrap()).await;
+            assert_eq!(b, v2, "Accept: {accept}");
+        }
+        let (_, _, list) = json_of(get("/api/v2/admin/users", None).await.unwrap()).await;
+        assert_eq!(
+            list["results"][0]["source"]["name"], "local",
+            "v2 lists nest too"
+        );
+        let (_, _, list) = json_of(get("/api/v1/admin/users", None).await.unwrap()).await;
+        assert_eq!(list["results"][0]["source_id"], 0);
+
+        let (s, _, b) = json_of(get("/api/v3/user", None).await.unwrap()).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "an unlisted version in the path");
+        assert_error(&b, "not_found");
+        let (s, _, b) = json_of(
+            get("/api/v1/user", Some("application/json; version=3"))
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            s,
+            StatusCode::NOT_ACCEPTABLE,
+            "an unlisted version in Accept"
+        );
+        assert_error(&b, "not_acceptable");
+    }
+}
+
+#[tokio::test]
+async fn only_the_deprecated_version_carries_deprecation_headers() {
+    for backend in backends() {
+        let server = start(&backend, "[api]\nDEPRECATED_VERSIONS = v1:2027-06-30\n").await;
+        let admin = server.signed_in("root", PW).await;
+        let v1 = admin.get(server.url("/api/v1/user")).send().await.unwrap();
+        assert_eq!(v1.status(), StatusCode::OK);
+        assert_eq!(v1.headers()["deprecation"], "true", "{backend}");
+        assert_eq!(v1.headers()["sunset"], "Wed, 30 Jun 2027 00:00:00 GMT");
+        let v2 = admin.get(server.url("/api/v2/user")).send().await.unwrap();
+        assert!(v2.headers().get("deprecation").is_none() && v2.headers().get("sunset").is_none());
+        let via_accept = admin
+            .get(server.url("/api/v1/user"))
+            .header("accept", "application/vnd.postern.v2+json")
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            via_accept.headers().get("deprecation").is_none(),
+            "the version served decides, not the path"
+        );
+
+        let server = start(
+            &backend,
+            "[api]\nALLOWED_VERSIONS = v2\nDEFAULT_VERSION = v2\n",
+        )
+        .await;
+        let admin = server.signed_in("root", PW).await;
+        let (s, _, b) = json_of(admin.get(server.url("/api/v1/user")).send().await.unwrap()).await;
+        assert_eq!(
+            s,
+            StatusCode::NOT_FOUND,
+            "v1 is not served when not allowed"
+        );
+        assert_error(&b, "not_found");
+    }
+}
+
+#[tokio::test]
+async fn the_openapi_description_is_served_and_current() {
+    let server = start(&Backend::Sqlite, "").await;
+    let (s, _, served) = json_of(
+        client()
+            .get(server.url("/api/v1/openapi.json"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let checked_in: Value = serde_json::from_str(include_str!("../../docs/openapi.json")).unwrap();
+    assert!(
+        served == checked_in,
+        "the served description differs from docs/openapi.json"
+    );
+    for path in [
+        "/api/v1/user",
+        "/api/v1/admin/users",
+        "/api/v1/user/sessions/{id}",
+        "/api/v1/admin/plugins",
+    ] {
+        assert!(served["paths"].get(path).is_some(), "{path} is described");
+    }
+    let ui = client()
+        .get(server.url("/api/swagger"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ui.status(), StatusCode::OK);
+    let html = ui.text().await.unwrap();
+    assert!(
+        html.contains("swagger-ui") && html.contains("/api/v1/openapi.json"),
+        "{html}"
+    );
+
+    let admin = server.signed_in("root", PW).await;
+    let (_, _, plugins) = json_of(
+        admin
+            .get(server.url("/api/v1/admin/plugins"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(plugins["count"], 1);
+    assert_eq!(plugins["results"][0]["id"], "local");
+    assert_eq!(plugins["results"][0]["kind"], "identity-source");
+}
