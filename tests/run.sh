@@ -41,3 +41,6 @@ cargo build --workspace --all-targets
 
 echo "== tests (SQLite${POSTERN_TEST_PG:+ and PostgreSQL})"
 cargo test --workspace
+
+echo "== schemathesis against /api/v1/openapi.json"
+bash tests/schemathesis.sh

@@ -116,11 +116,15 @@ impl PageQuery {
 }
 
 impl Window {
-    /// SQL `LIMIT` and `OFFSET`; `None` for the whole list.
+    /// SQL `LIMIT` and `OFFSET`; `None` for the whole list. An offset past
+    /// what SQL can express is clamped: such a page is simply empty.
     pub fn limit_offset(&self) -> Option<(i64, i64)> {
+        let clamp = |n: u64| n.min(i64::MAX as u64) as i64;
         match *self {
-            Window::Page { page, size } => Some((size as i64, ((page - 1) * size) as i64)),
-            Window::Offset { limit, offset } => Some((limit as i64, offset as i64)),
+            Window::Page { page, size } => {
+                Some((clamp(size), clamp((page - 1).saturating_mul(size))))
+            }
+            Window::Offset { limit, offset } => Some((clamp(limit), clamp(offset))),
             Window::Full => None,
         }
     }
@@ -204,7 +208,7 @@ pub(crate) fn paged<T: ToSchema>(
             (
                 Some(at(1)),
                 (page > 1).then(|| at((page - 1).min(pages))),
-                (page < pages).then(|| at(page + 1)),
+                (page < pages).then(|| at(page.saturating_add(1))),
                 Some(at(pages)),
             )
         }
@@ -218,7 +222,7 @@ pub(crate) fn paged<T: ToSchema>(
             (
                 Some(at(0)),
                 (offset > 0).then(|| at(offset.saturating_sub(limit))),
-                (offset + limit < count).then(|| at(offset + limit)),
+                (offset.saturating_add(limit) < count).then(|| at(offset.saturating_add(limit))),
                 Some(at(last)),
             )
         }
@@ -427,6 +431,19 @@ mod tests {
         assert!(q(&[("page", "1"), ("limit", "2")]).window(false).is_err());
         assert!(q(&[("full", "true")]).window(false).is_err());
         assert_eq!(q(&[("full", "true")]).window(true).unwrap(), Window::Full);
+    }
+
+    #[test]
+    fn huge_values_give_empty_pages_not_overflow() {
+        let w = q(&[("page", "9223372036854775808")]).window(false).unwrap();
+        assert_eq!(w.limit_offset(), Some((20, i64::MAX)));
+        let w = q(&[("offset", "18446744073709551615")])
+            .window(false)
+            .unwrap();
+        assert_eq!(w.limit_offset(), Some((20, i64::MAX)));
+        let base = UrlBase::new("http://h/", &"/l".parse().unwrap());
+        let p = paged(&base, w, 3, Vec::<u8>::new());
+        assert!(p.page.next.is_none());
     }
 
     #[test]
