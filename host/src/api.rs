@@ -18,7 +18,7 @@ pub mod version;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 use axum::{Json, Router};
 use axum_extra::extract::CookieJar;
 use serde::Serialize;
@@ -34,27 +34,35 @@ use crate::app::App;
 use crate::sessions as store;
 use crate::users::User;
 
-/// The API's routes. Every versioned route lives under `/api/{version}/`;
-/// the version layer resolves and checks the version before the handler
-/// runs.
+/// The API's routes. Every resource is served under `/api/{version}/…`,
+/// and also without a version segment (`/api/user`), where `Accept` or
+/// `[api] DEFAULT_VERSION` decides. The version layer resolves and checks
+/// the version before the handler runs.
 pub(crate) fn routes(app: &App) -> Router<App> {
-    let versioned = Router::new()
-        .route("/api/{version}/user", get(users::me))
-        .route("/api/{version}/user/sessions", get(sessions::list))
-        .route(
-            "/api/{version}/user/sessions/{id}",
+    let resources: [(&str, MethodRouter<App>); 6] = [
+        ("/user", get(users::me)),
+        ("/user/sessions", get(sessions::list)),
+        (
+            "/user/sessions/{id}",
             get(sessions::get).delete(sessions::revoke),
-        )
-        .route("/api/{version}/admin/users", get(users::admin_list))
-        .route(
-            "/api/{version}/admin/users/{username}",
+        ),
+        ("/admin/users", get(users::admin_list)),
+        (
+            "/admin/users/{username}",
             get(users::admin_get).patch(users::admin_edit),
-        )
-        .route("/api/{version}/admin/plugins", get(plugins::list))
-        .route_layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            version::layer,
-        ));
+        ),
+        ("/admin/plugins", get(plugins::list)),
+    ];
+    let mut versioned = Router::new();
+    for (path, handler) in resources {
+        versioned = versioned
+            .route(&format!("/api/{{version}}{path}"), handler.clone())
+            .route(&format!("/api{path}"), handler);
+    }
+    let versioned = versioned.route_layer(axum::middleware::from_fn_with_state(
+        app.clone(),
+        version::layer,
+    ));
     Router::new()
         .route("/api/healthz", get(health))
         .route("/api/v1/openapi.json", get(openapi::json))

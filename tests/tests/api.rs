@@ -558,6 +558,8 @@ async fn v1_is_flat_and_v2_nests() {
             "nothing is deprecated by default"
         );
 
+        let (_, _, unversioned) = json_of(get("/api/user", None).await.unwrap()).await;
+        assert_eq!(unversioned, v1, "no version segment: the default version");
         for accept in [
             "application/json; version=2",
             "application/vnd.postern.v2+json",
@@ -619,6 +621,12 @@ async fn only_the_deprecated_version_carries_deprecation_headers() {
         )
         .await;
         let admin = server.signed_in("root", PW).await;
+        let (s, _, b) = json_of(admin.get(server.url("/api/user")).send().await.unwrap()).await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(
+            b.get("updated_at").is_some(),
+            "DEFAULT_VERSION = v2 serves v2 at /api/user: {b}"
+        );
         let (s, _, b) = json_of(admin.get(server.url("/api/v1/user")).send().await.unwrap()).await;
         assert_eq!(
             s,

@@ -3,12 +3,14 @@
 //! A request names its version in the path (`/api/v2/…`) or in `Accept`
 //! (`application/json; version=2` or `application/vnd.postern.v2+json`).
 //! When `Accept` names one, it wins: a client can keep one base URL and pin
-//! the version with a header. A version outside `[api] ALLOWED_VERSIONS` is a
+//! the version with a header. Resources are also served without a version
+//! segment (`/api/user`), in `[api] DEFAULT_VERSION` unless `Accept` names
+//! one. A version outside `[api] ALLOWED_VERSIONS` is a
 //! 404 when the path names it and a 406 when `Accept` does. Responses of a
 //! version in `DEPRECATED_VERSIONS` carry `Deprecation: true` and
 //! `Sunset: <HTTP date>` (RFC 8594).
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
@@ -77,8 +79,15 @@ fn allowed_list(cfg: &Api) -> String {
         .join(", ")
 }
 
-/// Decides the version of a request under `/api/<version>/…`.
-pub fn resolve(path: &str, headers: &HeaderMap, cfg: &Api) -> Result<ApiVersion, ApiError> {
+/// Decides the version of a request. `versioned_route` says whether the
+/// route that matched has a version segment (`/api/{version}/…`); on the
+/// unversioned aliases (`/api/user`) the default version applies.
+pub fn resolve(
+    path: &str,
+    headers: &HeaderMap,
+    versioned_route: bool,
+    cfg: &Api,
+) -> Result<ApiVersion, ApiError> {
     if let Some(asked) = from_accept(headers) {
         return match asked {
             Ok(n) if cfg.allowed_versions.contains(&n) => Ok(ApiVersion(n)),
@@ -91,6 +100,9 @@ pub fn resolve(path: &str, headers: &HeaderMap, cfg: &Api) -> Result<ApiVersion,
                 allowed_list(cfg)
             ))),
         };
+    }
+    if !versioned_route {
+        return Ok(ApiVersion(cfg.default_version));
     }
     match from_path(path) {
         Some(Ok(n)) if cfg.allowed_versions.contains(&n) => Ok(ApiVersion(n)),
@@ -116,7 +128,16 @@ pub fn http_date(date: time::Date) -> String {
 
 /// Resolves the version, refuses unlisted ones, and marks deprecated ones.
 pub async fn layer(State(app): State<App>, mut req: Request, next: Next) -> Response {
-    let version = match resolve(req.uri().path(), req.headers(), &app.config.api) {
+    let versioned_route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|m| m.as_str().starts_with("/api/{version}/"));
+    let version = match resolve(
+        req.uri().path(),
+        req.headers(),
+        versioned_route,
+        &app.config.api,
+    ) {
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
@@ -176,13 +197,14 @@ mod tests {
     fn path_and_accept() {
         let none = HeaderMap::new();
         assert_eq!(
-            resolve("/api/v2/user", &none, &cfg()).unwrap(),
+            resolve("/api/v2/user", &none, true, &cfg()).unwrap(),
             ApiVersion(2)
         );
         assert_eq!(
             resolve(
                 "/api/v1/user",
                 &accept("application/json; version=2"),
+                true,
                 &cfg()
             )
             .unwrap(),
@@ -192,27 +214,44 @@ mod tests {
             resolve(
                 "/api/v1/user",
                 &accept("application/vnd.postern.v2+json"),
+                true,
                 &cfg()
             )
             .unwrap(),
             ApiVersion(2)
         );
         assert_eq!(
-            resolve("/api/v1/user", &accept("application/json"), &cfg()).unwrap(),
+            resolve("/api/v1/user", &accept("application/json"), true, &cfg()).unwrap(),
             ApiVersion(1)
         );
         assert!(matches!(
-            resolve("/api/v3/user", &none, &cfg()),
+            resolve("/api/v3/user", &none, true, &cfg()),
             Err(ApiError::NotFound(_))
         ));
         assert!(matches!(
             resolve(
                 "/api/v1/user",
                 &accept("application/vnd.postern.v9+json"),
+                true,
                 &cfg()
             ),
             Err(ApiError::NotAcceptable(_))
         ));
+    }
+
+    #[test]
+    fn unversioned_routes_take_the_default() {
+        let mut c = cfg();
+        c.default_version = 2;
+        assert_eq!(
+            resolve("/api/user", &HeaderMap::new(), false, &c).unwrap(),
+            ApiVersion(2)
+        );
+        let pinned = accept("application/vnd.postern.v1+json");
+        assert_eq!(
+            resolve("/api/user", &pinned, false, &c).unwrap(),
+            ApiVersion(1)
+        );
     }
 
     #[test]
