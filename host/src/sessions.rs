@@ -150,44 +150,19 @@ pub async fn list(
     user_id: i64,
     window: &crate::api::pagination::CursorWindow,
 ) -> db::Result<Vec<SessionRow>> {
-    use crate::api::pagination::CursorWindow;
-    let fetch = window.size() as i64 + 1;
-    let t = now();
-    let base = format!("SELECT {ROW_COLUMNS} FROM sessions WHERE user_id = $1 AND expires > $2");
-    let rows = match window {
-        CursorWindow::Newest { .. } => {
-            sqlx::query(&format!("{base} ORDER BY created DESC, id DESC LIMIT $3"))
-                .bind(user_id)
-                .bind(t)
-                .bind(fetch)
-                .fetch_all(db.pool())
-                .await?
-        }
-        CursorWindow::OlderThan { position, .. } => {
-            sqlx::query(&format!(
-                "{base} AND (created < $3 OR (created = $3 AND id < $4)) ORDER BY created DESC, id DESC LIMIT $5"
-            ))
-            .bind(user_id)
-            .bind(t)
-            .bind(position.created)
-            .bind(position.key)
-            .bind(fetch)
-            .fetch_all(db.pool())
-            .await?
-        }
-        CursorWindow::NewerThan { position, .. } => {
-            sqlx::query(&format!(
-                "{base} AND (created > $3 OR (created = $3 AND id > $4)) ORDER BY created ASC, id ASC LIMIT $5"
-            ))
-            .bind(user_id)
-            .bind(t)
-            .bind(position.created)
-            .bind(position.key)
-            .bind(fetch)
-            .fetch_all(db.pool())
-            .await?
-        }
-    };
+    let (filter, order) = window.sql("created", "id", 3);
+    let sql = format!(
+        "SELECT {ROW_COLUMNS} FROM sessions WHERE user_id = $1 AND expires > $2 {filter} ORDER BY {order} LIMIT ${}",
+        if window.position().is_some() { 5 } else { 3 }
+    );
+    let mut query = sqlx::query(&sql).bind(user_id).bind(now());
+    if let Some(p) = window.position() {
+        query = query.bind(p.created).bind(p.key);
+    }
+    let rows = query
+        .bind(window.size() as i64 + 1)
+        .fetch_all(db.pool())
+        .await?;
     Ok(rows
         .iter()
         .map(session_row)

@@ -341,6 +341,36 @@ pub fn client() -> reqwest::Client {
         .expect("client")
 }
 
+/// GETs a URL and returns the body text.
+pub async fn get_text(client: &reqwest::Client, url: &str) -> String {
+    client
+        .get(url)
+        .send()
+        .await
+        .expect("GET")
+        .text()
+        .await
+        .expect("body")
+}
+
+/// Loads `path`, then posts `fields` to it with the page's CSRF token.
+pub async fn submit_form(
+    client: &reqwest::Client,
+    server: &Server,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    let csrf = csrf_of(&get_text(client, &server.url(path)).await);
+    let mut form: Vec<(&str, &str)> = fields.to_vec();
+    form.push(("_csrf", &csrf));
+    client
+        .post(server.url(path))
+        .form(&form)
+        .send()
+        .await
+        .expect("POST")
+}
+
 /// The `_csrf` value of the first form on a page.
 pub fn csrf_of(html: &str) -> String {
     let marker = "name=\"_csrf\" value=\"";
@@ -362,25 +392,13 @@ pub async fn sign_in(
     user: &str,
     password: &str,
 ) -> reqwest::Response {
-    let page = client
-        .get(server.url("/user/login"))
-        .send()
-        .await
-        .expect("GET /user/login")
-        .text()
-        .await
-        .expect("body");
-    let csrf = csrf_of(&page);
-    client
-        .post(server.url("/user/login"))
-        .form(&[
-            ("user_name", user),
-            ("password", password),
-            ("_csrf", &csrf),
-        ])
-        .send()
-        .await
-        .expect("POST /user/login")
+    submit_form(
+        client,
+        server,
+        "/user/login",
+        &[("user_name", user), ("password", password)],
+    )
+    .await
 }
 
 /// The text of the error box on a page, if any.

@@ -4,7 +4,10 @@
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use postern_tests::{Options, Server, backends, client, csrf_of, flash_error, run_cli, sign_in};
+use postern_tests::{
+    Options, Server, backends, client, csrf_of, flash_error, get_text, run_cli, sign_in,
+    submit_form,
+};
 use reqwest::StatusCode;
 
 const ADMIN_PASSWORD: &str = "correct-horse-battery";
@@ -43,14 +46,7 @@ async fn sign_in_opens_a_session_the_api_recognises() {
             "ROOT_URL is http, so no Secure: {session}"
         );
 
-        let home = http
-            .get(server.url("/"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let home = get_text(&http, &server.url("/")).await;
         assert!(
             home.contains("Signed in as <strong id=\"signed-in-user\">root</strong>"),
             "{backend}: {home}"
@@ -106,14 +102,7 @@ async fn a_post_without_a_valid_csrf_token_is_refused() {
     for backend in backends() {
         let server = server_with_admin(&backend, Options::default()).await;
         let http = client();
-        let page = http
-            .get(server.url("/user/login"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let page = get_text(&http, &server.url("/user/login")).await;
         let csrf = csrf_of(&page);
 
         for token in [None, Some("forged-token")] {
@@ -189,14 +178,7 @@ async fn sign_out_ends_the_session_on_the_server() {
             StatusCode::OK
         );
 
-        let home = http
-            .get(server.url("/"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let home = get_text(&http, &server.url("/")).await;
         let res = http
             .post(server.url("/user/logout"))
             .form(&[("_csrf", csrf_of(&home))])
@@ -241,27 +223,20 @@ async fn api_user_without_a_session_is_a_json_401() {
     }
 }
 
-async fn register(http: &reqwest::Client, server: &Server, name: &str) -> reqwest::Response {
-    let page = http
-        .get(server.url("/user/sign_up"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+async fn register(
+    http: &reqwest::Client,
+    server: &Server,
+    name: &str,
+    password: &str,
+) -> reqwest::Response {
     let email = format!("{name}@example.org");
-    http.post(server.url("/user/sign_up"))
-        .form(&[
-            ("user_name", name),
-            ("email", &email),
-            ("password", "a-long-password"),
-            ("retype", "a-long-password"),
-            ("_csrf", &csrf_of(&page)),
-        ])
-        .send()
-        .await
-        .unwrap()
+    let fields = [
+        ("user_name", name),
+        ("email", &email),
+        ("password", password),
+        ("retype", password),
+    ];
+    submit_form(http, server, "/user/sign_up", &fields).await
 }
 
 fn user_list(server: &Server) -> String {
@@ -275,20 +250,13 @@ async fn registration_is_open_by_default_and_follows_the_password_policy() {
     for backend in backends() {
         let server = Server::start(&backend, Options::default()).await;
         let http = client();
-        let login = http
-            .get(server.url("/user/login"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let login = get_text(&http, &server.url("/user/login")).await;
         assert!(
             login.contains("/user/sign_up"),
             "the sign-in page offers registration"
         );
 
-        let res = register(&http, &server, "dana").await;
+        let res = register(&http, &server, "dana", "a-long-password").await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
         let me: serde_json::Value = http
             .get(server.url("/api/v1/user"))
@@ -301,34 +269,8 @@ async fn registration_is_open_by_default_and_follows_the_password_policy() {
         assert_eq!(me["login"], "dana");
         assert_eq!(me["is_admin"], false);
 
-        // The local plugin's rules: a short password and a bad name are refused.
-        let page = client()
-            .get(server.url("/user/sign_up"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(page.status(), StatusCode::OK);
-        let other = client();
-        let page = other
-            .get(server.url("/user/sign_up"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let res = other
-            .post(server.url("/user/sign_up"))
-            .form(&[
-                ("user_name", "-bad-"),
-                ("email", "x@example.org"),
-                ("password", "short"),
-                ("retype", "short"),
-                ("_csrf", &csrf_of(&page)),
-            ])
-            .send()
-            .await
-            .unwrap();
+        // The local plugin's rules: a bad name and a short password are refused.
+        let res = register(&client(), &server, "-bad-", "short").await;
         assert_eq!(res.status(), StatusCode::BAD_REQUEST);
         let msg = flash_error(&res.text().await.unwrap()).unwrap();
         assert!(msg.contains("user name"), "{msg}");
@@ -345,30 +287,14 @@ async fn disable_registration_closes_the_page_and_the_form() {
         };
         let server = Server::start(&backend, opts).await;
         let http = client();
-        let login = http
-            .get(server.url("/user/login"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let login = get_text(&http, &server.url("/user/login")).await;
         assert!(
             !login.contains("/user/sign_up"),
             "no registration link when disabled"
         );
         let page = http.get(server.url("/user/sign_up")).send().await.unwrap();
         assert_eq!(page.status(), StatusCode::FORBIDDEN, "{backend}");
-        let csrf = csrf_of(
-            &http
-                .get(server.url("/user/login"))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap(),
-        );
+        let csrf = csrf_of(&get_text(&http, &server.url("/user/login")).await);
         let res = http
             .post(server.url("/user/sign_up"))
             .form(&[

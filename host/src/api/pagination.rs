@@ -336,6 +336,41 @@ impl CursorQuery {
 }
 
 impl CursorWindow {
+    /// The SQL for this window over a table ordered by `created` and then
+    /// `key` (an id that grows with insertion): a filter to append to the
+    /// WHERE clause (binding the position's created and key as `$n`,
+    /// `$n+1`) and the ORDER BY. Fetch `size() + 1` rows; rows come back
+    /// newest first, except for `NewerThan`, which [`cursor_page`] reverses.
+    pub fn sql(&self, created: &str, key: &str, n: usize) -> (String, String) {
+        match self {
+            CursorWindow::Newest { .. } => (String::new(), format!("{created} DESC, {key} DESC")),
+            CursorWindow::OlderThan { .. } => (
+                format!(
+                    "AND ({created} < ${n} OR ({created} = ${n} AND {key} < ${}))",
+                    n + 1
+                ),
+                format!("{created} DESC, {key} DESC"),
+            ),
+            CursorWindow::NewerThan { .. } => (
+                format!(
+                    "AND ({created} > ${n} OR ({created} = ${n} AND {key} > ${}))",
+                    n + 1
+                ),
+                format!("{created} ASC, {key} ASC"),
+            ),
+        }
+    }
+
+    /// The position the window starts from, if any.
+    pub fn position(&self) -> Option<&Position> {
+        match self {
+            CursorWindow::Newest { .. } => None,
+            CursorWindow::OlderThan { position, .. } | CursorWindow::NewerThan { position, .. } => {
+                Some(position)
+            }
+        }
+    }
+
     pub fn size(&self) -> u64 {
         match self {
             CursorWindow::Newest { size }
