@@ -28,7 +28,7 @@ use super::{__path_health, plugins, sessions, users};
         plugins::list,
     ),
     components(schemas(super::ErrorBody, super::links::Link)),
-    modifiers(&SessionCookie),
+    modifiers(&SessionCookie, &CommonErrors),
     tags(
         (name = "user", description = "The signed-in user"),
         (name = "admin", description = "Site administration"),
@@ -49,6 +49,50 @@ impl Modify for SessionCookie {
                 "The session cookie set by signing in at /user/login",
             ))),
         );
+    }
+}
+
+/// Answers every operation can give, whatever its own: 406 for a version
+/// `Accept` names that is not served, 500 with only a request id.
+struct CommonErrors;
+
+impl Modify for CommonErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let error = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for op in operations.into_iter().flatten() {
+                op.responses
+                    .responses
+                    .entry("406".into())
+                    .or_insert_with(|| {
+                        error("The API version named in Accept is not served").into()
+                    });
+                op.responses
+                    .responses
+                    .entry("500".into())
+                    .or_insert_with(|| {
+                        error("A fault in the server; the message holds only the request id").into()
+                    });
+            }
+        }
     }
 }
 
