@@ -32,6 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+admin_password='schemathesis-admin'
 cat > "$work/app.ini" <<INI
 [server]
 HTTP_ADDR = 127.0.0.1
@@ -39,7 +40,7 @@ HTTP_PORT = 0
 ROOT_URL = http://127.0.0.1/
 APP_DATA_PATH = $work/data
 INI
-"$bin" --config "$work/app.ini" admin user create --username root --email root@example.com --password 'schemathesis-admin' --admin
+"$bin" --config "$work/app.ini" admin user create --username root --email root@example.com --password "$admin_password" --admin
 "$bin" --config "$work/app.ini" admin user create --username plain --email plain@example.com --password 'schemathesis-plain'
 
 "$bin" --config "$work/app.ini" web > "$work/stdout" 2> "$work/server.log" &
@@ -51,41 +52,38 @@ done
 base="$(sed -n 's/^Postern listening on //p' "$work/stdout")"
 [ -n "$base" ] || { cat "$work/server.log"; echo "postern did not start" >&2; exit 1; }
 
-# Sign in through the real form (CSRF token and all) and print the cookie.
-sign_in() {
-  "$venv/bin/python" - "$base" <<'PY'
-import re, sys, requests
-base = sys.argv[1]
-s = requests.Session()
-page = s.get(f"{base}/user/login").text
-csrf = re.search(r'name="_csrf" value="([^"]+)"', page).group(1)
-r = s.post(f"{base}/user/login", data={"user_name": "root", "password": "schemathesis-admin", "_csrf": csrf}, allow_redirects=False)
-assert r.status_code == 303, r.status_code
-print(s.cookies["postern_session"])
+# Real data for the path parameters, so that operations reach their logic
+# rather than answering 404 to random names.
+"$venv/bin/python" - "$base" "$admin_password" <<'PY'
+import sys, requests
+base, password = sys.argv[1], sys.argv[2]
+r = requests.post(f"{base}/api/v1/user/repos", auth=("root", password), json={"name": "demo"})
+assert r.status_code == 201, r.text
 PY
-}
-cookie="$(sign_in)"
+cat > "$work/schemathesis.toml" <<TOML
+[parameters]
+"path.owner" = "root"
+"path.repo" = "demo"
+"path.username" = "plain"
+"path.collaborator" = "plain"
+TOML
 
 status=0
 run() {
-  local cookie="$1" phases="$2"
-  shift 2
-  "$venv/bin/schemathesis" run "$base/api/v1/openapi.json" \
-    --header "Cookie: postern_session=$cookie" \
+  "$venv/bin/schemathesis" --config-file "$work/schemathesis.toml" run "$base/api/v1/openapi.json" \
+    --auth "root:$admin_password" \
     --checks not_a_server_error,response_schema_conformance \
     --max-examples 30 \
     --seed 20261121 \
     --no-color \
-    --phases "$phases" "$@" ${SCHEMATHESIS_ARGS:-} || status=$?
+    "$@" ${SCHEMATHESIS_ARGS:-} || status=$?
 }
-# The API lets a user revoke any of their sessions, the current one too, and
-# schemathesis learns session ids from responses: it would sign itself out
-# half-way. So every operation but DELETE runs first, DELETE then runs with a
-# fresh session, and the stateful phase (which follows links) last, again with
-# a fresh session.
-run "$cookie" examples,coverage,fuzzing --exclude-method DELETE
-run "$(sign_in)" examples,coverage,fuzzing --include-method DELETE
-run "$(sign_in)" stateful
+# Basic authentication with the administrator's password: it is valid for
+# every operation (token creation needs it), and revoking sessions, which
+# the run does, cannot sign it out. The stateful phase is left out: its link
+# inference reads our `_links` hrefs as links between unrelated operations
+# and refuses to start.
+run --phases examples,coverage,fuzzing
 if [ "$status" != 0 ]; then
   echo "== server log"; tail -50 "$work/server.log"
 fi

@@ -11,16 +11,17 @@ pub mod links;
 mod openapi;
 pub mod pagination;
 mod plugins;
+mod repos;
 mod sessions;
+mod tokens;
 mod users;
 pub mod version;
 
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get};
+use axum::routing::{MethodRouter, delete, get, put};
 use axum::{Json, Router};
-use axum_extra::extract::CookieJar;
 use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -30,8 +31,10 @@ pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody, RequestId, panic_respons
 pub use openapi::{ApiDoc, pretty as openapi_json};
 pub use version::ApiVersion;
 
+use crate::access::Caller;
 use crate::app::App;
-use crate::sessions as store;
+use crate::authn;
+use crate::tokens::{Access, Area};
 use crate::users::User;
 
 /// The API's routes. Every resource is served under `/api/{version}/…`,
@@ -39,7 +42,7 @@ use crate::users::User;
 /// `[api] DEFAULT_VERSION` decides. The version layer resolves and checks
 /// the version before the handler runs.
 pub(crate) fn routes(app: &App) -> Router<App> {
-    let resources: [(&str, MethodRouter<App>); 6] = [
+    let resources: [(&str, MethodRouter<App>); 12] = [
         ("/user", get(users::me)),
         ("/user/sessions", get(sessions::list)),
         (
@@ -52,6 +55,21 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             get(users::admin_get).patch(users::admin_edit),
         ),
         ("/admin/plugins", get(plugins::list)),
+        ("/user/repos", get(repos::list_mine).post(repos::create)),
+        (
+            "/users/{username}/tokens",
+            get(tokens::list).post(tokens::create),
+        ),
+        ("/users/{username}/tokens/{token}", delete(tokens::delete)),
+        ("/repos/{owner}/{repo}", get(repos::get)),
+        (
+            "/repos/{owner}/{repo}/collaborators",
+            get(repos::collaborators),
+        ),
+        (
+            "/repos/{owner}/{repo}/collaborators/{collaborator}",
+            put(repos::put_collaborator).delete(repos::delete_collaborator),
+        ),
     ];
     let mut versioned = Router::new();
     for (path, handler) in resources {
@@ -80,29 +98,62 @@ pub(crate) async fn method_not_allowed() -> Response {
     ApiError::MethodNotAllowed.into_response()
 }
 
-/// Who is calling, and with which session.
+/// Who is calling, signed in: by session cookie, token, or Basic auth.
 pub(crate) struct Principal {
     pub user: User,
-    /// The public handle of the session the request came with.
-    pub session: String,
+    /// The public handle of the session the request came with, if any.
+    pub session: Option<String>,
+    /// The full credentials, for access checks.
+    pub caller: Caller,
+    /// Whether the request authenticated with a password (Basic).
+    pub by_password: bool,
+}
+
+impl Principal {
+    /// Refuses a token whose scopes do not cover `access` to `area`.
+    pub fn require_scope(&self, access: Access, area: Area) -> Result<(), ApiError> {
+        if self.caller.scope_allows(access, area) {
+            return Ok(());
+        }
+        let access = if access == Access::Read {
+            "read"
+        } else {
+            "write"
+        };
+        Err(ApiError::Forbidden(format!(
+            "the token lacks the scope {access}:{}",
+            area.name()
+        )))
+    }
 }
 
 impl FromRequestParts<App> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
-        let jar = CookieJar::from_headers(&parts.headers);
-        let Some(cookie) = jar.get(store::COOKIE) else {
-            return Err(ApiError::Unauthorized);
-        };
-        match store::lookup(&app.db, cookie.value()).await {
-            Ok(Some((session, user))) => Ok(Principal {
+        let auth = authn::authenticate(app, &parts.headers).await?;
+        match auth.caller.user.clone() {
+            Some(user) => Ok(Principal {
                 user,
-                session: session.handle,
+                session: auth.session,
+                caller: auth.caller,
+                by_password: auth.by_password,
             }),
-            Ok(None) => Err(ApiError::Unauthorized),
-            Err(e) => Err(ApiError::internal(e)),
+            None => Err(ApiError::Unauthorized),
         }
+    }
+}
+
+/// Whoever is calling, signed in or not.
+pub(crate) struct MaybePrincipal(pub Caller);
+
+impl FromRequestParts<App> for MaybePrincipal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
+        Ok(MaybePrincipal(
+            authn::authenticate(app, &parts.headers).await?.caller,
+        ))
     }
 }
 

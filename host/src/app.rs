@@ -67,6 +67,7 @@ pub fn router(app: App) -> Router {
     Router::new()
         .merge(crate::web::routes())
         .merge(crate::api::routes(&app))
+        .merge(crate::git::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)

@@ -4,14 +4,20 @@
 //! One module per capability (see DESIGN.md): `config`, `db`, `plugins`,
 //! `identity`, `sessions`, `api`, `web`, `cli`.
 
+pub mod access;
 pub mod api;
 pub mod app;
+pub mod authn;
 pub mod cli;
 pub mod config;
 pub mod credentials;
 pub mod db;
+pub mod git;
 pub mod identity;
 pub mod plugins;
+pub mod repos;
+pub mod second_factor;
 pub mod sessions;
+pub mod tokens;
 pub mod users;
 pub mod web;

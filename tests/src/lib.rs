@@ -331,6 +331,34 @@ pub fn run_cli(ini: &Path, env: &[(String, String)], args: &[&str]) -> Output {
         .expect("postern runs")
 }
 
+/// Runs the real `git` client in `dir`, isolated from the machine's git
+/// configuration and never prompting; returns (success, stdout + stderr).
+pub fn git(dir: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Postern Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_ASKPASS", "/bin/false")
+        .output()
+        .expect("git is installed");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
 /// An HTTP client that keeps cookies and does not follow redirects, so tests
 /// see the 303 of a sign-in.
 pub fn client() -> reqwest::Client {

@@ -23,9 +23,14 @@ pub enum ApiError {
     /// 400: the request is malformed (bad JSON syntax, a bad query value).
     #[error("{0}")]
     BadRequest(String),
-    /// 401, with `WWW-Authenticate`: no valid credentials.
+    /// 401, with `WWW-Authenticate`: no credentials.
     #[error("sign in to use this endpoint")]
     Unauthorized,
+    /// 401, with `WWW-Authenticate`: credentials were given and refused;
+    /// the text says why (an expired token, a password where a second
+    /// factor is enrolled).
+    #[error("{0}")]
+    Credentials(String),
     /// 403: signed in, but not allowed.
     #[error("{0}")]
     Forbidden(String),
@@ -72,7 +77,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::Credentials(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -88,7 +93,7 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::BadRequest(_) => "bad_request",
-            ApiError::Unauthorized => "unauthorized",
+            ApiError::Unauthorized | ApiError::Credentials(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
@@ -116,7 +121,7 @@ impl IntoResponse for ApiError {
         };
         let mut response = (status, Json(body)).into_response();
         match self {
-            ApiError::Unauthorized => {
+            ApiError::Unauthorized | ApiError::Credentials(_) => {
                 response.headers_mut().insert(
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer realm=\"postern\""),
@@ -138,6 +143,26 @@ impl From<crate::users::Error> for ApiError {
                 ApiError::Conflict(e.to_string())
             }
             other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<crate::authn::Error> for ApiError {
+    fn from(e: crate::authn::Error) -> Self {
+        match e {
+            crate::authn::Error::Internal(cause) => ApiError::Internal(cause),
+            other => ApiError::Credentials(other.to_string()),
+        }
+    }
+}
+
+impl From<crate::access::Denied> for ApiError {
+    fn from(e: crate::access::Denied) -> Self {
+        match e {
+            crate::access::Denied::NotFound(m) => ApiError::NotFound(m),
+            crate::access::Denied::Unauthorized(_) => ApiError::Unauthorized,
+            crate::access::Denied::Forbidden(m) => ApiError::Forbidden(m),
+            crate::access::Denied::Internal(cause) => ApiError::Internal(cause),
         }
     }
 }

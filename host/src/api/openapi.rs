@@ -6,7 +6,7 @@ use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{__path_health, plugins, sessions, users};
+use super::{__path_health, plugins, repos, sessions, tokens, users};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -26,12 +26,22 @@ use super::{__path_health, plugins, sessions, users};
         sessions::get,
         sessions::revoke,
         plugins::list,
+        tokens::create,
+        tokens::list,
+        tokens::delete,
+        repos::create,
+        repos::list_mine,
+        repos::get,
+        repos::collaborators,
+        repos::put_collaborator,
+        repos::delete_collaborator,
     ),
     components(schemas(super::ErrorBody, super::links::Link)),
     modifiers(&SessionCookie, &CommonErrors),
     tags(
         (name = "user", description = "The signed-in user"),
         (name = "admin", description = "Site administration"),
+        (name = "repository", description = "Repositories and collaborators"),
         (name = "meta", description = "The service itself"),
     )
 )]
@@ -47,6 +57,19 @@ impl Modify for SessionCookie {
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
                 crate::sessions::COOKIE,
                 "The session cookie set by signing in at /user/login",
+            ))),
+        );
+        components.add_security_scheme(
+            "basic",
+            SecurityScheme::Http(utoipa::openapi::security::Http::new(
+                utoipa::openapi::security::HttpAuthScheme::Basic,
+            )),
+        );
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "Authorization",
+                "A personal access token: `token <secret>` or `Bearer <secret>`",
             ))),
         );
     }

@@ -7,6 +7,7 @@ use super::users::require_admin;
 use super::{ApiError, ApiQuery, ErrorBody, Principal};
 use crate::app::App;
 use crate::plugins::PluginInfo;
+use crate::tokens::{Access, Area};
 
 /// Every plugin with its state and the calls and traps the servers counted.
 /// Permission: site administrator. `full=true` is allowed.
@@ -23,11 +24,12 @@ use crate::plugins::PluginInfo;
 )]
 pub(crate) async fn list(
     State(app): State<App>,
-    Principal { user, .. }: Principal,
+    who: Principal,
     OriginalUri(uri): OriginalUri,
     ApiQuery(paging): ApiQuery<PageQuery>,
 ) -> Result<Paged<PluginInfo>, ApiError> {
-    require_admin(&user)?;
+    who.require_scope(Access::Read, Area::Admin)?;
+    require_admin(&who.user)?;
     let window = paging.window(true)?;
     let all = app.plugin_list().await?;
     let count = all.len() as u64;

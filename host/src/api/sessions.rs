@@ -12,6 +12,7 @@ use super::pagination::{CursorPage, CursorQuery, Position, UrlBase, cursor_page}
 use super::{ApiError, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::app::App;
 use crate::sessions::{self, SessionRow};
+use crate::tokens::{Access, Area};
 
 /// A browser session.
 #[derive(Debug, Serialize, ToSchema)]
@@ -29,10 +30,10 @@ pub struct SessionView {
     pub _links: Links,
 }
 
-fn view(version: ApiVersion, row: SessionRow, current: &str) -> SessionView {
+fn view(version: ApiVersion, row: SessionRow, current: Option<&str>) -> SessionView {
     let href = format!("{}/user/sessions/{}", version.prefix(), row.handle);
     SessionView {
-        current: row.handle == current,
+        current: current == Some(row.handle.as_str()),
         _links: LinksBuilder::new(href.clone())
             .action(true, "revoke", "DELETE", href)
             .build(),
@@ -63,6 +64,7 @@ pub(crate) async fn list(
     OriginalUri(uri): OriginalUri,
     ApiQuery(query): ApiQuery<CursorQuery>,
 ) -> Result<Json<CursorPage<SessionView>>, ApiError> {
+    who.require_scope(Access::Read, Area::User)?;
     let window = query.window()?;
     let rows = sessions::list(&app.db, who.user.id, &window).await?;
     let rows = rows
@@ -73,7 +75,7 @@ pub(crate) async fn list(
                     created: r.created,
                     key: r.id,
                 },
-                view(version, r, &who.session),
+                view(version, r, who.session.as_deref()),
             )
         })
         .collect();
@@ -106,10 +108,11 @@ pub(crate) async fn get(
     who: Principal,
     Path(path): Path<SessionPath>,
 ) -> Result<Json<SessionView>, ApiError> {
+    who.require_scope(Access::Read, Area::User)?;
     let row = sessions::find(&app.db, who.user.id, &path.id)
         .await?
         .ok_or_else(|| ApiError::NotFound("no such session".into()))?;
-    Ok(Json(view(version, row, &who.session)))
+    Ok(Json(view(version, row, who.session.as_deref())))
 }
 
 /// Signs one of the signed-in user's sessions out.
@@ -128,6 +131,7 @@ pub(crate) async fn revoke(
     who: Principal,
     Path(path): Path<SessionPath>,
 ) -> Result<StatusCode, ApiError> {
+    who.require_scope(Access::Write, Area::User)?;
     if sessions::revoke(&app.db, who.user.id, &path.id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {

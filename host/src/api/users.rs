@@ -13,6 +13,7 @@ use super::links::{Links, LinksBuilder};
 use super::pagination::{Page, PageQuery, Paged, UrlBase, flag, paged};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::app::App;
+use crate::tokens::{Access, Area};
 use crate::users::{self, LOCAL_SOURCE, User};
 
 /// A user, v1: flat, Gitea's field names.
@@ -156,8 +157,10 @@ pub(crate) fn require_admin(caller: &User) -> Result<(), ApiError> {
 pub(crate) async fn me(
     State(app): State<App>,
     version: ApiVersion,
-    Principal { user, .. }: Principal,
+    who: Principal,
 ) -> Result<Json<UserBody>, ApiError> {
+    who.require_scope(Access::Read, Area::User)?;
+    let user = who.user;
     let p = version.prefix();
     let links = LinksBuilder::new(format!("{p}/user"))
         .get("sessions", format!("{p}/user/sessions"))
@@ -195,11 +198,13 @@ pub struct UserFilter {
 pub(crate) async fn admin_list(
     State(app): State<App>,
     version: ApiVersion,
-    Principal { user: caller, .. }: Principal,
+    who: Principal,
     OriginalUri(uri): OriginalUri,
     ApiQuery(filter): ApiQuery<UserFilter>,
     ApiQuery(paging): ApiQuery<PageQuery>,
 ) -> Result<Paged<UserBody>, ApiError> {
+    who.require_scope(Access::Read, Area::Admin)?;
+    let caller = who.user;
     require_admin(&caller)?;
     let window = paging.window(true)?;
     let filter = users::Filter {
@@ -245,9 +250,11 @@ async fn find(app: &App, username: &str) -> Result<User, ApiError> {
 pub(crate) async fn admin_get(
     State(app): State<App>,
     version: ApiVersion,
-    Principal { user: caller, .. }: Principal,
+    who: Principal,
     Path(path): Path<UserPath>,
 ) -> Result<Json<UserBody>, ApiError> {
+    who.require_scope(Access::Read, Area::Admin)?;
+    let caller = who.user;
     require_admin(&caller)?;
     let user = find(&app, &path.username).await?;
     Ok(Json(
@@ -288,10 +295,12 @@ pub struct EditUser {
 pub(crate) async fn admin_edit(
     State(app): State<App>,
     version: ApiVersion,
-    Principal { user: caller, .. }: Principal,
+    who: Principal,
     Path(path): Path<UserPath>,
     ApiJson(edit): ApiJson<EditUser>,
 ) -> Result<Json<UserBody>, ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    let caller = who.user;
     require_admin(&caller)?;
     let user = find(&app, &path.username).await?;
     if let Some(email) = &edit.email {

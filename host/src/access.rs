@@ -1,0 +1,188 @@
+//! The one permission check (spec: Roles), for the API, git and the web.
+//!
+//! | who                         | level on a repository          |
+//! |-----------------------------|--------------------------------|
+//! | site administrator          | owner                          |
+//! | the repository's owner      | owner                          |
+//! | collaborator                | read, write or admin, as given |
+//! | anyone, public repository   | read                           |
+//! | anyone else                 | none (the repository is hidden) |
+//!
+//! Actions need: view and clone → read; push and issue-level writes →
+//! write; settings (collaborators, branch protection) → admin.
+//!
+//! Hidden things answer 404, never 403, so their existence does not leak.
+//! With `[service] REQUIRE_SIGNIN_VIEW = true`, anonymous reads answer 401.
+//! A token narrows what its user may do: its scopes (`read:repository` for
+//! read, `write:repository` for more) and its repository list.
+
+use crate::app::App;
+use crate::repos::{self, Repository};
+use crate::tokens::{Access, Area, Token};
+use crate::users::User;
+
+/// How much a principal may do on a repository, in increasing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    None,
+    Read,
+    Write,
+    Admin,
+    Owner,
+}
+
+impl Level {
+    /// A collaborator permission: `read`, `write` or `admin`.
+    pub fn parse_permission(s: &str) -> Option<Level> {
+        match s {
+            "read" => Some(Level::Read),
+            "write" => Some(Level::Write),
+            "admin" => Some(Level::Admin),
+            _ => None,
+        }
+    }
+
+    pub fn permission_name(self) -> &'static str {
+        match self {
+            Level::None => "none",
+            Level::Read => "read",
+            Level::Write => "write",
+            Level::Admin => "admin",
+            Level::Owner => "owner",
+        }
+    }
+}
+
+/// Who is asking.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    pub user: Option<User>,
+    /// The token the request came with, if it came with one.
+    pub token: Option<Token>,
+}
+
+impl Caller {
+    pub fn anonymous() -> Caller {
+        Caller::default()
+    }
+
+    /// Whether the caller's credentials allow `access` to `area` (sessions
+    /// and passwords allow everything their user may do).
+    pub fn scope_allows(&self, access: Access, area: Area) -> bool {
+        self.token
+            .as_ref()
+            .is_none_or(|t| t.scopes.allows(access, area))
+    }
+}
+
+/// Why access was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Denied {
+    /// The thing does not exist, or the caller may not know it does.
+    #[error("{0}")]
+    NotFound(String),
+    /// The caller must sign in (or sign in with other credentials).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The caller may see the thing but not do this to it.
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<repos::Error> for Denied {
+    fn from(e: repos::Error) -> Self {
+        Denied::Internal(e.to_string())
+    }
+}
+
+/// The caller's level on a repository, before token narrowing.
+pub async fn repo_level(
+    app: &App,
+    user: Option<&User>,
+    repo: &Repository,
+) -> Result<Level, Denied> {
+    let public = if repo.is_private {
+        Level::None
+    } else {
+        Level::Read
+    };
+    let Some(user) = user else {
+        return Ok(if app.config.service.require_signin_view {
+            Level::None
+        } else {
+            public
+        });
+    };
+    if user.is_admin || user.id == repo.owner_id {
+        return Ok(Level::Owner);
+    }
+    let collaborator = repos::collaborator_level(&app.db, repo.id, user.id)
+        .await?
+        .unwrap_or(Level::None);
+    Ok(collaborator.max(public))
+}
+
+fn describe(action: &str, need: Level) -> String {
+    format!("{action} needs {} access", need.permission_name())
+}
+
+/// The repository `owner/name`, if the caller may do what needs `need` on
+/// it; `action` names what they are doing, for the message.
+pub async fn require_repo(
+    app: &App,
+    caller: &Caller,
+    owner: &str,
+    name: &str,
+    need: Level,
+    action: &str,
+) -> Result<Repository, Denied> {
+    let not_found = || Denied::NotFound(format!("repository {owner}/{name} not found"));
+    let sign_in = || Denied::Unauthorized("sign in to see this repository".to_string());
+    if caller.user.is_none() && app.config.service.require_signin_view {
+        return Err(sign_in());
+    }
+    let repo = repos::find(&app.db, owner, name)
+        .await?
+        .ok_or_else(not_found)?;
+    let level = repo_level(app, caller.user.as_ref(), &repo).await?;
+    if level == Level::None {
+        return Err(not_found());
+    }
+    if let Some(token) = &caller.token {
+        let access = if need <= Level::Read {
+            Access::Read
+        } else {
+            Access::Write
+        };
+        if !token.scopes.allows(access, Area::Repository) {
+            let scope = if access == Access::Read {
+                "read:repository"
+            } else {
+                "write:repository"
+            };
+            return Err(Denied::Forbidden(format!(
+                "the token lacks the scope {scope}, which {action} needs"
+            )));
+        }
+        if !token.covers_repo(repo.id) {
+            return Err(Denied::Forbidden(format!(
+                "the token is limited to other repositories than {}",
+                repo.full_name()
+            )));
+        }
+    }
+    if level < need {
+        return Err(match caller.user {
+            None => Denied::Unauthorized(format!("sign in: {}", describe(action, need))),
+            Some(_) => Denied::Forbidden(format!(
+                "you have {} access to {}; {}",
+                level.permission_name(),
+                repo.full_name(),
+                describe(action, need)
+            )),
+        });
+    }
+    Ok(repo)
+}

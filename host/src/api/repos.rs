@@ -1,0 +1,406 @@
+//! Repositories and their collaborators, at Gitea's paths.
+
+use axum::Json;
+use axum::extract::{OriginalUri, Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::links::{Links, LinksBuilder};
+use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
+use super::{
+    ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, MaybePrincipal, Principal, rfc3339,
+};
+use crate::access::{self, Level};
+use crate::app::App;
+use crate::repos::{self, Repository};
+use crate::tokens::{Access, Area};
+use crate::users;
+
+/// The owner of a repository.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OwnerRef {
+    pub id: i64,
+    pub login: String,
+}
+
+/// What the caller may do (Gitea's `permissions`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Permissions {
+    pub admin: bool,
+    pub push: bool,
+    pub pull: bool,
+}
+
+/// A repository, with Gitea's field names.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RepositoryView {
+    pub id: i64,
+    pub owner: OwnerRef,
+    pub name: String,
+    pub full_name: String,
+    pub description: String,
+    pub private: bool,
+    pub default_branch: String,
+    /// `{ROOT_URL}{owner}/{repo}.git`
+    pub clone_url: String,
+    pub html_url: String,
+    pub permissions: Permissions,
+    pub created_at: String,
+    pub updated_at: String,
+    #[schema(value_type = Object)]
+    pub _links: Links,
+}
+
+fn view(app: &App, version: ApiVersion, repo: &Repository, level: Level) -> RepositoryView {
+    let root = &app.config.server.root_url;
+    let href = format!("{}/repos/{}", version.prefix(), repo.full_name());
+    let admin = level >= Level::Admin;
+    RepositoryView {
+        id: repo.id,
+        owner: OwnerRef {
+            id: repo.owner_id,
+            login: repo.owner_login.clone(),
+        },
+        name: repo.name.clone(),
+        full_name: repo.full_name(),
+        description: repo.description.clone(),
+        private: repo.is_private,
+        default_branch: repo.default_branch.clone(),
+        clone_url: format!("{root}{}.git", repo.full_name()),
+        html_url: format!("{root}{}", repo.full_name()),
+        permissions: Permissions {
+            admin,
+            push: level >= Level::Write,
+            pull: level >= Level::Read,
+        },
+        created_at: rfc3339(repo.created),
+        updated_at: rfc3339(repo.updated),
+        _links: LinksBuilder::new(href.clone())
+            .get_if(admin, "collaborators", format!("{href}/collaborators"))
+            .build(),
+    }
+}
+
+/// Gitea's `CreateRepoOption`, the fields Postern uses.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateRepo {
+    /// Letters, digits, `-`, `_`, `.`; not `.`/`..`, not ending in `.git`.
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,100}$")]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub private: bool,
+    /// Defaults to `main`.
+    pub default_branch: Option<String>,
+}
+
+/// Creates a repository owned by the signed-in user.
+#[utoipa::path(
+    post, path = "/api/v1/user/repos", tag = "repository",
+    request_body = CreateRepo,
+    responses(
+        (status = 201, description = "The repository", body = RepositoryView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "The token lacks write:repository", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "An invalid name", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn create(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    ApiJson(body): ApiJson<CreateRepo>,
+) -> Result<(StatusCode, Json<RepositoryView>), ApiError> {
+    who.require_scope(Access::Write, Area::Repository)?;
+    let branch = body
+        .default_branch
+        .as_deref()
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .unwrap_or("main");
+    if !branch
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+    {
+        return Err(ApiError::Unprocessable(format!(
+            "default_branch: {branch:?} is not a branch name"
+        )));
+    }
+    let repo = match repos::create(
+        &app,
+        &who.user,
+        body.name.trim(),
+        &body.description,
+        body.private,
+        branch,
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(e @ repos::Error::NameTaken(_)) => return Err(ApiError::Conflict(e.to_string())),
+        Err(e @ repos::Error::InvalidName(_)) => {
+            return Err(ApiError::Unprocessable(e.to_string()));
+        }
+        Err(e) => return Err(ApiError::internal(e)),
+    };
+    Ok((
+        StatusCode::CREATED,
+        Json(view(&app, version, &repo, Level::Owner)),
+    ))
+}
+
+/// The repositories the signed-in user owns or collaborates on.
+#[utoipa::path(
+    get, path = "/api/v1/user/repos", tag = "repository",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "A page of repositories", body = Page<RepositoryView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "The token lacks read:repository", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn list_mine(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    OriginalUri(uri): OriginalUri,
+    ApiQuery(paging): ApiQuery<PageQuery>,
+) -> Result<Paged<RepositoryView>, ApiError> {
+    who.require_scope(Access::Read, Area::Repository)?;
+    let window = paging.window(false)?;
+    let all = repos::list_for_user(&app.db, who.user.id)
+        .await
+        .map_err(ApiError::internal)?;
+    let all: Vec<_> = all
+        .into_iter()
+        .filter(|r| {
+            who.caller
+                .token
+                .as_ref()
+                .is_none_or(|t| t.covers_repo(r.id))
+        })
+        .collect();
+    let count = all.len() as u64;
+    let (limit, offset) = window.limit_offset().expect("full is refused above");
+    let mut results = Vec::new();
+    for repo in all.iter().skip(offset as usize).take(limit as usize) {
+        let level = access::repo_level(&app, Some(&who.user), repo).await?;
+        results.push(view(&app, version, repo, level));
+    }
+    Ok(paged(
+        &UrlBase::new(&app.config.server.root_url, &uri),
+        window,
+        count,
+        results,
+    ))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RepoPath {
+    owner: String,
+    repo: String,
+}
+
+/// A repository. Hidden ones answer 404.
+#[utoipa::path(
+    get, path = "/api/v1/repos/{owner}/{repo}", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    responses(
+        (status = 200, description = "The repository", body = RepositoryView),
+        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
+        (status = 403, description = "The token does not cover this repository", body = ErrorBody),
+        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+    ),
+    security((), ("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn get(
+    State(app): State<App>,
+    version: ApiVersion,
+    MaybePrincipal(caller): MaybePrincipal,
+    Path(path): Path<RepoPath>,
+) -> Result<Json<RepositoryView>, ApiError> {
+    let repo = access::require_repo(
+        &app,
+        &caller,
+        &path.owner,
+        &path.repo,
+        Level::Read,
+        "viewing",
+    )
+    .await?;
+    let level = access::repo_level(&app, caller.user.as_ref(), &repo).await?;
+    Ok(Json(view(&app, version, &repo, level)))
+}
+
+/// A collaborator.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollaboratorView {
+    pub login: String,
+    /// `read`, `write` or `admin`.
+    pub permission: String,
+}
+
+/// A repository's collaborators. Permission: repository admin.
+#[utoipa::path(
+    get, path = "/api/v1/repos/{owner}/{repo}/collaborators", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    responses(
+        (status = 200, description = "The collaborators", body = Vec<CollaboratorView>),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a repository admin", body = ErrorBody),
+        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn collaborators(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<RepoPath>,
+) -> Result<Json<Vec<CollaboratorView>>, ApiError> {
+    let repo = access::require_repo(
+        &app,
+        &who.caller,
+        &path.owner,
+        &path.repo,
+        Level::Admin,
+        "listing collaborators",
+    )
+    .await?;
+    let list = repos::collaborators(&app.db, repo.id)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Json(
+        list.into_iter()
+            .map(|(login, level)| CollaboratorView {
+                login,
+                permission: level.permission_name().into(),
+            })
+            .collect(),
+    ))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CollaboratorPath {
+    owner: String,
+    repo: String,
+    collaborator: String,
+}
+
+/// Gitea's `AddCollaboratorOption`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddCollaborator {
+    /// `write` when absent, as in Gitea.
+    pub permission: Option<Permission>,
+}
+
+/// A collaborator's permission.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Permission {
+    Read,
+    Write,
+    Admin,
+}
+
+impl From<Permission> for Level {
+    fn from(p: Permission) -> Level {
+        match p {
+            Permission::Read => Level::Read,
+            Permission::Write => Level::Write,
+            Permission::Admin => Level::Admin,
+        }
+    }
+}
+
+/// Adds a collaborator or changes their permission. Permission: repository
+/// admin.
+#[utoipa::path(
+    put, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
+           ("collaborator" = String, Path, description = "The collaborator's login")),
+    request_body = AddCollaborator,
+    responses(
+        (status = 204, description = "The collaborator is set"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a repository admin", body = ErrorBody),
+        (status = 404, description = "No such repository or user", body = ErrorBody),
+        (status = 422, description = "An unknown permission", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn put_collaborator(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<CollaboratorPath>,
+    ApiJson(body): ApiJson<AddCollaborator>,
+) -> Result<StatusCode, ApiError> {
+    let repo = access::require_repo(
+        &app,
+        &who.caller,
+        &path.owner,
+        &path.repo,
+        Level::Admin,
+        "managing collaborators",
+    )
+    .await?;
+    let level = body.permission.map(Level::from).unwrap_or(Level::Write);
+    let user = users::find_by_login(&app.db, &path.collaborator)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
+    repos::set_collaborator(&app.db, repo.id, user.id, level)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes a collaborator. Permission: repository admin.
+#[utoipa::path(
+    delete, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
+           ("collaborator" = String, Path, description = "The collaborator's login")),
+    responses(
+        (status = 204, description = "The collaborator is removed"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a repository admin", body = ErrorBody),
+        (status = 404, description = "No such repository or collaborator", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn delete_collaborator(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<CollaboratorPath>,
+) -> Result<StatusCode, ApiError> {
+    let repo = access::require_repo(
+        &app,
+        &who.caller,
+        &path.owner,
+        &path.repo,
+        Level::Admin,
+        "managing collaborators",
+    )
+    .await?;
+    let user = users::find_by_login(&app.db, &path.collaborator)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
+    if repos::remove_collaborator(&app.db, repo.id, user.id)
+        .await
+        .map_err(ApiError::internal)?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!(
+            "{} is not a collaborator",
+            path.collaborator
+        )))
+    }
+}

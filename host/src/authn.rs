@@ -1,0 +1,159 @@
+//! Who is calling: from the `Authorization` header (`token …`, `Bearer …`,
+//! or Basic with a password or a token as the password) or the session
+//! cookie. Used by the API and by git over HTTP alike.
+
+use axum::http::{HeaderMap, header};
+use axum_extra::extract::CookieJar;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use crate::access::Caller;
+use crate::app::App;
+use crate::{identity, second_factor, sessions, tokens, users};
+
+/// Why credentials were refused. Every variant is a 401.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The token is unknown, deleted or expired; the text says which.
+    #[error("{0}")]
+    BadToken(String),
+    /// Wrong user name or password.
+    #[error("user name or password is incorrect")]
+    BadPassword,
+    /// The user has a second factor, so a password alone is not enough.
+    #[error(
+        "this account has two-factor authentication enabled: use a personal access token instead of the password"
+    )]
+    SecondFactorRequired,
+    /// The Authorization header cannot be read.
+    #[error("the Authorization header is malformed")]
+    Malformed,
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// What a request was authenticated as.
+#[derive(Debug, Clone, Default)]
+pub struct Authenticated {
+    pub caller: Caller,
+    /// The session's public handle, when a session cookie was used.
+    pub session: Option<String>,
+    /// Whether the request carried credentials in `Authorization`.
+    pub via_header: bool,
+    /// Whether they were a user name and password (not a token).
+    pub by_password: bool,
+}
+
+fn internal(e: impl std::fmt::Display) -> Error {
+    Error::Internal(e.to_string())
+}
+
+async fn by_token(app: &App, secret: &str) -> Result<Authenticated, Error> {
+    let token = match tokens::authenticate(&app.db, secret).await {
+        Ok(t) => t,
+        Err(tokens::Error::Unknown) => {
+            return Err(Error::BadToken("the token is not valid".into()));
+        }
+        Err(tokens::Error::Expired) => return Err(Error::BadToken("the token has expired".into())),
+        Err(e) => return Err(internal(e)),
+    };
+    let user = users::find_by_id(&app.db, token.user_id)
+        .await
+        .map_err(internal)?;
+    match user {
+        Some(user) if user.is_active => Ok(Authenticated {
+            caller: Caller {
+                user: Some(user),
+                token: Some(token),
+            },
+            session: None,
+            via_header: true,
+            by_password: false,
+        }),
+        _ => Err(Error::BadToken("the token's account is deactivated".into())),
+    }
+}
+
+async fn by_password(app: &App, login: &str, password: &str) -> Result<Authenticated, Error> {
+    // A token in the password field (as git credential helpers send it)
+    // counts when it belongs to the named user.
+    if password.len() == 40 && password.chars().all(|c| c.is_ascii_hexdigit()) {
+        match by_token(app, password).await {
+            Ok(auth)
+                if auth
+                    .caller
+                    .user
+                    .as_ref()
+                    .is_some_and(|u| u.login.eq_ignore_ascii_case(login)) =>
+            {
+                return Ok(auth);
+            }
+            Ok(_) => return Err(Error::BadToken("the token belongs to another user".into())),
+            Err(Error::BadToken(why)) if why != "the token is not valid" => {
+                return Err(Error::BadToken(why));
+            }
+            Err(Error::Internal(e)) => return Err(Error::Internal(e)),
+            Err(_) => {}
+        }
+    }
+    let user = match identity::sign_in(app, login, password).await {
+        Ok(user) => user,
+        Err(identity::Error::Store(e)) => return Err(internal(e)),
+        Err(identity::Error::SourceUnavailable { reason, .. }) => {
+            return Err(Error::Internal(reason));
+        }
+        Err(_) => return Err(Error::BadPassword),
+    };
+    if second_factor::enrolled(&app.db, user.id)
+        .await
+        .map_err(internal)?
+    {
+        return Err(Error::SecondFactorRequired);
+    }
+    Ok(Authenticated {
+        caller: Caller {
+            user: Some(user),
+            token: None,
+        },
+        session: None,
+        via_header: true,
+        by_password: true,
+    })
+}
+
+/// Authenticates a request. No credentials at all is an anonymous caller,
+/// not an error; wrong credentials are an error.
+pub async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Authenticated, Error> {
+    if let Some(value) = headers.get(header::AUTHORIZATION) {
+        let value = value.to_str().map_err(|_| Error::Malformed)?.trim();
+        let (scheme, rest) = value.split_once(' ').ok_or(Error::Malformed)?;
+        let rest = rest.trim();
+        return match scheme.to_ascii_lowercase().as_str() {
+            "token" | "bearer" => by_token(app, rest).await,
+            "basic" => {
+                let decoded = STANDARD.decode(rest).map_err(|_| Error::Malformed)?;
+                let decoded = String::from_utf8(decoded).map_err(|_| Error::Malformed)?;
+                let (login, password) = decoded.split_once(':').ok_or(Error::Malformed)?;
+                by_password(app, login, password).await
+            }
+            _ => Err(Error::Malformed),
+        };
+    }
+    let jar = CookieJar::from_headers(headers);
+    if let Some(cookie) = jar.get(sessions::COOKIE)
+        && let Some((session, user)) = sessions::lookup(&app.db, cookie.value())
+            .await
+            .map_err(internal)?
+    {
+        return Ok(Authenticated {
+            caller: Caller {
+                user: Some(user),
+                token: None,
+            },
+            session: Some(session.handle),
+            via_header: false,
+            by_password: false,
+        });
+    }
+    Ok(Authenticated::default())
+}

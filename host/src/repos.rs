@@ -1,0 +1,284 @@
+//! Repositories: their records, their bare git directories, and their
+//! collaborators.
+
+use std::path::PathBuf;
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use crate::access::Level;
+use crate::app::App;
+use crate::db::{self, Db, now};
+use crate::users::User;
+
+/// Why a repository operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The owner already has a repository with this name.
+    #[error("a repository named {0:?} already exists")]
+    NameTaken(String),
+    /// The name breaks the naming rules; the text says how.
+    #[error("{0}")]
+    InvalidName(String),
+    /// `git` could not create or change the repository on disk.
+    #[error("git failed: {0}")]
+    Git(String),
+    #[error(transparent)]
+    Db(#[from] db::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Db(e.into())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[derive(Debug, Clone)]
+pub struct Repository {
+    pub id: i64,
+    pub owner_id: i64,
+    pub owner_login: String,
+    pub name: String,
+    pub description: String,
+    pub is_private: bool,
+    pub default_branch: String,
+    pub created: i64,
+    pub updated: i64,
+}
+
+impl Repository {
+    /// `owner/name`.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner_login, self.name)
+    }
+
+    /// The bare repository on disk.
+    pub fn path(&self, app: &App) -> PathBuf {
+        app.config
+            .repository
+            .root
+            .join(self.owner_login.to_lowercase())
+            .join(format!("{}.git", self.name.to_lowercase()))
+    }
+}
+
+const COLUMNS: &str = "r.id, r.owner_id, u.login, r.name, r.description, r.is_private, r.default_branch, r.created, r.updated";
+
+fn from_row(r: &AnyRow) -> std::result::Result<Repository, sqlx::Error> {
+    Ok(Repository {
+        id: r.try_get(0)?,
+        owner_id: r.try_get(1)?,
+        owner_login: r.try_get(2)?,
+        name: r.try_get(3)?,
+        description: r.try_get(4)?,
+        is_private: r.try_get::<i64, _>(5)? != 0,
+        default_branch: r.try_get(6)?,
+        created: r.try_get(7)?,
+        updated: r.try_get(8)?,
+    })
+}
+
+/// Gitea's repository-name rule: letters, digits, `-`, `_`, `.`; not `.` or
+/// `..`; not ending in `.git` (the suffix belongs to clone URLs).
+pub fn check_name(name: &str) -> Result<()> {
+    let bad = |why: &str| {
+        Err(Error::InvalidName(format!(
+            "invalid repository name {name:?}: {why}"
+        )))
+    };
+    if name.is_empty() || name.len() > 100 {
+        return bad("it must be 1 to 100 characters");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return bad("use only letters, digits, '-', '_' and '.'");
+    }
+    if name == "." || name == ".." || name.to_lowercase().ends_with(".git") {
+        return bad("it may not be '.', '..' or end in '.git'");
+    }
+    Ok(())
+}
+
+/// Creates a repository record and its bare git directory.
+pub async fn create(
+    app: &App,
+    owner: &User,
+    name: &str,
+    description: &str,
+    is_private: bool,
+    default_branch: &str,
+) -> Result<Repository> {
+    check_name(name)?;
+    if find(&app.db, &owner.login, name).await?.is_some() {
+        return Err(Error::NameTaken(name.to_string()));
+    }
+    let t = now();
+    let row = sqlx::query(
+        "INSERT INTO repositories (owner_id, name, lower_name, description, is_private, default_branch, created, updated) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+    )
+    .bind(owner.id)
+    .bind(name)
+    .bind(name.to_lowercase())
+    .bind(description)
+    .bind(i64::from(is_private))
+    .bind(default_branch)
+    .bind(t)
+    .bind(t)
+    .fetch_one(app.db.pool())
+    .await?;
+    let id: i64 = row.try_get(0)?;
+    let repo = find_by_id(&app.db, id)
+        .await?
+        .expect("the repository was just inserted");
+    if let Err(e) = init_bare(app, &repo).await {
+        // Leave no record without a directory behind.
+        sqlx::query("DELETE FROM repositories WHERE id = $1")
+            .bind(id)
+            .execute(app.db.pool())
+            .await?;
+        return Err(e);
+    }
+    Ok(repo)
+}
+
+async fn init_bare(app: &App, repo: &Repository) -> Result<()> {
+    let path = repo.path(app);
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| Error::Git(e.to_string()))?;
+    }
+    let out = tokio::process::Command::new("git")
+        .arg("init")
+        .arg("--bare")
+        .arg("--quiet")
+        .arg(format!("--initial-branch={}", repo.default_branch))
+        .arg(&path)
+        .output()
+        .await
+        .map_err(|e| Error::Git(format!("cannot run git: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Git(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
+    }
+    Ok(())
+}
+
+pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Repository>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM repositories r JOIN users u ON u.id = r.owner_id WHERE r.id = $1"
+    );
+    let row = sqlx::query(&sql).bind(id).fetch_optional(db.pool()).await?;
+    Ok(row.as_ref().map(from_row).transpose()?)
+}
+
+/// A repository by owner login and name (both case-insensitive).
+pub async fn find(db: &Db, owner: &str, name: &str) -> Result<Option<Repository>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM repositories r JOIN users u ON u.id = r.owner_id \
+         WHERE u.lower_login = $1 AND r.lower_name = $2"
+    );
+    let row = sqlx::query(&sql)
+        .bind(owner.to_lowercase())
+        .bind(name.to_lowercase())
+        .fetch_optional(db.pool())
+        .await?;
+    Ok(row.as_ref().map(from_row).transpose()?)
+}
+
+/// Repositories a user owns or collaborates on, in id order.
+pub async fn list_for_user(db: &Db, user_id: i64) -> Result<Vec<Repository>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM repositories r JOIN users u ON u.id = r.owner_id \
+         WHERE r.owner_id = $1 OR r.id IN (SELECT repo_id FROM collaborators WHERE user_id = $2) ORDER BY r.id"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(user_id)
+        .bind(user_id)
+        .fetch_all(db.pool())
+        .await?;
+    Ok(rows
+        .iter()
+        .map(from_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// A collaborator's permission on a repository.
+pub async fn collaborator_level(db: &Db, repo_id: i64, user_id: i64) -> Result<Option<Level>> {
+    let row =
+        sqlx::query("SELECT permission FROM collaborators WHERE repo_id = $1 AND user_id = $2")
+            .bind(repo_id)
+            .bind(user_id)
+            .fetch_optional(db.pool())
+            .await?;
+    Ok(row
+        .and_then(|r| r.try_get::<String, _>(0).ok())
+        .and_then(|p| Level::parse_permission(&p)))
+}
+
+/// Adds a collaborator or changes their permission.
+pub async fn set_collaborator(db: &Db, repo_id: i64, user_id: i64, level: Level) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO collaborators (repo_id, user_id, permission, created) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (repo_id, user_id) DO UPDATE SET permission = excluded.permission",
+    )
+    .bind(repo_id)
+    .bind(user_id)
+    .bind(level.permission_name())
+    .bind(now())
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Removes a collaborator; false when they were none.
+pub async fn remove_collaborator(db: &Db, repo_id: i64, user_id: i64) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM collaborators WHERE repo_id = $1 AND user_id = $2")
+        .bind(repo_id)
+        .bind(user_id)
+        .execute(db.pool())
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// A repository's collaborators with their permission, by login.
+pub async fn collaborators(db: &Db, repo_id: i64) -> Result<Vec<(String, Level)>> {
+    let rows = sqlx::query(
+        "SELECT u.login, c.permission FROM collaborators c JOIN users u ON u.id = c.user_id \
+         WHERE c.repo_id = $1 ORDER BY u.lower_login",
+    )
+    .bind(repo_id)
+    .fetch_all(db.pool())
+    .await?;
+    let mut out = Vec::new();
+    for r in rows {
+        let login: String = r.try_get(0)?;
+        let permission: String = r.try_get(1)?;
+        if let Some(level) = Level::parse_permission(&permission) {
+            out.push((login, level));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_gitea_rules() {
+        assert!(check_name("postern").is_ok());
+        assert!(check_name("a.b-c_d").is_ok());
+        assert!(check_name("").is_err());
+        assert!(check_name("..").is_err());
+        assert!(check_name("x.git").is_err());
+        assert!(check_name("a/b").is_err());
+        assert!(check_name(&"a".repeat(101)).is_err());
+    }
+}

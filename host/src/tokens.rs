@@ -1,0 +1,317 @@
+//! Personal access tokens.
+//!
+//! A token is 40 random hexadecimal characters (Gitea's length), shown once
+//! at creation. The database keeps its sha256 and its last eight characters,
+//! for display. A token carries scopes (`read:`/`write:` per area, or `all`),
+//! an optional expiry, and an optional list of repositories it is limited to.
+
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use crate::db::{self, Db, now};
+
+/// The areas a scope covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Area {
+    Repository,
+    Organization,
+    User,
+    Admin,
+}
+
+impl Area {
+    pub fn name(self) -> &'static str {
+        match self {
+            Area::Repository => "repository",
+            Area::Organization => "organization",
+            Area::User => "user",
+            Area::Admin => "admin",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Area> {
+        [
+            Area::Repository,
+            Area::Organization,
+            Area::User,
+            Area::Admin,
+        ]
+        .into_iter()
+        .find(|a| a.name() == s)
+    }
+}
+
+/// Read or write; write implies read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// A token's scopes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scopes {
+    all: bool,
+    granted: Vec<(Access, Area)>,
+}
+
+impl Scopes {
+    /// Parses `all` or a comma-separated list of `read:<area>` / `write:<area>`.
+    pub fn parse(list: &[String]) -> std::result::Result<Scopes, String> {
+        let mut scopes = Scopes {
+            all: false,
+            granted: Vec::new(),
+        };
+        for item in list
+            .iter()
+            .flat_map(|s| s.split(','))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            if item == "all" {
+                scopes.all = true;
+                continue;
+            }
+            let parsed = item.split_once(':').and_then(|(access, area)| {
+                let access = match access {
+                    "read" => Access::Read,
+                    "write" => Access::Write,
+                    _ => return None,
+                };
+                Some((access, Area::parse(area)?))
+            });
+            match parsed {
+                Some(scope) => scopes.granted.push(scope),
+                None => {
+                    return Err(format!(
+                        "unknown scope {item:?}: use all, or read:/write: with repository, organization, user or admin"
+                    ));
+                }
+            }
+        }
+        if !scopes.all && scopes.granted.is_empty() {
+            return Err("a token needs at least one scope".into());
+        }
+        Ok(scopes)
+    }
+
+    /// Whether these scopes allow `access` to `area`.
+    pub fn allows(&self, access: Access, area: Area) -> bool {
+        self.all
+            || self
+                .granted
+                .iter()
+                .any(|(a, ar)| *ar == area && *a >= access)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        if self.all {
+            out.push("all".into());
+        }
+        for (access, area) in &self.granted {
+            let access = if *access == Access::Read {
+                "read"
+            } else {
+                "write"
+            };
+            out.push(format!("{access}:{}", area.name()));
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub id: i64,
+    pub user_id: i64,
+    pub name: String,
+    pub last_eight: String,
+    pub scopes: Scopes,
+    /// Repository ids the token is limited to; empty means every one.
+    pub repositories: Vec<i64>,
+    pub expires: Option<i64>,
+    pub created: i64,
+    pub last_used: Option<i64>,
+}
+
+impl Token {
+    /// Whether the token may be used on repository `repo_id`.
+    pub fn covers_repo(&self, repo_id: i64) -> bool {
+        self.repositories.is_empty() || self.repositories.contains(&repo_id)
+    }
+}
+
+/// Why a token could not be stored or used.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The user already has a token with this name.
+    #[error("a token named {0:?} already exists")]
+    NameTaken(String),
+    /// The secret matches no token, or the token was deleted.
+    #[error("the token is not valid")]
+    Unknown,
+    /// The token's expiry has passed.
+    #[error("the token has expired")]
+    Expired,
+    #[error(transparent)]
+    Db(#[from] db::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Db(e.into())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn digest(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+const COLUMNS: &str =
+    "id, user_id, name, last_eight, scopes, repositories, expires, created, last_used";
+
+fn from_row(r: &AnyRow) -> std::result::Result<Token, sqlx::Error> {
+    let scopes: String = r.try_get(4)?;
+    let repositories: String = r.try_get(5)?;
+    Ok(Token {
+        id: r.try_get(0)?,
+        user_id: r.try_get(1)?,
+        name: r.try_get(2)?,
+        last_eight: r.try_get(3)?,
+        // Stored scopes were checked on the way in.
+        scopes: Scopes::parse(&[scopes]).unwrap_or(Scopes {
+            all: false,
+            granted: Vec::new(),
+        }),
+        repositories: repositories
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect(),
+        expires: r.try_get(6)?,
+        created: r.try_get(7)?,
+        last_used: r.try_get(8)?,
+    })
+}
+
+/// Creates a token; returns the secret (shown once) and the token.
+pub async fn create(
+    db: &Db,
+    user_id: i64,
+    name: &str,
+    scopes: &Scopes,
+    repositories: &[i64],
+    expires: Option<i64>,
+) -> Result<(String, Token)> {
+    let exists = sqlx::query("SELECT id FROM access_tokens WHERE user_id = $1 AND name = $2")
+        .bind(user_id)
+        .bind(name)
+        .fetch_optional(db.pool())
+        .await?;
+    if exists.is_some() {
+        return Err(Error::NameTaken(name.to_string()));
+    }
+    let secret = hex::encode(rand::random::<[u8; 20]>());
+    let repos = repositories
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let sql = format!(
+        "INSERT INTO access_tokens (user_id, name, token_hash, last_eight, scopes, repositories, expires, created) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(user_id)
+        .bind(name)
+        .bind(digest(&secret))
+        .bind(secret[secret.len() - 8..].to_string())
+        .bind(scopes.names().join(","))
+        .bind(repos)
+        .bind(expires)
+        .bind(now())
+        .fetch_one(db.pool())
+        .await?;
+    Ok((secret, from_row(&row)?))
+}
+
+/// A user's tokens, newest first.
+pub async fn list(db: &Db, user_id: i64) -> Result<Vec<Token>> {
+    let sql = format!("SELECT {COLUMNS} FROM access_tokens WHERE user_id = $1 ORDER BY id DESC");
+    let rows = sqlx::query(&sql).bind(user_id).fetch_all(db.pool()).await?;
+    Ok(rows
+        .iter()
+        .map(from_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// Deletes a user's token by id or by name; false when there was none.
+pub async fn delete(db: &Db, user_id: i64, id_or_name: &str) -> Result<bool> {
+    let done = match id_or_name.parse::<i64>() {
+        Ok(id) => {
+            sqlx::query("DELETE FROM access_tokens WHERE user_id = $1 AND (id = $2 OR name = $3)")
+                .bind(user_id)
+                .bind(id)
+                .bind(id_or_name)
+                .execute(db.pool())
+                .await?
+        }
+        Err(_) => {
+            sqlx::query("DELETE FROM access_tokens WHERE user_id = $1 AND name = $2")
+                .bind(user_id)
+                .bind(id_or_name)
+                .execute(db.pool())
+                .await?
+        }
+    };
+    Ok(done.rows_affected() > 0)
+}
+
+/// The token a secret opens. Records its use.
+pub async fn authenticate(db: &Db, secret: &str) -> Result<Token> {
+    let sql = format!("SELECT {COLUMNS} FROM access_tokens WHERE token_hash = $1");
+    let row = sqlx::query(&sql)
+        .bind(digest(secret.trim()))
+        .fetch_optional(db.pool())
+        .await?;
+    let token = row
+        .as_ref()
+        .map(from_row)
+        .transpose()?
+        .ok_or(Error::Unknown)?;
+    let t = now();
+    if token.expires.is_some_and(|e| e <= t) {
+        return Err(Error::Expired);
+    }
+    sqlx::query("UPDATE access_tokens SET last_used = $1 WHERE id = $2")
+        .bind(t)
+        .bind(token.id)
+        .execute(db.pool())
+        .await?;
+    Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_parse_and_imply() {
+        let s = Scopes::parse(&["read:repository, write:user".into()]).unwrap();
+        assert!(s.allows(Access::Read, Area::Repository));
+        assert!(!s.allows(Access::Write, Area::Repository));
+        assert!(s.allows(Access::Read, Area::User), "write implies read");
+        assert!(!s.allows(Access::Read, Area::Admin));
+        assert!(
+            Scopes::parse(&["all".into()])
+                .unwrap()
+                .allows(Access::Write, Area::Admin)
+        );
+        assert!(Scopes::parse(&["read:everything".into()]).is_err());
+        assert!(Scopes::parse(&[]).is_err());
+        assert_eq!(s.names(), ["read:repository", "write:user"]);
+    }
+}

@@ -1,0 +1,54 @@
+-- Repositories, collaborators, personal access tokens, and the table of
+-- second factors (filled when second factors land; the git and API password
+-- check reads it already). The PostgreSQL file beside this one holds the same
+-- schema.
+
+CREATE TABLE repositories (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    lower_name TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    is_private INTEGER NOT NULL DEFAULT 0,
+    default_branch TEXT NOT NULL DEFAULT 'main',
+    created BIGINT NOT NULL,
+    updated BIGINT NOT NULL,
+    UNIQUE (owner_id, lower_name)
+);
+
+CREATE TABLE collaborators (
+    repo_id BIGINT NOT NULL REFERENCES repositories(id) ON DELETE CASCADE,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    -- 'read', 'write' or 'admin'
+    permission TEXT NOT NULL,
+    created BIGINT NOT NULL,
+    PRIMARY KEY (repo_id, user_id)
+);
+
+CREATE TABLE access_tokens (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    -- sha256 of the secret; the secret is shown once and never stored.
+    token_hash TEXT NOT NULL UNIQUE,
+    last_eight TEXT NOT NULL,
+    -- Comma-separated scopes, e.g. 'read:repository,write:user'.
+    scopes TEXT NOT NULL,
+    -- Comma-separated repository ids the token is limited to; empty for all.
+    repositories TEXT NOT NULL DEFAULT '',
+    -- Unix seconds, or NULL for no expiry.
+    expires BIGINT,
+    created BIGINT NOT NULL,
+    last_used BIGINT,
+    UNIQUE (user_id, name)
+);
+
+CREATE TABLE second_factors (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    -- The plugin id: 'totp', 'webauthn', …
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    created BIGINT NOT NULL
+);
+CREATE INDEX second_factors_user ON second_factors (user_id);
