@@ -7,10 +7,12 @@
 //! from the handlers ([`openapi`]).
 
 mod error;
+mod keys;
 pub mod links;
 mod openapi;
 pub mod pagination;
 mod plugins;
+mod protections;
 mod repos;
 mod sessions;
 mod tokens;
@@ -42,7 +44,7 @@ use crate::users::User;
 /// `[api] DEFAULT_VERSION` decides. The version layer resolves and checks
 /// the version before the handler runs.
 pub(crate) fn routes(app: &App) -> Router<App> {
-    let resources: [(&str, MethodRouter<App>); 12] = [
+    let resources: Vec<(&str, MethodRouter<App>)> = vec![
         ("/user", get(users::me)),
         ("/user/sessions", get(sessions::list)),
         (
@@ -65,6 +67,18 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         (
             "/repos/{owner}/{repo}/collaborators",
             get(repos::collaborators),
+        ),
+        ("/user/keys", get(keys::list).post(keys::create)),
+        ("/user/keys/{id}", delete(keys::delete)),
+        (
+            "/repos/{owner}/{repo}/branch_protections",
+            get(protections::list).post(protections::create),
+        ),
+        (
+            "/repos/{owner}/{repo}/branch_protections/{name}",
+            get(protections::get)
+                .patch(protections::edit)
+                .delete(protections::delete),
         ),
         (
             "/repos/{owner}/{repo}/collaborators/{collaborator}",

@@ -19,6 +19,8 @@ pub struct App {
     pub config: Arc<Config>,
     pub db: Db,
     pub plugins: Arc<Plugins>,
+    /// Pushes in progress, for the pre-receive hook's call back.
+    pub pushes: Arc<crate::git::hooks::Pushes>,
 }
 
 impl App {
@@ -40,6 +42,7 @@ impl App {
             config: Arc::new(config),
             db,
             plugins: Arc::new(plugins),
+            pushes: Arc::default(),
         })
     }
 
@@ -114,6 +117,12 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
+    // Hooks run on this machine and call back over loopback.
+    let mut reachable = local;
+    if reachable.ip().is_unspecified() {
+        reachable.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let _ = app.pushes.url.set(format!("http://{reachable}"));
     // The one line on stdout: where to reach the server (HTTP_PORT = 0 picks
     // a free port, and scripts read it from here).
     println!("Postern listening on http://{local}");

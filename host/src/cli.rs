@@ -30,6 +30,15 @@ enum Command {
     /// Administration commands.
     #[command(subcommand)]
     Admin(Admin),
+    /// Git hooks (run by git inside a repository, not by hand).
+    #[command(subcommand, hide = true)]
+    Hook(HookCmd),
+}
+
+#[derive(Subcommand)]
+enum HookCmd {
+    /// Asks the host whether a push may land.
+    PreReceive,
 }
 
 #[derive(Subcommand)]
@@ -97,8 +106,13 @@ enum ConfigCmd {
 
 pub fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    // These print what is built in and need no configuration.
+    // These print what is built in, or run inside git, and need no
+    // configuration.
     match cli.command {
+        Command::Hook(HookCmd::PreReceive) => {
+            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+            std::process::exit(runtime.block_on(crate::git::hooks::run_pre_receive()));
+        }
         Command::Admin(Admin::Config(ConfigCmd::Example)) => {
             print!("{}", schema::example_ini());
             return Ok(());
@@ -140,7 +154,8 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             println!("configuration is valid");
             Ok(())
         }
-        Command::Admin(Admin::Config(ConfigCmd::Example) | Admin::Api(ApiCmd::Openapi)) => {
+        Command::Hook(_)
+        | Command::Admin(Admin::Config(ConfigCmd::Example) | Admin::Api(ApiCmd::Openapi)) => {
             unreachable!("handled before loading the configuration")
         }
         Command::Admin(Admin::User(cmd)) => user(App::open(config).await?, cmd).await,

@@ -22,6 +22,8 @@ use futures_util::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio_util::io::ReaderStream;
 
+pub mod hooks;
+
 use crate::access::{self, Denied, Level};
 use crate::app::App;
 use crate::authn;
@@ -31,6 +33,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/{owner}/{repo}/info/refs", get(info_refs))
         .route("/{owner}/{repo}/git-upload-pack", post(upload_pack))
         .route("/{owner}/{repo}/git-receive-pack", post(receive_pack))
+        .route("/api/internal/hooks/pre-receive", post(hooks::pre_receive))
 }
 
 /// The two services of the smart protocol.
@@ -217,6 +220,30 @@ async fn serve(
         service.name().to_string()
     };
     let user = auth.caller.user.as_ref().map(|u| u.login.clone());
+    // A push is registered for the pre-receive hook's call back, and the
+    // hook is (re)installed, so that the rules hold for every push.
+    let mut hook_env = Vec::new();
+    let mut registration = None;
+    if service == Service::ReceivePack
+        && !discovery
+        && let Some(pusher) = &auth.caller.user
+    {
+        if let Err(e) = hooks::install(&path) {
+            tracing::error!(repo = %repository.full_name(), "cannot install the pre-receive hook: {e}");
+            return text(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
+        }
+        let reg = app.pushes.register(repository.id, pusher.id);
+        let bin = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        hook_env.push(("POSTERN_BIN".to_string(), bin));
+        hook_env.push((
+            "POSTERN_HOOK_URL".to_string(),
+            app.pushes.url.get().cloned().unwrap_or_default(),
+        ));
+        hook_env.push(("POSTERN_HOOK_TOKEN".to_string(), reg.token.clone()));
+        registration = Some(reg);
+    }
     let cgi = Cgi {
         method: if discovery { Method::GET } else { Method::POST },
         path_info: format!("/{rel}/{suffix}"),
@@ -224,8 +251,9 @@ async fn serve(
         root: root.display().to_string(),
         remote_user: user,
         headers,
+        hook_env,
     };
-    match run_backend(cgi, body).await {
+    match run_backend(cgi, body, registration).await {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(repo = %repository.full_name(), "git http-backend failed: {e}");
@@ -241,11 +269,17 @@ struct Cgi {
     root: String,
     remote_user: Option<String>,
     headers: HeaderMap,
+    /// For the pre-receive hook: where to call back, and with which token.
+    hook_env: Vec<(String, String)>,
 }
 
 /// Runs `git http-backend` as a CGI program (RFC 3875): the request body
 /// streams to its stdin, its stdout (headers, then the pack) streams back.
-async fn run_backend(cgi: Cgi, body: Body) -> std::io::Result<Response> {
+async fn run_backend(
+    cgi: Cgi,
+    body: Body,
+    registration: Option<hooks::Registration>,
+) -> std::io::Result<Response> {
     let header = |name: header::HeaderName| {
         cgi.headers
             .get(name)
@@ -280,6 +314,7 @@ async fn run_backend(cgi: Cgi, body: Body) -> std::io::Result<Response> {
     if let Some(user) = &cgi.remote_user {
         cmd.env("REMOTE_USER", user);
     }
+    cmd.envs(cgi.hook_env.iter().map(|(k, v)| (k, v)));
     let mut child = cmd.spawn()?;
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
@@ -332,6 +367,8 @@ async fn run_backend(cgi: Cgi, body: Body) -> std::io::Result<Response> {
         let mut errors = String::new();
         let _ = stderr.read_to_string(&mut errors).await;
         let status = child.wait().await;
+        // The push is over: its hook can no longer call back.
+        drop(registration);
         if !errors.trim().is_empty() || status.as_ref().map(|s| !s.success()).unwrap_or(true) {
             tracing::debug!("git http-backend: {status:?}: {}", errors.trim());
         }

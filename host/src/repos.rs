@@ -167,7 +167,8 @@ async fn init_bare(app: &App, repo: &Repository) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim().to_string(),
         ));
     }
-    Ok(())
+    crate::git::hooks::install(&path)
+        .map_err(|e| Error::Git(format!("cannot install the pre-receive hook: {e}")))
 }
 
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Repository>> {

@@ -6,7 +6,7 @@ use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{__path_health, plugins, repos, sessions, tokens, users};
+use super::{__path_health, keys, plugins, protections, repos, sessions, tokens, users};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -35,6 +35,14 @@ use super::{__path_health, plugins, repos, sessions, tokens, users};
         repos::collaborators,
         repos::put_collaborator,
         repos::delete_collaborator,
+        keys::create,
+        keys::list,
+        keys::delete,
+        protections::create,
+        protections::list,
+        protections::get,
+        protections::edit,
+        protections::delete,
     ),
     components(schemas(super::ErrorBody, super::links::Link)),
     modifiers(&SessionCookie, &CommonErrors),

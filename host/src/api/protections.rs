@@ -1,0 +1,386 @@
+//! Branch protection rules at
+//! `/api/v1/repos/{owner}/{repo}/branch_protections[/{name}]`, with the
+//! spec's fields and Gitea's. Permission: repository admin.
+
+use axum::Json;
+use axum::extract::{OriginalUri, Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::links::{Links, LinksBuilder};
+use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
+use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
+use crate::access::{self, Level};
+use crate::app::App;
+use crate::protection::{self, Protection, Rule};
+use crate::repos::Repository;
+use crate::users;
+
+/// A branch protection rule as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BranchProtectionView {
+    /// The rule's name; equal to `rule_name` (Gitea keeps both).
+    pub branch_name: String,
+    pub rule_name: String,
+    pub enable_push: bool,
+    pub enable_push_whitelist: bool,
+    pub push_whitelist_usernames: Vec<String>,
+    pub push_whitelist_teams: Vec<String>,
+    pub enable_merge_whitelist: bool,
+    pub merge_whitelist_usernames: Vec<String>,
+    pub required_approvals: i64,
+    pub enable_status_check: bool,
+    pub status_check_contexts: Vec<String>,
+    pub enable_force_push: bool,
+    pub enable_force_push_allowlist: bool,
+    pub force_push_allowlist_usernames: Vec<String>,
+    pub require_signed_commits: bool,
+    pub protected_file_patterns: String,
+    pub created_at: String,
+    pub updated_at: String,
+    #[schema(value_type = Object)]
+    pub _links: Links,
+}
+
+fn view(version: ApiVersion, repo: &Repository, p: Protection) -> BranchProtectionView {
+    let href = format!(
+        "{}/repos/{}/branch_protections/{}",
+        version.prefix(),
+        repo.full_name(),
+        p.rule.rule_name
+    );
+    let r = p.rule;
+    BranchProtectionView {
+        branch_name: r.rule_name.clone(),
+        rule_name: r.rule_name,
+        enable_push: r.enable_push,
+        enable_push_whitelist: r.enable_push_whitelist,
+        push_whitelist_usernames: r.push_whitelist_usernames,
+        push_whitelist_teams: r.push_whitelist_teams,
+        enable_merge_whitelist: r.enable_merge_whitelist,
+        merge_whitelist_usernames: r.merge_whitelist_usernames,
+        required_approvals: r.required_approvals,
+        enable_status_check: r.enable_status_check,
+        status_check_contexts: r.status_check_contexts,
+        enable_force_push: r.enable_force_push,
+        enable_force_push_allowlist: r.enable_force_push_allowlist,
+        force_push_allowlist_usernames: r.force_push_allowlist_usernames,
+        require_signed_commits: r.require_signed_commits,
+        protected_file_patterns: r.protected_file_patterns,
+        created_at: rfc3339(p.created),
+        updated_at: rfc3339(p.updated),
+        _links: LinksBuilder::new(href.clone())
+            .action(true, "edit", "PATCH", href.clone())
+            .action(true, "delete", "DELETE", href)
+            .build(),
+    }
+}
+
+/// The spec's request shape plus Gitea's fields; every field but the name is
+/// optional. Also the body of PATCH, where every field is optional.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BranchProtectionOptions {
+    /// The branch (Gitea's older name for `rule_name`).
+    pub branch_name: Option<String>,
+    /// A branch name or a glob such as `release/*`.
+    pub rule_name: Option<String>,
+    /// Allow pushing at all; default true.
+    pub enable_push: Option<bool>,
+    pub enable_push_whitelist: Option<bool>,
+    pub push_whitelist_usernames: Option<Vec<String>>,
+    pub push_whitelist_teams: Option<Vec<String>>,
+    pub enable_merge_whitelist: Option<bool>,
+    pub merge_whitelist_usernames: Option<Vec<String>>,
+    #[schema(minimum = 0)]
+    pub required_approvals: Option<i64>,
+    pub enable_status_check: Option<bool>,
+    pub status_check_contexts: Option<Vec<String>>,
+    /// Default: not `[repository] DEFAULT_DISABLE_PUSH`.
+    pub enable_force_push: Option<bool>,
+    pub enable_force_push_allowlist: Option<bool>,
+    pub force_push_allowlist_usernames: Option<Vec<String>>,
+    /// Default: `[repository] DEFAULT_REQUIRE_SIGNED_COMMITS`.
+    pub require_signed_commits: Option<bool>,
+    /// `;`-separated globs of files a push may not change.
+    pub protected_file_patterns: Option<String>,
+}
+
+impl BranchProtectionOptions {
+    /// Applies the given fields over `rule`.
+    fn apply(self, rule: &mut Rule) {
+        macro_rules! set {
+            ($($field:ident),*) => { $( if let Some(v) = self.$field { rule.$field = v; } )* };
+        }
+        set!(
+            enable_push,
+            enable_push_whitelist,
+            push_whitelist_usernames,
+            push_whitelist_teams,
+            enable_merge_whitelist,
+            merge_whitelist_usernames,
+            required_approvals,
+            enable_status_check,
+            status_check_contexts,
+            enable_force_push,
+            enable_force_push_allowlist,
+            force_push_allowlist_usernames,
+            require_signed_commits,
+            protected_file_patterns
+        );
+    }
+}
+
+/// Every named user must exist; teams need organizations, which this version
+/// does not have yet.
+async fn check_names(app: &App, rule: &Rule) -> Result<(), ApiError> {
+    for name in rule
+        .push_whitelist_usernames
+        .iter()
+        .chain(&rule.merge_whitelist_usernames)
+        .chain(&rule.force_push_allowlist_usernames)
+    {
+        if users::find_by_login(&app.db, name).await?.is_none() {
+            return Err(ApiError::Unprocessable(format!("no user named {name:?}")));
+        }
+    }
+    if !rule.push_whitelist_teams.is_empty() {
+        return Err(ApiError::Unprocessable(
+            "push_whitelist_teams: teams need organizations, which are not implemented yet".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn store_error(e: protection::Error) -> ApiError {
+    match e {
+        e @ protection::Error::Duplicate(_) => ApiError::Conflict(e.to_string()),
+        protection::Error::Invalid(m) => ApiError::Unprocessable(m),
+        e => ApiError::internal(e),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RepoPath {
+    owner: String,
+    repo: String,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RulePath {
+    owner: String,
+    repo: String,
+    name: String,
+}
+
+async fn admin_repo(
+    app: &App,
+    who: &Principal,
+    owner: &str,
+    repo: &str,
+) -> Result<Repository, ApiError> {
+    Ok(access::require_repo(
+        app,
+        &who.caller,
+        owner,
+        repo,
+        Level::Admin,
+        "managing branch protection",
+    )
+    .await?)
+}
+
+/// Creates a rule. New rules take `[repository] DEFAULT_REQUIRE_SIGNED_COMMITS`
+/// and `DEFAULT_DISABLE_PUSH` (as the force-push default) unless the body says
+/// otherwise.
+#[utoipa::path(
+    post, path = "/api/v1/repos/{owner}/{repo}/branch_protections", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    request_body = BranchProtectionOptions,
+    responses(
+        (status = 201, description = "The rule", body = BranchProtectionView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a repository admin", body = ErrorBody),
+        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+        (status = 409, description = "A rule with this name exists", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "An invalid rule", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn create(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<RepoPath>,
+    ApiJson(body): ApiJson<BranchProtectionOptions>,
+) -> Result<(StatusCode, Json<BranchProtectionView>), ApiError> {
+    let repo = admin_repo(&app, &who, &path.owner, &path.repo).await?;
+    let name = body
+        .rule_name
+        .clone()
+        .or_else(|| body.branch_name.clone())
+        .unwrap_or_default();
+    let mut rule = Rule {
+        rule_name: name.trim().to_string(),
+        enable_push: true,
+        enable_force_push: !app.config.repository.default_disable_push,
+        require_signed_commits: app.config.repository.default_require_signed_commits,
+        ..Default::default()
+    };
+    body.apply(&mut rule);
+    check_names(&app, &rule).await?;
+    let p = protection::create(&app.db, repo.id, &rule)
+        .await
+        .map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(view(version, &repo, p))))
+}
+
+/// The repository's rules.
+#[utoipa::path(
+    get, path = "/api/v1/repos/{owner}/{repo}/branch_protections", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), PageQuery),
+    responses(
+        (status = 200, description = "A page of rules", body = Page<BranchProtectionView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a repository admin", body = ErrorBody),
+        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn list(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<RepoPath>,
+    OriginalUri(uri): OriginalUri,
+    ApiQuery(paging): ApiQuery<PageQuery>,
+) -> Result<Paged<BranchProtectionView>, ApiError> {
+    let repo = admin_repo(&app, &who, &path.owner, &path.repo).await?;
+    let window = paging.window(false)?;
+    let all = protection::list(&app.db, repo.id)
+        .await
+        .map_err(store_error)?;
+    let count = all.len() as u64;
+    let (limit, offset) = window.limit_offset().expect("full is refused above");
+    let results = all
+        .into_iter()
+        .skip(offset as usize)
+        .take(limit as usize)
+        .map(|p| view(version, &repo, p))
+        .collect();
+    Ok(paged(
+        &UrlBase::new(&app.config.server.root_url, &uri),
+        window,
+        count,
+        results,
+    ))
+}
+
+async fn find(app: &App, repo: &Repository, name: &str) -> Result<Protection, ApiError> {
+    protection::find(&app.db, repo.id, name)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::NotFound(format!("no branch protection rule {name:?}")))
+}
+
+/// One rule.
+#[utoipa::path(
+    get, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
+           ("name" = String, Path, description = "The rule's name")),
+    responses(
+        (status = 200, description = "The rule", body = BranchProtectionView),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a repository admin", body = ErrorBody),
+        (status = 404, description = "No such repository or rule", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn get(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<RulePath>,
+) -> Result<Json<BranchProtectionView>, ApiError> {
+    let repo = admin_repo(&app, &who, &path.owner, &path.repo).await?;
+    let p = find(&app, &repo, &path.name).await?;
+    Ok(Json(view(version, &repo, p)))
+}
+
+/// Changes a rule; the fields not given stay as they are.
+#[utoipa::path(
+    patch, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
+           ("name" = String, Path, description = "The rule's name")),
+    request_body = BranchProtectionOptions,
+    responses(
+        (status = 200, description = "The rule as changed", body = BranchProtectionView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a repository admin", body = ErrorBody),
+        (status = 404, description = "No such repository or rule", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "An invalid rule, or a rename", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn edit(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<RulePath>,
+    ApiJson(body): ApiJson<BranchProtectionOptions>,
+) -> Result<Json<BranchProtectionView>, ApiError> {
+    let repo = admin_repo(&app, &who, &path.owner, &path.repo).await?;
+    let existing = find(&app, &repo, &path.name).await?;
+    if let Some(name) = body.rule_name.as_ref().or(body.branch_name.as_ref())
+        && name != &existing.rule.rule_name
+    {
+        return Err(ApiError::Unprocessable(
+            "a rule cannot be renamed; create a new one".into(),
+        ));
+    }
+    let mut rule = existing.rule.clone();
+    body.apply(&mut rule);
+    check_names(&app, &rule).await?;
+    let p = protection::update(&app.db, &existing, &rule)
+        .await
+        .map_err(store_error)?;
+    Ok(Json(view(version, &repo, p)))
+}
+
+/// Deletes a rule.
+#[utoipa::path(
+    delete, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
+           ("name" = String, Path, description = "The rule's name")),
+    responses(
+        (status = 204, description = "The rule is deleted"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a repository admin", body = ErrorBody),
+        (status = 404, description = "No such repository or rule", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn delete(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<RulePath>,
+) -> Result<StatusCode, ApiError> {
+    let repo = admin_repo(&app, &who, &path.owner, &path.repo).await?;
+    if protection::delete(&app.db, repo.id, &path.name)
+        .await
+        .map_err(store_error)?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!(
+            "no branch protection rule {:?}",
+            path.name
+        )))
+    }
+}

@@ -1,0 +1,204 @@
+//! The pre-receive hook: how git asks the host whether a push may land.
+//!
+//! Every repository's `hooks/pre-receive` runs `postern hook pre-receive`
+//! (the binary named by `POSTERN_BIN`). Before the host starts
+//! `receive-pack` for a push it registers the push (repository, pusher) under
+//! a random token and passes the token and its own address to git's
+//! environment, which hooks inherit. The hook posts the ref updates and git's
+//! quarantine directories back to `/api/internal/hooks/pre-receive`; the
+//! host checks them (protection rules, push size) and answers with the
+//! refusals, which the hook prints for the git client and turns into its exit
+//! status. Anything that goes wrong refuses the push: the hook fails closed.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use crate::app::App;
+use crate::protection::{self, Quarantine, RefUpdate};
+
+/// The hook script every repository gets.
+const SCRIPT: &str = "#!/bin/sh\n# Installed by Postern: branch protection and push limits are checked by the host.\nexec \"$POSTERN_BIN\" hook pre-receive\n";
+
+/// The header carrying a push's token.
+pub const TOKEN_HEADER: &str = "x-postern-hook-token";
+
+/// Writes (or refreshes) the repository's pre-receive hook.
+pub fn install(repo_dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = repo_dir.join("hooks").join("pre-receive");
+    if std::fs::read_to_string(&path).is_ok_and(|s| s == SCRIPT) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(repo_dir.join("hooks"))?;
+    std::fs::write(&path, SCRIPT)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+}
+
+/// A push in progress.
+#[derive(Debug, Clone, Copy)]
+struct Push {
+    repo_id: i64,
+    pusher_id: i64,
+}
+
+/// Pushes in progress, by token.
+#[derive(Default)]
+pub struct Pushes {
+    by_token: Mutex<HashMap<String, Push>>,
+    /// Where hooks reach this host (`http://addr`), set once it listens.
+    pub url: std::sync::OnceLock<String>,
+}
+
+/// A registered push; unregistered when dropped.
+pub struct Registration {
+    pushes: Arc<Pushes>,
+    pub token: String,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.pushes
+            .by_token
+            .lock()
+            .expect("push registry lock")
+            .remove(&self.token);
+    }
+}
+
+impl Pushes {
+    pub fn register(self: &Arc<Self>, repo_id: i64, pusher_id: i64) -> Registration {
+        let token = hex::encode(rand::random::<[u8; 24]>());
+        self.by_token
+            .lock()
+            .expect("push registry lock")
+            .insert(token.clone(), Push { repo_id, pusher_id });
+        Registration {
+            pushes: self.clone(),
+            token,
+        }
+    }
+
+    fn find(&self, token: &str) -> Option<Push> {
+        self.by_token
+            .lock()
+            .expect("push registry lock")
+            .get(token)
+            .copied()
+    }
+}
+
+/// What the hook sends.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HookRequest {
+    pub updates: Vec<RefUpdate>,
+    pub quarantine: Quarantine,
+}
+
+/// What the host answers: no refusals means the push may land.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HookAnswer {
+    pub refusals: Vec<String>,
+}
+
+/// `POST /api/internal/hooks/pre-receive`, for hooks only.
+pub(crate) async fn pre_receive(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Json(req): Json<HookRequest>,
+) -> Response {
+    let token = headers
+        .get(TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let Some(push) = app.pushes.find(token) else {
+        return (StatusCode::FORBIDDEN, "unknown push").into_response();
+    };
+    let repo = crate::repos::find_by_id(&app.db, push.repo_id).await;
+    let pusher = crate::users::find_by_id(&app.db, push.pusher_id).await;
+    let (Ok(Some(repo)), Ok(Some(pusher))) = (repo, pusher) else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the push's repository or pusher is gone",
+        )
+            .into_response();
+    };
+    match protection::check_push(&app, &repo, &pusher, &req.updates, &req.quarantine).await {
+        Ok(refusals) => Json(HookAnswer { refusals }).into_response(),
+        Err(e) => {
+            tracing::error!(repo = %repo.full_name(), "pre-receive check failed: {e}");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the push could not be checked",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// `postern hook pre-receive`: run by git inside the repository. Returns
+/// the process exit status.
+pub async fn run_pre_receive() -> i32 {
+    match ask_host().await {
+        Ok(refusals) if refusals.is_empty() => 0,
+        Ok(refusals) => {
+            for r in refusals {
+                eprintln!("{r}");
+            }
+            1
+        }
+        Err(e) => {
+            eprintln!("the push could not be checked: {e}");
+            1
+        }
+    }
+}
+
+async fn ask_host() -> Result<Vec<String>, String> {
+    use std::io::BufRead;
+    let url = std::env::var("POSTERN_HOOK_URL")
+        .map_err(|_| "POSTERN_HOOK_URL is not set: push through Postern".to_string())?;
+    let token = std::env::var("POSTERN_HOOK_TOKEN")
+        .map_err(|_| "POSTERN_HOOK_TOKEN is not set".to_string())?;
+    let mut updates = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        let mut parts = line.split_whitespace();
+        if let (Some(old), Some(new), Some(name)) = (parts.next(), parts.next(), parts.next()) {
+            updates.push(RefUpdate {
+                old: old.into(),
+                new: new.into(),
+                name: name.into(),
+            });
+        }
+    }
+    let quarantine = Quarantine {
+        object_directory: std::env::var("GIT_OBJECT_DIRECTORY").ok(),
+        alternate_object_directories: std::env::var("GIT_ALTERNATE_OBJECT_DIRECTORIES").ok(),
+        quarantine_path: std::env::var("GIT_QUARANTINE_PATH").ok(),
+    };
+    let answer = reqwest::Client::new()
+        .post(format!("{url}/api/internal/hooks/pre-receive"))
+        .header(TOKEN_HEADER, token)
+        .json(&HookRequest {
+            updates,
+            quarantine,
+        })
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !answer.status().is_success() {
+        return Err(format!("the host answered {}", answer.status()));
+    }
+    Ok(answer
+        .json::<HookAnswer>()
+        .await
+        .map_err(|e| e.to_string())?
+        .refusals)
+}
