@@ -4,6 +4,8 @@
 //! |-----------------------------|--------------------------------|
 //! | site administrator          | owner                          |
 //! | the repository's owner      | owner                          |
+//! | owner of the owning org     | owner                          |
+//! | member of the owning org    | read, or what their teams give |
 //! | collaborator                | read, write or admin, as given |
 //! | anyone, public repository   | read                           |
 //! | anyone else                 | none (the repository is hidden) |
@@ -17,6 +19,7 @@
 //! read, `write:repository` for more) and its repository list.
 
 use crate::app::App;
+use crate::orgs;
 use crate::repos::{self, Repository};
 use crate::tokens::{Access, Area, Token};
 use crate::users::User;
@@ -118,10 +121,22 @@ pub async fn repo_level(
     if user.is_admin || user.id == repo.owner_id {
         return Ok(Level::Owner);
     }
+    let mut level = public;
+    if repo.owner_is_org {
+        // Members read every repository of their organization; teams grant
+        // more on the repositories they cover; the Owners team owns all.
+        let (member, team) = orgs::team_level(&app.db, repo.owner_id, user.id, repo.id)
+            .await
+            .map_err(|e| Denied::Internal(e.to_string()))?;
+        level = level.max(team);
+        if member {
+            level = level.max(Level::Read);
+        }
+    }
     let collaborator = repos::collaborator_level(&app.db, repo.id, user.id)
         .await?
         .unwrap_or(Level::None);
-    Ok(collaborator.max(public))
+    Ok(collaborator.max(level))
 }
 
 fn describe(action: &str, need: Level) -> String {

@@ -10,6 +10,7 @@ mod error;
 mod keys;
 pub mod links;
 mod openapi;
+mod orgs;
 pub mod pagination;
 mod plugins;
 mod protections;
@@ -22,7 +23,7 @@ pub mod version;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, delete, get, put};
+use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -69,6 +70,22 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             get(repos::collaborators),
         ),
         ("/user/keys", get(keys::list).post(keys::create)),
+        ("/orgs", post(orgs::create)),
+        ("/orgs/{org}", get(orgs::get)),
+        (
+            "/orgs/{org}/teams",
+            get(orgs::teams).post(orgs::create_team),
+        ),
+        (
+            "/orgs/{org}/repos",
+            get(orgs::repos).post(orgs::create_repo),
+        ),
+        ("/teams/{id}/members", get(orgs::team_members)),
+        (
+            "/teams/{id}/members/{username}",
+            put(orgs::add_member).delete(orgs::remove_member),
+        ),
+        ("/teams/{id}/repos/{org}/{repo}", put(orgs::add_repo)),
         ("/user/keys/{id}", delete(keys::delete)),
         (
             "/repos/{owner}/{repo}/branch_protections",

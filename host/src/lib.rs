@@ -15,6 +15,7 @@ pub mod db;
 pub mod git;
 pub mod identity;
 pub mod keys;
+pub mod orgs;
 pub mod plugins;
 pub mod protection;
 pub mod repos;

@@ -40,6 +40,8 @@ pub struct Repository {
     pub id: i64,
     pub owner_id: i64,
     pub owner_login: String,
+    /// The owner is an organization.
+    pub owner_is_org: bool,
     pub name: String,
     pub description: String,
     pub is_private: bool,
@@ -64,7 +66,7 @@ impl Repository {
     }
 }
 
-const COLUMNS: &str = "r.id, r.owner_id, u.login, r.name, r.description, r.is_private, r.default_branch, r.created, r.updated";
+const COLUMNS: &str = "r.id, r.owner_id, u.login, r.name, r.description, r.is_private, r.default_branch, r.created, r.updated, u.kind";
 
 fn from_row(r: &AnyRow) -> std::result::Result<Repository, sqlx::Error> {
     Ok(Repository {
@@ -77,6 +79,7 @@ fn from_row(r: &AnyRow) -> std::result::Result<Repository, sqlx::Error> {
         default_branch: r.try_get(6)?,
         created: r.try_get(7)?,
         updated: r.try_get(8)?,
+        owner_is_org: r.try_get::<i64, _>(9)? == 1,
     })
 }
 
@@ -104,9 +107,25 @@ pub fn check_name(name: &str) -> Result<()> {
 }
 
 /// Creates a repository record and its bare git directory.
+/// The account a repository is created under: a user or an organization.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    pub id: i64,
+    pub login: String,
+}
+
+impl From<&User> for Owner {
+    fn from(u: &User) -> Owner {
+        Owner {
+            id: u.id,
+            login: u.login.clone(),
+        }
+    }
+}
+
 pub async fn create(
     app: &App,
-    owner: &User,
+    owner: &Owner,
     name: &str,
     description: &str,
     is_private: bool,
@@ -193,13 +212,32 @@ pub async fn find(db: &Db, owner: &str, name: &str) -> Result<Option<Repository>
     Ok(row.as_ref().map(from_row).transpose()?)
 }
 
-/// Repositories a user owns or collaborates on, in id order.
+/// Every repository an account owns, in id order.
+pub async fn list_for_owner(db: &Db, owner_id: i64) -> Result<Vec<Repository>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM repositories r JOIN users u ON u.id = r.owner_id WHERE r.owner_id = $1 ORDER BY r.id"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(owner_id)
+        .fetch_all(db.pool())
+        .await?;
+    Ok(rows
+        .iter()
+        .map(from_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// Repositories a user owns, collaborates on, or reaches as an organization
+/// member, in id order.
 pub async fn list_for_user(db: &Db, user_id: i64) -> Result<Vec<Repository>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM repositories r JOIN users u ON u.id = r.owner_id \
-         WHERE r.owner_id = $1 OR r.id IN (SELECT repo_id FROM collaborators WHERE user_id = $2) ORDER BY r.id"
+         WHERE r.owner_id = $1 OR r.id IN (SELECT repo_id FROM collaborators WHERE user_id = $2) \
+         OR r.owner_id IN (SELECT t.org_id FROM teams t JOIN team_members m ON m.team_id = t.id WHERE m.user_id = $3) \
+         ORDER BY r.id"
     );
     let rows = sqlx::query(&sql)
+        .bind(user_id)
         .bind(user_id)
         .bind(user_id)
         .fetch_all(db.pool())

@@ -75,7 +75,7 @@ fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
 pub async fn find_by_login_or_email(db: &Db, name: &str) -> Result<Option<User>> {
     let lower = name.trim().to_lowercase();
     let sql = format!(
-        "SELECT {COLUMNS} FROM users WHERE lower_login = $1 OR lower_email = $1 ORDER BY id"
+        "SELECT {COLUMNS} FROM users WHERE kind = 0 AND (lower_login = $1 OR lower_email = $1) ORDER BY id"
     );
     let rows = sqlx::query(&sql).bind(&lower).fetch_all(db.pool()).await?;
     // A login match wins over an e-mail match (someone's login may look like
@@ -98,7 +98,7 @@ pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<User>> {
 }
 
 pub async fn find_by_login(db: &Db, login: &str) -> Result<Option<User>> {
-    let sql = format!("SELECT {COLUMNS} FROM users WHERE lower_login = $1");
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE kind = 0 AND lower_login = $1");
     let row = sqlx::query(&sql)
         .bind(login.trim().to_lowercase())
         .fetch_optional(db.pool())
@@ -106,10 +106,19 @@ pub async fn find_by_login(db: &Db, login: &str) -> Result<Option<User>> {
     Ok(row.as_ref().map(from_row).transpose()?)
 }
 
+/// Whether any account, person or organization, has this login.
+pub async fn login_taken(db: &Db, login: &str) -> Result<bool> {
+    let row = sqlx::query("SELECT id FROM users WHERE lower_login = $1")
+        .bind(login.trim().to_lowercase())
+        .fetch_optional(db.pool())
+        .await?;
+    Ok(row.is_some())
+}
+
 /// Stores a new user. A clash on login or e-mail is [`Error::LoginTaken`] or
 /// [`Error::EmailTaken`], checked first so the message can say which.
 pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
-    if find_by_login(db, &new.login).await?.is_some() {
+    if login_taken(db, &new.login).await? {
         return Err(Error::LoginTaken(new.login));
     }
     let taken = sqlx::query("SELECT id FROM users WHERE lower_email = $1")
@@ -151,10 +160,11 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
 /// Every user, or only administrators, in id order.
 pub async fn list(db: &Db, admins_only: bool) -> Result<Vec<User>> {
     let rows = if admins_only {
-        let sql = format!("SELECT {COLUMNS} FROM users WHERE is_admin = $1 ORDER BY id");
+        let sql =
+            format!("SELECT {COLUMNS} FROM users WHERE kind = 0 AND is_admin = $1 ORDER BY id");
         sqlx::query(&sql).bind(1_i64).fetch_all(db.pool()).await?
     } else {
-        let sql = format!("SELECT {COLUMNS} FROM users ORDER BY id");
+        let sql = format!("SELECT {COLUMNS} FROM users WHERE kind = 0 ORDER BY id");
         sqlx::query(&sql).fetch_all(db.pool()).await?
     };
     Ok(rows
@@ -219,7 +229,7 @@ pub async fn search(
     filter: &Filter,
     window: Option<(i64, i64)>,
 ) -> Result<(u64, Vec<User>)> {
-    let mut clauses = Vec::new();
+    let mut clauses = vec!["kind = 0".to_string()];
     let mut n = 0;
     if filter.is_admin.is_some() {
         n += 1;
@@ -237,11 +247,7 @@ pub async fn search(
             "(lower_login LIKE ${n} ESCAPE '\\' OR lower_email LIKE ${n} ESCAPE '\\' OR LOWER(full_name) LIKE ${n} ESCAPE '\\')"
         ));
     }
-    let filter_sql = if clauses.is_empty() {
-        String::new()
-    } else {
-        format!("WHERE {}", clauses.join(" AND "))
-    };
+    let filter_sql = format!("WHERE {}", clauses.join(" AND "));
     let count_sql = format!("SELECT COUNT(*) FROM users {filter_sql}");
     let mut count = sqlx::query(&count_sql);
     if let Some(a) = filter.is_admin {

@@ -8,14 +8,19 @@ CREATE TABLE users (
     login TEXT NOT NULL,
     lower_login TEXT NOT NULL UNIQUE,
     full_name TEXT NOT NULL DEFAULT '',
-    email TEXT NOT NULL,
-    lower_email TEXT NOT NULL UNIQUE,
+    -- Empty for organizations.
+    email TEXT NOT NULL DEFAULT '',
+    -- NULL for organizations, which have no sign-in address.
+    lower_email TEXT UNIQUE,
     -- PHC string; NULL for accounts that sign in through another source.
     password_hash TEXT,
     -- The source that vouches for the account: 'local' or a source id.
     login_source TEXT NOT NULL DEFAULT 'local',
     is_admin INTEGER NOT NULL DEFAULT 0,
     is_active INTEGER NOT NULL DEFAULT 1,
+    -- 0 for a person, 1 for an organization (as in Gitea, organizations are
+    -- accounts: they own repositories and share the login namespace).
+    kind INTEGER NOT NULL DEFAULT 0,
     created BIGINT NOT NULL,
     updated BIGINT NOT NULL
 );

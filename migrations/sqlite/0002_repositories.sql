@@ -1,4 +1,4 @@
--- Repositories, collaborators, personal access tokens, and the table of
+-- Repositories, collaborators, teams, personal access tokens, and the table of
 -- second factors (filled when second factors land; the git and API password
 -- check reads it already). The PostgreSQL file beside this one holds the same
 -- schema.
@@ -52,3 +52,30 @@ CREATE TABLE second_factors (
     created BIGINT NOT NULL
 );
 CREATE INDEX second_factors_user ON second_factors (user_id);
+
+-- Teams of an organization. Membership of any team is membership of the
+-- organization; the Owners team (permission 'owner') manages it.
+CREATE TABLE teams (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    org_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    lower_name TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    -- 'read', 'write', 'admin' or 'owner'
+    permission TEXT NOT NULL,
+    includes_all_repositories INTEGER NOT NULL DEFAULT 0,
+    created BIGINT NOT NULL,
+    UNIQUE (org_id, lower_name)
+);
+
+CREATE TABLE team_members (
+    team_id BIGINT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    PRIMARY KEY (team_id, user_id)
+);
+
+CREATE TABLE team_repos (
+    team_id BIGINT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    repo_id BIGINT NOT NULL REFERENCES repositories(id) ON DELETE CASCADE,
+    PRIMARY KEY (team_id, repo_id)
+);

@@ -6,7 +6,7 @@ use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{__path_health, keys, plugins, protections, repos, sessions, tokens, users};
+use super::{__path_health, keys, orgs, plugins, protections, repos, sessions, tokens, users};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -43,6 +43,16 @@ use super::{__path_health, keys, plugins, protections, repos, sessions, tokens, 
         protections::get,
         protections::edit,
         protections::delete,
+        orgs::create,
+        orgs::get,
+        orgs::create_team,
+        orgs::teams,
+        orgs::team_members,
+        orgs::add_member,
+        orgs::remove_member,
+        orgs::add_repo,
+        orgs::create_repo,
+        orgs::repos,
     ),
     components(schemas(super::ErrorBody, super::links::Link)),
     modifiers(&SessionCookie, &CommonErrors),
@@ -50,6 +60,7 @@ use super::{__path_health, keys, plugins, protections, repos, sessions, tokens, 
         (name = "user", description = "The signed-in user"),
         (name = "admin", description = "Site administration"),
         (name = "repository", description = "Repositories and collaborators"),
+        (name = "organization", description = "Organizations, teams and members"),
         (name = "meta", description = "The service itself"),
     )
 )]

@@ -52,7 +52,12 @@ pub struct RepositoryView {
     pub _links: Links,
 }
 
-fn view(app: &App, version: ApiVersion, repo: &Repository, level: Level) -> RepositoryView {
+pub(crate) fn view(
+    app: &App,
+    version: ApiVersion,
+    repo: &Repository,
+    level: Level,
+) -> RepositoryView {
     let root = &app.config.server.root_url;
     let href = format!("{}/repos/{}", version.prefix(), repo.full_name());
     let admin = level >= Level::Admin;
@@ -118,6 +123,17 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<CreateRepo>,
 ) -> Result<(StatusCode, Json<RepositoryView>), ApiError> {
     who.require_scope(Access::Write, Area::Repository)?;
+    create_for(&app, version, &(&who.user).into(), body).await
+}
+
+/// Creates a repository for `owner` (a user or an organization), once the
+/// caller's right to do so is checked.
+pub(crate) async fn create_for(
+    app: &App,
+    version: ApiVersion,
+    owner: &repos::Owner,
+    body: CreateRepo,
+) -> Result<(StatusCode, Json<RepositoryView>), ApiError> {
     let branch = body
         .default_branch
         .as_deref()
@@ -133,8 +149,8 @@ pub(crate) async fn create(
         )));
     }
     let repo = match repos::create(
-        &app,
-        &who.user,
+        app,
+        owner,
         body.name.trim(),
         &body.description,
         body.private,
@@ -151,7 +167,7 @@ pub(crate) async fn create(
     };
     Ok((
         StatusCode::CREATED,
-        Json(view(&app, version, &repo, Level::Owner)),
+        Json(view(app, version, &repo, Level::Owner)),
     ))
 }
 

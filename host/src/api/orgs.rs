@@ -1,0 +1,527 @@
+//! Organizations, teams and members, at Gitea's paths.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::links::{Links, LinksBuilder};
+use super::repos::{CreateRepo, RepositoryView};
+use super::{ApiError, ApiJson, ApiVersion, ErrorBody, MaybePrincipal, Principal};
+use crate::access::{self, Level};
+use crate::app::App;
+use crate::orgs::{self, Org, Team};
+use crate::repos;
+use crate::tokens::{Access, Area};
+use crate::users;
+
+/// Gitea's `Organization`, the fields Postern has.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OrgView {
+    pub id: i64,
+    pub name: String,
+    /// Gitea's alias of `name`.
+    pub username: String,
+    pub full_name: String,
+    #[schema(value_type = Object)]
+    pub _links: Links,
+}
+
+fn org_view(version: ApiVersion, org: Org, is_owner: bool) -> OrgView {
+    let p = version.prefix();
+    let href = format!("{p}/orgs/{}", org.name);
+    OrgView {
+        id: org.id,
+        username: org.name.clone(),
+        _links: LinksBuilder::new(href.clone())
+            .get("repos", format!("{href}/repos"))
+            .get("teams", format!("{href}/teams"))
+            .action(is_owner, "create_team", "POST", format!("{href}/teams"))
+            .action(is_owner, "create_repo", "POST", format!("{href}/repos"))
+            .build(),
+        name: org.name,
+        full_name: org.full_name,
+    }
+}
+
+/// Gitea's `CreateOrgOption`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateOrg {
+    /// The organization's name (its login).
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,100}$")]
+    pub username: String,
+    #[serde(default)]
+    pub full_name: String,
+}
+
+fn org_error(e: orgs::Error) -> ApiError {
+    match e {
+        e @ orgs::Error::NameTaken(_) => ApiError::Conflict(e.to_string()),
+        orgs::Error::InvalidName(m) | orgs::Error::OwnersTeam(m) => ApiError::Unprocessable(m),
+        e => ApiError::internal(e),
+    }
+}
+
+async fn find_org(app: &App, name: &str) -> Result<Org, ApiError> {
+    orgs::find(&app.db, name)
+        .await
+        .map_err(org_error)?
+        .ok_or_else(|| ApiError::NotFound(format!("no organization named {name:?}")))
+}
+
+/// The organization, when the caller owns it (site admins do too).
+async fn owned_org(app: &App, who: &Principal, name: &str) -> Result<Org, ApiError> {
+    who.require_scope(Access::Write, Area::Organization)?;
+    let org = find_org(app, name).await?;
+    if who.user.is_admin
+        || orgs::is_owner(&app.db, org.id, who.user.id)
+            .await
+            .map_err(org_error)?
+    {
+        Ok(org)
+    } else {
+        Err(ApiError::Forbidden(format!(
+            "only owners of {} manage it",
+            org.name
+        )))
+    }
+}
+
+/// Creates an organization; the creator joins its Owners team. Ordinary
+/// users may not when `[service] DISABLE_REGISTRATION_ORG` or
+/// `ALLOW_ONLY_ADMIN_CREATE_ORG` is true.
+#[utoipa::path(
+    post, path = "/api/v1/orgs", tag = "organization",
+    request_body = CreateOrg,
+    responses(
+        (status = 201, description = "The organization", body = OrgView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Organization creation is for administrators", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "An invalid name", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn create(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    ApiJson(body): ApiJson<CreateOrg>,
+) -> Result<(StatusCode, Json<OrgView>), ApiError> {
+    who.require_scope(Access::Write, Area::Organization)?;
+    let service = &app.config.service;
+    if (service.disable_registration_org || service.allow_only_admin_create_org)
+        && !who.user.is_admin
+    {
+        return Err(ApiError::Forbidden(
+            "only site administrators create organizations here".into(),
+        ));
+    }
+    let org = orgs::create(&app.db, body.username.trim(), &body.full_name, &who.user)
+        .await
+        .map_err(org_error)?;
+    Ok((StatusCode::CREATED, Json(org_view(version, org, true))))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct OrgPath {
+    org: String,
+}
+
+/// An organization.
+#[utoipa::path(
+    get, path = "/api/v1/orgs/{org}", tag = "organization",
+    params(("org" = String, Path, description = "The organization's name")),
+    responses(
+        (status = 200, description = "The organization", body = OrgView),
+        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
+        (status = 404, description = "No such organization", body = ErrorBody),
+    ),
+    security((), ("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn get(
+    State(app): State<App>,
+    version: ApiVersion,
+    MaybePrincipal(caller): MaybePrincipal,
+    Path(path): Path<OrgPath>,
+) -> Result<Json<OrgView>, ApiError> {
+    if caller.user.is_none() && app.config.service.require_signin_view {
+        return Err(ApiError::Unauthorized);
+    }
+    let org = find_org(&app, &path.org).await?;
+    let owner = match &caller.user {
+        Some(u) => {
+            u.is_admin
+                || orgs::is_owner(&app.db, org.id, u.id)
+                    .await
+                    .map_err(org_error)?
+        }
+        None => false,
+    };
+    Ok(Json(org_view(version, org, owner)))
+}
+
+/// A team.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TeamView {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+    /// `read`, `write`, `admin` or `owner`.
+    pub permission: String,
+    pub includes_all_repositories: bool,
+    #[schema(value_type = Object)]
+    pub _links: Links,
+}
+
+fn team_view(version: ApiVersion, team: Team, is_owner: bool) -> TeamView {
+    let href = format!("{}/teams/{}", version.prefix(), team.id);
+    TeamView {
+        id: team.id,
+        _links: LinksBuilder::new(href.clone())
+            .get("members", format!("{href}/members"))
+            .action(
+                is_owner,
+                "add_member",
+                "PUT",
+                format!("{href}/members/{{username}}"),
+            )
+            .build(),
+        name: team.name,
+        description: team.description,
+        permission: team.permission.permission_name().into(),
+        includes_all_repositories: team.includes_all_repositories,
+    }
+}
+
+/// Gitea's `CreateTeamOption`, the fields Postern uses.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateTeam {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// `read`, `write` or `admin`.
+    pub permission: super::repos::Permission,
+    #[serde(default)]
+    pub includes_all_repositories: bool,
+}
+
+/// Creates a team. Permission: organization owner.
+#[utoipa::path(
+    post, path = "/api/v1/orgs/{org}/teams", tag = "organization",
+    params(("org" = String, Path, description = "The organization's name")),
+    request_body = CreateTeam,
+    responses(
+        (status = 201, description = "The team", body = TeamView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+        (status = 404, description = "No such organization", body = ErrorBody),
+        (status = 409, description = "A team with this name exists", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "An invalid team", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn create_team(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<OrgPath>,
+    ApiJson(body): ApiJson<CreateTeam>,
+) -> Result<(StatusCode, Json<TeamView>), ApiError> {
+    let org = owned_org(&app, &who, &path.org).await?;
+    let team = orgs::create_team(
+        &app.db,
+        org.id,
+        body.name.trim(),
+        &body.description,
+        body.permission.into(),
+        body.includes_all_repositories,
+    )
+    .await
+    .map_err(org_error)?;
+    Ok((StatusCode::CREATED, Json(team_view(version, team, true))))
+}
+
+/// An organization's teams. Permission: organization member.
+#[utoipa::path(
+    get, path = "/api/v1/orgs/{org}/teams", tag = "organization",
+    params(("org" = String, Path, description = "The organization's name")),
+    responses(
+        (status = 200, description = "The teams", body = Vec<TeamView>),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 404, description = "No such organization, or not a member", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn teams(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<OrgPath>,
+) -> Result<Json<Vec<TeamView>>, ApiError> {
+    who.require_scope(Access::Read, Area::Organization)?;
+    let org = find_org(&app, &path.org).await?;
+    let members = orgs::org_members(&app.db, org.id)
+        .await
+        .map_err(org_error)?;
+    if !who.user.is_admin
+        && !members
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(&who.user.login))
+    {
+        return Err(ApiError::NotFound(format!(
+            "no organization named {:?} that you belong to",
+            path.org
+        )));
+    }
+    let owner = who.user.is_admin
+        || orgs::is_owner(&app.db, org.id, who.user.id)
+            .await
+            .map_err(org_error)?;
+    let list = orgs::teams(&app.db, org.id).await.map_err(org_error)?;
+    Ok(Json(
+        list.into_iter()
+            .map(|t| team_view(version, t, owner))
+            .collect(),
+    ))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct TeamMemberPath {
+    id: i64,
+    username: String,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct TeamPath {
+    id: i64,
+}
+
+/// The team, when the caller owns its organization.
+async fn owned_team(app: &App, who: &Principal, id: i64) -> Result<Team, ApiError> {
+    who.require_scope(Access::Write, Area::Organization)?;
+    let team = orgs::team(&app.db, id)
+        .await
+        .map_err(org_error)?
+        .ok_or_else(|| ApiError::NotFound("no such team".into()))?;
+    if who.user.is_admin
+        || orgs::is_owner(&app.db, team.org_id, who.user.id)
+            .await
+            .map_err(org_error)?
+    {
+        Ok(team)
+    } else {
+        Err(ApiError::NotFound("no such team".into()))
+    }
+}
+
+/// A team's members. Permission: organization member.
+#[utoipa::path(
+    get, path = "/api/v1/teams/{id}/members", tag = "organization",
+    params(("id" = i64, Path, description = "The team's id")),
+    responses(
+        (status = 200, description = "The members' logins", body = Vec<String>),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 404, description = "No such team, or not a member of its organization", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn team_members(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<TeamPath>,
+) -> Result<Json<Vec<String>>, ApiError> {
+    who.require_scope(Access::Read, Area::Organization)?;
+    let team = orgs::team(&app.db, path.id)
+        .await
+        .map_err(org_error)?
+        .ok_or_else(|| ApiError::NotFound("no such team".into()))?;
+    let org_members = orgs::org_members(&app.db, team.org_id)
+        .await
+        .map_err(org_error)?;
+    if !who.user.is_admin
+        && !org_members
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(&who.user.login))
+    {
+        return Err(ApiError::NotFound("no such team".into()));
+    }
+    Ok(Json(
+        orgs::members(&app.db, team.id).await.map_err(org_error)?,
+    ))
+}
+
+/// Adds a user to a team (and so to the organization). Permission:
+/// organization owner.
+#[utoipa::path(
+    put, path = "/api/v1/teams/{id}/members/{username}", tag = "organization",
+    params(("id" = i64, Path, description = "The team's id"), ("username" = String, Path, description = "The user's login")),
+    responses(
+        (status = 204, description = "The user is a member"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 404, description = "No such team or user", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn add_member(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<TeamMemberPath>,
+) -> Result<StatusCode, ApiError> {
+    let team = owned_team(&app, &who, path.id).await?;
+    let user = users::find_by_login(&app.db, &path.username)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.username)))?;
+    orgs::add_member(&app.db, team.id, user.id)
+        .await
+        .map_err(org_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes a user from a team. Permission: organization owner.
+#[utoipa::path(
+    delete, path = "/api/v1/teams/{id}/members/{username}", tag = "organization",
+    params(("id" = i64, Path, description = "The team's id"), ("username" = String, Path, description = "The user's login")),
+    responses(
+        (status = 204, description = "The user is no longer a member"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 404, description = "No such team or member", body = ErrorBody),
+        (status = 422, description = "The last owner cannot leave the Owners team", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn remove_member(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<TeamMemberPath>,
+) -> Result<StatusCode, ApiError> {
+    let team = owned_team(&app, &who, path.id).await?;
+    let user = users::find_by_login(&app.db, &path.username)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.username)))?;
+    if orgs::remove_member(&app.db, &team, user.id)
+        .await
+        .map_err(org_error)?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!(
+            "{} is not in the team",
+            path.username
+        )))
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct TeamRepoPath {
+    id: i64,
+    org: String,
+    repo: String,
+}
+
+/// Gives a team access to one of its organization's repositories.
+/// Permission: organization owner.
+#[utoipa::path(
+    put, path = "/api/v1/teams/{id}/repos/{org}/{repo}", tag = "organization",
+    params(("id" = i64, Path, description = "The team's id"), ("org" = String, Path, description = "The organization"),
+           ("repo" = String, Path, description = "The repository")),
+    responses(
+        (status = 204, description = "The team covers the repository"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 404, description = "No such team or repository", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn add_repo(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<TeamRepoPath>,
+) -> Result<StatusCode, ApiError> {
+    let team = owned_team(&app, &who, path.id).await?;
+    let repo = repos::find(&app.db, &path.org, &path.repo)
+        .await
+        .map_err(ApiError::internal)?
+        .filter(|r| r.owner_id == team.org_id)
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "no repository {}/{} in this organization",
+                path.org, path.repo
+            ))
+        })?;
+    orgs::add_repo(&app.db, team.id, repo.id)
+        .await
+        .map_err(org_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Creates a repository owned by the organization. Permission: organization
+/// owner.
+#[utoipa::path(
+    post, path = "/api/v1/orgs/{org}/repos", tag = "organization",
+    params(("org" = String, Path, description = "The organization's name")),
+    request_body = CreateRepo,
+    responses(
+        (status = 201, description = "The repository", body = RepositoryView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+        (status = 404, description = "No such organization", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "An invalid name", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn create_repo(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<OrgPath>,
+    ApiJson(body): ApiJson<CreateRepo>,
+) -> Result<(StatusCode, Json<RepositoryView>), ApiError> {
+    let org = owned_org(&app, &who, &path.org).await?;
+    let owner = repos::Owner {
+        id: org.id,
+        login: org.name.clone(),
+    };
+    super::repos::create_for(&app, version, &owner, body).await
+}
+
+/// The organization's repositories the caller may see.
+#[utoipa::path(
+    get, path = "/api/v1/orgs/{org}/repos", tag = "organization",
+    params(("org" = String, Path, description = "The organization's name")),
+    responses(
+        (status = 200, description = "The repositories", body = Vec<RepositoryView>),
+        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
+        (status = 404, description = "No such organization", body = ErrorBody),
+    ),
+    security((), ("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn repos(
+    State(app): State<App>,
+    version: ApiVersion,
+    MaybePrincipal(caller): MaybePrincipal,
+    Path(path): Path<OrgPath>,
+) -> Result<Json<Vec<RepositoryView>>, ApiError> {
+    if caller.user.is_none() && app.config.service.require_signin_view {
+        return Err(ApiError::Unauthorized);
+    }
+    let org = find_org(&app, &path.org).await?;
+    let all = repos::list_for_owner(&app.db, org.id)
+        .await
+        .map_err(ApiError::internal)?;
+    let mut out = Vec::new();
+    for repo in all {
+        let level = access::repo_level(&app, caller.user.as_ref(), &repo).await?;
+        if level >= Level::Read && caller.token.as_ref().is_none_or(|t| t.covers_repo(repo.id)) {
+            out.push(super::repos::view(&app, version, &repo, level));
+        }
+    }
+    Ok(Json(out))
+}

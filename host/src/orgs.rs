@@ -1,0 +1,336 @@
+//! Organizations and their teams (spec: Roles — Owner, Member).
+//!
+//! An organization is an account (`users.kind = 1`) that owns repositories.
+//! Its members are the users in its teams. Every organization has an Owners
+//! team (permission `owner`), which manages it; other teams grant `read`,
+//! `write` or `admin` on the repositories they list, or on all of the
+//! organization's repositories.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use crate::access::Level;
+use crate::db::{self, Db, now};
+use crate::users::User;
+
+/// Why an organization or team operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The name is taken by a user or an organization.
+    #[error("the name {0:?} is already taken")]
+    NameTaken(String),
+    /// The name breaks the naming rules.
+    #[error("{0}")]
+    InvalidName(String),
+    /// The Owners team must keep at least one member, and cannot go.
+    #[error("{0}")]
+    OwnersTeam(String),
+    #[error(transparent)]
+    Db(#[from] db::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Db(e.into())
+    }
+}
+
+impl From<crate::users::Error> for Error {
+    fn from(e: crate::users::Error) -> Self {
+        match e {
+            crate::users::Error::Db(d) => Error::Db(d),
+            other => Error::NameTaken(other.to_string()),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// The Owners team's name.
+pub const OWNERS: &str = "Owners";
+
+#[derive(Debug, Clone)]
+pub struct Org {
+    pub id: i64,
+    pub name: String,
+    pub full_name: String,
+    pub created: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Team {
+    pub id: i64,
+    pub org_id: i64,
+    pub name: String,
+    pub description: String,
+    /// `read`, `write`, `admin` or `owner`.
+    pub permission: Level,
+    pub includes_all_repositories: bool,
+    pub created: i64,
+}
+
+fn org_row(r: &AnyRow) -> std::result::Result<Org, sqlx::Error> {
+    Ok(Org {
+        id: r.try_get(0)?,
+        name: r.try_get(1)?,
+        full_name: r.try_get(2)?,
+        created: r.try_get(3)?,
+    })
+}
+
+fn team_row(r: &AnyRow) -> std::result::Result<Team, sqlx::Error> {
+    let permission: String = r.try_get(4)?;
+    Ok(Team {
+        id: r.try_get(0)?,
+        org_id: r.try_get(1)?,
+        name: r.try_get(2)?,
+        description: r.try_get(3)?,
+        permission: if permission == "owner" {
+            Level::Owner
+        } else {
+            Level::parse_permission(&permission).unwrap_or(Level::Read)
+        },
+        includes_all_repositories: r.try_get::<i64, _>(5)? != 0,
+        created: r.try_get(6)?,
+    })
+}
+
+const TEAM_COLUMNS: &str =
+    "id, org_id, name, description, permission, includes_all_repositories, created";
+
+/// Creates an organization with its Owners team, `creator` in it.
+pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Result<Org> {
+    crate::repos::check_name(name)
+        .map_err(|e| Error::InvalidName(e.to_string().replace("repository", "organization")))?;
+    if crate::users::login_taken(db, name).await? {
+        return Err(Error::NameTaken(name.to_string()));
+    }
+    let t = now();
+    let row = sqlx::query(
+        "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, kind, created, updated) \
+         VALUES ($1, $2, $3, '', NULL, NULL, 'local', 0, 1, 1, $4, $5) RETURNING id, login, full_name, created",
+    )
+    .bind(name)
+    .bind(name.to_lowercase())
+    .bind(full_name)
+    .bind(t)
+    .bind(t)
+    .fetch_one(db.pool())
+    .await?;
+    let org = org_row(&row)?;
+    let owners = create_team(
+        db,
+        org.id,
+        OWNERS,
+        "Owners of the organization",
+        Level::Owner,
+        true,
+    )
+    .await?;
+    add_member(db, owners.id, creator.id).await?;
+    Ok(org)
+}
+
+pub async fn find(db: &Db, name: &str) -> Result<Option<Org>> {
+    let row = sqlx::query(
+        "SELECT id, login, full_name, created FROM users WHERE kind = 1 AND lower_login = $1",
+    )
+    .bind(name.to_lowercase())
+    .fetch_optional(db.pool())
+    .await?;
+    Ok(row.as_ref().map(org_row).transpose()?)
+}
+
+pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Org>> {
+    let row =
+        sqlx::query("SELECT id, login, full_name, created FROM users WHERE kind = 1 AND id = $1")
+            .bind(id)
+            .fetch_optional(db.pool())
+            .await?;
+    Ok(row.as_ref().map(org_row).transpose()?)
+}
+
+/// The organizations a user is a member of.
+pub async fn of_user(db: &Db, user_id: i64) -> Result<Vec<Org>> {
+    let rows = sqlx::query(
+        "SELECT DISTINCT u.id, u.login, u.full_name, u.created FROM users u \
+         JOIN teams t ON t.org_id = u.id JOIN team_members m ON m.team_id = t.id \
+         WHERE m.user_id = $1 ORDER BY u.id",
+    )
+    .bind(user_id)
+    .fetch_all(db.pool())
+    .await?;
+    Ok(rows
+        .iter()
+        .map(org_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+pub async fn create_team(
+    db: &Db,
+    org_id: i64,
+    name: &str,
+    description: &str,
+    permission: Level,
+    includes_all_repositories: bool,
+) -> Result<Team> {
+    if name.trim().is_empty() || name.len() > 255 {
+        return Err(Error::InvalidName(
+            "a team name is 1 to 255 characters".into(),
+        ));
+    }
+    let exists = sqlx::query("SELECT id FROM teams WHERE org_id = $1 AND lower_name = $2")
+        .bind(org_id)
+        .bind(name.to_lowercase())
+        .fetch_optional(db.pool())
+        .await?;
+    if exists.is_some() {
+        return Err(Error::NameTaken(name.to_string()));
+    }
+    let sql = format!(
+        "INSERT INTO teams (org_id, name, lower_name, description, permission, includes_all_repositories, created) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {TEAM_COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(org_id)
+        .bind(name)
+        .bind(name.to_lowercase())
+        .bind(description)
+        .bind(permission.permission_name())
+        .bind(i64::from(includes_all_repositories))
+        .bind(now())
+        .fetch_one(db.pool())
+        .await?;
+    Ok(team_row(&row)?)
+}
+
+pub async fn teams(db: &Db, org_id: i64) -> Result<Vec<Team>> {
+    let sql = format!("SELECT {TEAM_COLUMNS} FROM teams WHERE org_id = $1 ORDER BY id");
+    let rows = sqlx::query(&sql).bind(org_id).fetch_all(db.pool()).await?;
+    Ok(rows
+        .iter()
+        .map(team_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+pub async fn team(db: &Db, id: i64) -> Result<Option<Team>> {
+    let sql = format!("SELECT {TEAM_COLUMNS} FROM teams WHERE id = $1");
+    let row = sqlx::query(&sql).bind(id).fetch_optional(db.pool()).await?;
+    Ok(row.as_ref().map(team_row).transpose()?)
+}
+
+pub async fn add_member(db: &Db, team_id: i64, user_id: i64) -> Result<()> {
+    sqlx::query("INSERT INTO team_members (team_id, user_id) VALUES ($1, $2) ON CONFLICT (team_id, user_id) DO NOTHING")
+        .bind(team_id)
+        .bind(user_id)
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}
+
+/// Removes a member from a team; the last owner cannot leave the Owners team.
+pub async fn remove_member(db: &Db, team: &Team, user_id: i64) -> Result<bool> {
+    if team.permission == Level::Owner && members(db, team.id).await?.len() <= 1 {
+        return Err(Error::OwnersTeam(
+            "the Owners team must keep at least one member".into(),
+        ));
+    }
+    let done = sqlx::query("DELETE FROM team_members WHERE team_id = $1 AND user_id = $2")
+        .bind(team.id)
+        .bind(user_id)
+        .execute(db.pool())
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// The logins of a team's members.
+pub async fn members(db: &Db, team_id: i64) -> Result<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT u.login FROM team_members m JOIN users u ON u.id = m.user_id WHERE m.team_id = $1 ORDER BY u.lower_login",
+    )
+    .bind(team_id)
+    .fetch_all(db.pool())
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| r.try_get::<String, _>(0))
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// The logins of an organization's members (of any team).
+pub async fn org_members(db: &Db, org_id: i64) -> Result<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT DISTINCT u.login, u.lower_login FROM team_members m JOIN teams t ON t.id = m.team_id \
+         JOIN users u ON u.id = m.user_id WHERE t.org_id = $1 ORDER BY u.lower_login",
+    )
+    .bind(org_id)
+    .fetch_all(db.pool())
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| r.try_get::<String, _>(0))
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+pub async fn add_repo(db: &Db, team_id: i64, repo_id: i64) -> Result<()> {
+    sqlx::query("INSERT INTO team_repos (team_id, repo_id) VALUES ($1, $2) ON CONFLICT (team_id, repo_id) DO NOTHING")
+        .bind(team_id)
+        .bind(repo_id)
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}
+
+pub async fn remove_repo(db: &Db, team_id: i64, repo_id: i64) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM team_repos WHERE team_id = $1 AND repo_id = $2")
+        .bind(team_id)
+        .bind(repo_id)
+        .execute(db.pool())
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// What a user's teams give them in an organization: whether they are a
+/// member at all, and the best level they hold on `repo_id` through teams.
+pub async fn team_level(db: &Db, org_id: i64, user_id: i64, repo_id: i64) -> Result<(bool, Level)> {
+    let sql = format!(
+        "SELECT {TEAM_COLUMNS} FROM teams WHERE org_id = $1 AND id IN (SELECT team_id FROM team_members WHERE user_id = $2)"
+    );
+    let teams = sqlx::query(&sql)
+        .bind(org_id)
+        .bind(user_id)
+        .fetch_all(db.pool())
+        .await?;
+    let teams = teams
+        .iter()
+        .map(team_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut best = Level::None;
+    for team in &teams {
+        let covers = team.permission == Level::Owner
+            || team.includes_all_repositories
+            || sqlx::query("SELECT 1 FROM team_repos WHERE team_id = $1 AND repo_id = $2")
+                .bind(team.id)
+                .bind(repo_id)
+                .fetch_optional(db.pool())
+                .await?
+                .is_some();
+        if covers {
+            best = best.max(team.permission);
+        }
+    }
+    Ok((!teams.is_empty(), best))
+}
+
+/// Whether the user is in the organization's Owners team.
+pub async fn is_owner(db: &Db, org_id: i64, user_id: i64) -> Result<bool> {
+    let row = sqlx::query(
+        "SELECT 1 FROM team_members m JOIN teams t ON t.id = m.team_id \
+         WHERE t.org_id = $1 AND t.permission = 'owner' AND m.user_id = $2",
+    )
+    .bind(org_id)
+    .bind(user_id)
+    .fetch_optional(db.pool())
+    .await?;
+    Ok(row.is_some())
+}

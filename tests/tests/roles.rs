@@ -1,0 +1,324 @@
+//! The spec's role table, every role against every action, on a public and a
+//! private repository of an organization, over the API and the real `git`
+//! client, on every backend.
+//!
+//! Issues do not exist yet; the issue-level write of the table is the same
+//! `write` level as a push, and is exercised by the push column.
+
+// In a test a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use postern_tests::{Backend, Options, Server, backends, git};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+const PW: &str = "a-long-password";
+
+/// Every role of the table, as the user who holds it (`None`: anonymous).
+const ROLES: &[(&str, Option<&str>)] = &[
+    ("site admin", Some("siteadmin")),
+    ("org owner", Some("orgowner")),
+    ("org member", Some("member")),
+    ("outside collaborator (write on private)", Some("outsider")),
+    ("repository read", Some("reader")),
+    ("repository write", Some("writer")),
+    ("repository admin", Some("repoadmin")),
+    ("signed-in stranger", Some("stranger")),
+    ("anonymous", None),
+];
+
+/// Expected outcome per role (rows in ROLES order) for
+/// [view, clone, push, settings, members].
+const PRIVATE: &[[&str; 5]] = &[
+    ["ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "403", "403", "404"],
+    ["ok", "ok", "ok", "403", "404"],
+    ["ok", "ok", "403", "403", "404"],
+    ["ok", "ok", "ok", "403", "404"],
+    ["ok", "ok", "ok", "ok", "404"],
+    ["404", "404", "404", "404", "404"],
+    // The API hides a private repository from anonymous callers too (404);
+    // git asks for credentials instead (401), so that a client can sign in.
+    ["404", "401", "401", "401", "401"],
+];
+
+const PUBLIC: &[[&str; 5]] = &[
+    ["ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "403", "403", "404"],
+    ["ok", "ok", "403", "403", "404"],
+    ["ok", "ok", "403", "403", "404"],
+    ["ok", "ok", "ok", "403", "404"],
+    ["ok", "ok", "ok", "ok", "404"],
+    ["ok", "ok", "403", "403", "404"],
+    ["ok", "ok", "401", "401", "401"],
+];
+
+async fn call(
+    server: &Server,
+    method: Method,
+    path: &str,
+    user: Option<&str>,
+    body: Option<Value>,
+) -> StatusCode {
+    let mut req = reqwest::Client::new().request(method, server.url(path));
+    if let Some(u) = user {
+        req = req.basic_auth(u, Some(PW));
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req.send().await.unwrap().status()
+}
+
+fn code(status: StatusCode, ok: &[StatusCode]) -> &'static str {
+    if ok.contains(&status) {
+        return "ok";
+    }
+    match status {
+        StatusCode::UNAUTHORIZED => "401",
+        StatusCode::FORBIDDEN => "403",
+        StatusCode::NOT_FOUND => "404",
+        _ => "unexpected",
+    }
+}
+
+fn git_code(ok: bool, out: &str) -> &'static str {
+    if ok {
+        "ok"
+    } else if out.contains("could not read Username") {
+        "401"
+    } else if out.contains("not found") {
+        "404"
+    } else if out.contains("remote error") {
+        "403"
+    } else {
+        "unexpected"
+    }
+}
+
+async fn setup(backend: &Backend) -> (Server, i64) {
+    let server = Server::start(backend, Options::default()).await;
+    server.create_user("siteadmin", PW, true);
+    for u in [
+        "orgowner",
+        "member",
+        "outsider",
+        "reader",
+        "writer",
+        "repoadmin",
+        "stranger",
+    ] {
+        server.create_user(u, PW, false);
+    }
+    let s = &server;
+    assert_eq!(
+        call(
+            s,
+            Method::POST,
+            "/api/v1/orgs",
+            Some("orgowner"),
+            Some(json!({"username": "org"}))
+        )
+        .await,
+        StatusCode::CREATED
+    );
+    for (name, private) in [("private", true), ("public", false)] {
+        let body = json!({"name": name, "private": private});
+        assert_eq!(
+            call(
+                s,
+                Method::POST,
+                "/api/v1/orgs/org/repos",
+                Some("orgowner"),
+                Some(body)
+            )
+            .await,
+            StatusCode::CREATED
+        );
+        for (user, permission) in [
+            ("reader", "read"),
+            ("writer", "write"),
+            ("repoadmin", "admin"),
+        ] {
+            let path = format!("/api/v1/repos/org/{name}/collaborators/{user}");
+            let status = call(
+                s,
+                Method::PUT,
+                &path,
+                Some("orgowner"),
+                Some(json!({"permission": permission})),
+            )
+            .await;
+            assert_eq!(status, StatusCode::NO_CONTENT);
+        }
+    }
+    let path = "/api/v1/repos/org/private/collaborators/outsider";
+    assert_eq!(
+        call(
+            s,
+            Method::PUT,
+            path,
+            Some("orgowner"),
+            Some(json!({"permission": "write"}))
+        )
+        .await,
+        StatusCode::NO_CONTENT
+    );
+
+    // A team that gives its members nothing beyond membership.
+    let res = reqwest::Client::new()
+        .post(s.url("/api/v1/orgs/org/teams"))
+        .basic_auth("orgowner", Some(PW))
+        .json(&json!({"name": "people", "permission": "read"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let team: Value = res.json().await.unwrap();
+    let team = team["id"].as_i64().unwrap();
+    let path = format!("/api/v1/teams/{team}/members/member");
+    assert_eq!(
+        call(s, Method::PUT, &path, Some("orgowner"), None).await,
+        StatusCode::NO_CONTENT
+    );
+    (server, team)
+}
+
+#[tokio::test]
+async fn every_role_against_every_action() {
+    for backend in backends() {
+        let (server, team) = setup(&backend).await;
+        let work = tempfile::tempdir().unwrap();
+        let host = server.base.trim_start_matches("http://").to_string();
+        // A first commit, so that clones have something to fetch.
+        let seed = work.path().join("seed");
+        std::fs::create_dir_all(&seed).unwrap();
+        assert!(git(&seed, &["init", "-q"]).0);
+        std::fs::write(seed.join("README"), "hello").unwrap();
+        assert!(git(&seed, &["add", "."]).0);
+        assert!(git(&seed, &["commit", "-q", "-m", "seed"]).0);
+        for repo in ["private", "public"] {
+            let url = format!("http://orgowner:{PW}@{host}/org/{repo}.git");
+            assert!(git(&seed, &["push", "-q", &url, "HEAD:refs/heads/main"]).0);
+        }
+
+        let mut mismatches = Vec::new();
+        for (repo, table) in [("private", PRIVATE), ("public", PUBLIC)] {
+            for ((role, user), expected) in ROLES.iter().zip(table.iter()) {
+                let creds = user.map(|u| format!("{u}:{PW}@")).unwrap_or_default();
+                let url = format!("http://{creds}{host}/org/{repo}.git");
+                let view = code(
+                    call(
+                        &server,
+                        Method::GET,
+                        &format!("/api/v1/repos/org/{repo}"),
+                        *user,
+                        None,
+                    )
+                    .await,
+                    &[StatusCode::OK],
+                );
+                let clone_dir = work
+                    .path()
+                    .join(format!("{repo}-{}", user.unwrap_or("anon")));
+                let (ok, out) = git(
+                    work.path(),
+                    &["clone", "-q", &url, clone_dir.to_str().unwrap()],
+                );
+                let clone = git_code(ok, &out);
+                // Push a new commit from the seed (clones may have failed).
+                std::fs::write(seed.join("change"), format!("{repo} {role}")).unwrap();
+                assert!(git(&seed, &["add", "."]).0);
+                assert!(git(&seed, &["commit", "-q", "-m", role]).0);
+                let (ok, out) = git(&seed, &["push", "-q", &url, "HEAD:refs/heads/main"]);
+                let push = git_code(ok, &out);
+                if push != "ok" {
+                    // Go back to what the server has, so the next push is a
+                    // fast-forward.
+                    let owner_url = format!("http://orgowner:{PW}@{host}/org/{repo}.git");
+                    assert!(git(&seed, &["fetch", "-q", &owner_url, "main"]).0);
+                    assert!(git(&seed, &["reset", "-q", "--hard", "FETCH_HEAD"]).0);
+                }
+                let rule = json!({"rule_name": format!("r-{}", user.unwrap_or("anon"))});
+                let settings = code(
+                    call(
+                        &server,
+                        Method::POST,
+                        &format!("/api/v1/repos/org/{repo}/branch_protections"),
+                        *user,
+                        Some(rule),
+                    )
+                    .await,
+                    &[StatusCode::CREATED],
+                );
+                let members = code(
+                    call(
+                        &server,
+                        Method::PUT,
+                        &format!("/api/v1/teams/{team}/members/stranger"),
+                        *user,
+                        None,
+                    )
+                    .await,
+                    &[StatusCode::NO_CONTENT],
+                );
+                if members == "ok" {
+                    // Keep the stranger a stranger for the rows after this one.
+                    let path = format!("/api/v1/teams/{team}/members/stranger");
+                    assert_eq!(
+                        call(&server, Method::DELETE, &path, Some("orgowner"), None).await,
+                        StatusCode::NO_CONTENT
+                    );
+                }
+                let got = [view, clone, push, settings, members];
+                if got != *expected {
+                    mismatches.push(format!(
+                        "{backend} {repo} {role}: expected {expected:?}, got {got:?}"
+                    ));
+                }
+            }
+        }
+        assert!(
+            mismatches.is_empty(),
+            "the role table does not hold:\n{}",
+            mismatches.join("\n")
+        );
+    }
+}
+
+#[tokio::test]
+async fn organization_creation_follows_the_service_switches() {
+    for backend in backends() {
+        for ini in [
+            "[service]\nDISABLE_REGISTRATION_ORG = true\n",
+            "[service]\nALLOW_ONLY_ADMIN_CREATE_ORG = true\n",
+        ] {
+            let server = Server::start(
+                &backend,
+                Options {
+                    ini: ini.into(),
+                    ..Default::default()
+                },
+            )
+            .await;
+            server.create_user("boss", PW, true);
+            server.create_user("joe", PW, false);
+            let body = || Some(json!({"username": "acme"}));
+            assert_eq!(
+                call(&server, Method::POST, "/api/v1/orgs", Some("joe"), body()).await,
+                StatusCode::FORBIDDEN,
+                "{ini}"
+            );
+            assert_eq!(
+                call(&server, Method::POST, "/api/v1/orgs", Some("boss"), body()).await,
+                StatusCode::CREATED
+            );
+            assert_eq!(
+                call(&server, Method::POST, "/api/v1/orgs", Some("boss"), body()).await,
+                StatusCode::CONFLICT
+            );
+        }
+    }
+}
