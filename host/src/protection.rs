@@ -320,7 +320,12 @@ pub async fn check_push(
             ));
             continue;
         }
-        if rule.enable_push_whitelist && !listed(&rule.push_whitelist_usernames) {
+        if rule.enable_push_whitelist
+            && !listed(&rule.push_whitelist_usernames)
+            && !in_teams(app, repo, pusher, &rule.push_whitelist_teams)
+                .await
+                .map_err(|e| e.to_string())?
+        {
             refusals.push(format!(
                 "branch {branch} is protected: {who} is not allowed to push to it"
             ));
@@ -412,6 +417,30 @@ pub async fn check_push(
         }
     }
     Ok(refusals)
+}
+
+/// Whether the pusher is in one of the named teams of the repository's
+/// organization.
+async fn in_teams(
+    app: &App,
+    repo: &Repository,
+    pusher: &User,
+    teams: &[String],
+) -> crate::orgs::Result<bool> {
+    if teams.is_empty() || !repo.owner_is_org {
+        return Ok(false);
+    }
+    for team in crate::orgs::teams(&app.db, repo.owner_id).await? {
+        if teams.iter().any(|t| t.eq_ignore_ascii_case(&team.name))
+            && crate::orgs::members(&app.db, team.id)
+                .await?
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(&pusher.login))
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// An allowed-signers file (ssh-keygen(1) ALLOWED SIGNERS) of every key

@@ -410,3 +410,79 @@ async fn the_protection_api_follows_gitea() {
         assert_eq!(s, StatusCode::NOT_FOUND);
     }
 }
+
+#[tokio::test]
+async fn a_team_whitelist_lets_its_members_push() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        for name in ["boss", "lead", "dev"] {
+            server.create_user(name, PW, false);
+        }
+        let http = reqwest::Client::new();
+        let post = |path: &str, body: Value| {
+            http.post(server.url(path))
+                .basic_auth("boss", Some(PW))
+                .json(&body)
+                .send()
+        };
+        assert_eq!(
+            post("/api/v1/orgs", json!({"username": "acme"}))
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::CREATED
+        );
+        assert_eq!(
+            post("/api/v1/orgs/acme/repos", json!({"name": "svc"}))
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::CREATED
+        );
+        for (team, member) in [("release", "lead"), ("devs", "dev")] {
+            let res = post(
+                "/api/v1/orgs/acme/teams",
+                json!({"name": team, "permission": "write", "includes_all_repositories": true}),
+            );
+            let team: Value = res.await.unwrap().json().await.unwrap();
+            let path = format!("/api/v1/teams/{}/members/{member}", team["id"]);
+            let res = http
+                .put(server.url(&path))
+                .basic_auth("boss", Some(PW))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::NO_CONTENT);
+        }
+        let rule = json!({"branch_name": "main", "enable_push_whitelist": true, "push_whitelist_teams": ["release"]});
+        let res = post("/api/v1/repos/acme/svc/branch_protections", rule)
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let res = post(
+            "/api/v1/repos/acme/svc/branch_protections",
+            json!({"branch_name": "x", "push_whitelist_teams": ["ghosts"]}),
+        );
+        assert_eq!(
+            res.await.unwrap().status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "an unknown team"
+        );
+
+        let work = tempfile::tempdir().unwrap();
+        let wc = work.path();
+        assert!(git(wc, &["init", "-q"]).0);
+        let host = server.base.trim_start_matches("http://").to_string();
+        let url = |user: &str| format!("http://{user}:{PW}@{host}/acme/svc.git");
+        for (user, allowed) in [("lead", true), ("dev", false)] {
+            std::fs::write(wc.join(user), user).unwrap();
+            assert!(git(wc, &["add", "."]).0);
+            assert!(git(wc, &["commit", "-q", "-m", user]).0);
+            let (ok, out) = git(wc, &["push", &url(user), "HEAD:refs/heads/main"]);
+            assert_eq!(ok, allowed, "{backend}: {user}: {out}");
+            if !allowed {
+                assert!(out.contains("dev is not allowed to push"), "{out}");
+            }
+        }
+    }
+}

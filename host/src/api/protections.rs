@@ -13,6 +13,7 @@ use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::access::{self, Level};
 use crate::app::App;
+use crate::orgs;
 use crate::protection::{self, Protection, Rule};
 use crate::repos::Repository;
 use crate::users;
@@ -132,9 +133,9 @@ impl BranchProtectionOptions {
     }
 }
 
-/// Every named user must exist; teams need organizations, which this version
-/// does not have yet.
-async fn check_names(app: &App, rule: &Rule) -> Result<(), ApiError> {
+/// Every named user must exist; named teams must be teams of the
+/// organization that owns the repository.
+async fn check_names(app: &App, repo: &Repository, rule: &Rule) -> Result<(), ApiError> {
     for name in rule
         .push_whitelist_usernames
         .iter()
@@ -146,9 +147,21 @@ async fn check_names(app: &App, rule: &Rule) -> Result<(), ApiError> {
         }
     }
     if !rule.push_whitelist_teams.is_empty() {
-        return Err(ApiError::Unprocessable(
-            "push_whitelist_teams: teams need organizations, which are not implemented yet".into(),
-        ));
+        if !repo.owner_is_org {
+            return Err(ApiError::Unprocessable(
+                "push_whitelist_teams: only repositories of an organization have teams".into(),
+            ));
+        }
+        let teams = orgs::teams(&app.db, repo.owner_id)
+            .await
+            .map_err(ApiError::internal)?;
+        for name in &rule.push_whitelist_teams {
+            if !teams.iter().any(|t| t.name.eq_ignore_ascii_case(name)) {
+                return Err(ApiError::Unprocessable(format!(
+                    "push_whitelist_teams: no team named {name:?}"
+                )));
+            }
+        }
     }
     Ok(())
 }
@@ -231,7 +244,7 @@ pub(crate) async fn create(
         ..Default::default()
     };
     body.apply(&mut rule);
-    check_names(&app, &rule).await?;
+    check_names(&app, &repo, &rule).await?;
     let p = protection::create(&app.db, repo.id, &rule)
         .await
         .map_err(store_error)?;
@@ -346,7 +359,7 @@ pub(crate) async fn edit(
     }
     let mut rule = existing.rule.clone();
     body.apply(&mut rule);
-    check_names(&app, &rule).await?;
+    check_names(&app, &repo, &rule).await?;
     let p = protection::update(&app.db, &existing, &rule)
         .await
         .map_err(store_error)?;
