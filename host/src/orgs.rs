@@ -102,6 +102,12 @@ const TEAM_COLUMNS: &str =
 pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Result<Org> {
     crate::repos::check_name(name)
         .map_err(|e| Error::InvalidName(e.to_string().replace("repository", "organization")))?;
+    const RESERVED: &[&str] = &[
+        "api", "user", "admin", "assets", "explore", "org", "orgs", "repo", "repos",
+    ];
+    if RESERVED.contains(&name.to_lowercase().as_str()) {
+        return Err(Error::InvalidName(format!("the name {name:?} is reserved")));
+    }
     if crate::users::login_taken(db, name).await? {
         return Err(Error::NameTaken(name.to_string()));
     }

@@ -17,6 +17,8 @@ use axum_extra::extract::cookie::{Cookie, SameSite};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
+mod repos;
+
 use crate::app::App;
 use crate::identity;
 use crate::sessions;
@@ -30,6 +32,8 @@ pub(crate) fn routes() -> Router<App> {
         .route("/user/login", get(login_form).post(login))
         .route("/user/logout", post(logout))
         .route("/user/sign_up", get(sign_up_form).post(sign_up))
+        .route("/{owner}", get(repos::owner_page))
+        .route("/{owner}/{repo}", get(repos::repo_page))
 }
 
 /// Who is looking at a page: the signed-in user, if any, and the cookies.

@@ -119,7 +119,7 @@ async fn setup(backend: &Backend) -> (Server, i64) {
             Method::POST,
             "/api/v1/orgs",
             Some("orgowner"),
-            Some(json!({"username": "org"}))
+            Some(json!({"username": "corp"}))
         )
         .await,
         StatusCode::CREATED
@@ -130,7 +130,7 @@ async fn setup(backend: &Backend) -> (Server, i64) {
             call(
                 s,
                 Method::POST,
-                "/api/v1/orgs/org/repos",
+                "/api/v1/orgs/corp/repos",
                 Some("orgowner"),
                 Some(body)
             )
@@ -142,7 +142,7 @@ async fn setup(backend: &Backend) -> (Server, i64) {
             ("writer", "write"),
             ("repoadmin", "admin"),
         ] {
-            let path = format!("/api/v1/repos/org/{name}/collaborators/{user}");
+            let path = format!("/api/v1/repos/corp/{name}/collaborators/{user}");
             let status = call(
                 s,
                 Method::PUT,
@@ -154,7 +154,7 @@ async fn setup(backend: &Backend) -> (Server, i64) {
             assert_eq!(status, StatusCode::NO_CONTENT);
         }
     }
-    let path = "/api/v1/repos/org/private/collaborators/outsider";
+    let path = "/api/v1/repos/corp/private/collaborators/outsider";
     assert_eq!(
         call(
             s,
@@ -169,7 +169,7 @@ async fn setup(backend: &Backend) -> (Server, i64) {
 
     // A team that gives its members nothing beyond membership.
     let res = reqwest::Client::new()
-        .post(s.url("/api/v1/orgs/org/teams"))
+        .post(s.url("/api/v1/orgs/corp/teams"))
         .basic_auth("orgowner", Some(PW))
         .json(&json!({"name": "people", "permission": "read"}))
         .send()
@@ -200,7 +200,7 @@ async fn every_role_against_every_action() {
         assert!(git(&seed, &["add", "."]).0);
         assert!(git(&seed, &["commit", "-q", "-m", "seed"]).0);
         for repo in ["private", "public"] {
-            let url = format!("http://orgowner:{PW}@{host}/org/{repo}.git");
+            let url = format!("http://orgowner:{PW}@{host}/corp/{repo}.git");
             assert!(git(&seed, &["push", "-q", &url, "HEAD:refs/heads/main"]).0);
         }
 
@@ -208,12 +208,12 @@ async fn every_role_against_every_action() {
         for (repo, table) in [("private", PRIVATE), ("public", PUBLIC)] {
             for ((role, user), expected) in ROLES.iter().zip(table.iter()) {
                 let creds = user.map(|u| format!("{u}:{PW}@")).unwrap_or_default();
-                let url = format!("http://{creds}{host}/org/{repo}.git");
+                let url = format!("http://{creds}{host}/corp/{repo}.git");
                 let view = code(
                     call(
                         &server,
                         Method::GET,
-                        &format!("/api/v1/repos/org/{repo}"),
+                        &format!("/api/v1/repos/corp/{repo}"),
                         *user,
                         None,
                     )
@@ -237,7 +237,7 @@ async fn every_role_against_every_action() {
                 if push != "ok" {
                     // Go back to what the server has, so the next push is a
                     // fast-forward.
-                    let owner_url = format!("http://orgowner:{PW}@{host}/org/{repo}.git");
+                    let owner_url = format!("http://orgowner:{PW}@{host}/corp/{repo}.git");
                     assert!(git(&seed, &["fetch", "-q", &owner_url, "main"]).0);
                     assert!(git(&seed, &["reset", "-q", "--hard", "FETCH_HEAD"]).0);
                 }
@@ -246,7 +246,7 @@ async fn every_role_against_every_action() {
                     call(
                         &server,
                         Method::POST,
-                        &format!("/api/v1/repos/org/{repo}/branch_protections"),
+                        &format!("/api/v1/repos/corp/{repo}/branch_protections"),
                         *user,
                         Some(rule),
                     )
@@ -320,5 +320,92 @@ async fn organization_creation_follows_the_service_switches() {
                 StatusCode::CONFLICT
             );
         }
+    }
+}
+
+#[tokio::test]
+async fn repository_pages_follow_the_same_rules() {
+    for backend in backends() {
+        let (server, _) = setup(&backend).await;
+        let work = tempfile::tempdir().unwrap();
+        let host = server.base.trim_start_matches("http://").to_string();
+        assert!(git(work.path(), &["init", "-q"]).0);
+        std::fs::write(work.path().join("README"), "hello").unwrap();
+        assert!(git(work.path(), &["add", "."]).0);
+        assert!(git(work.path(), &["commit", "-q", "-m", "the first commit"]).0);
+        let url = format!("http://orgowner:{PW}@{host}/corp/private.git");
+        assert!(git(work.path(), &["push", "-q", &url, "HEAD:refs/heads/main"]).0);
+
+        let member = postern_tests::client();
+        assert_eq!(
+            postern_tests::sign_in(&member, &server, "member", PW)
+                .await
+                .status(),
+            StatusCode::SEE_OTHER
+        );
+        let page = member.get(server.url("/corp/private")).send().await.unwrap();
+        assert_eq!(page.status(), StatusCode::OK, "{backend}");
+        let html = page.text().await.unwrap();
+        assert!(
+            html.contains("value=\"http://127.0.0.1/corp/private.git\""),
+            "the HTTP clone URL: {html}"
+        );
+        assert!(html.contains("the first commit"), "the latest commits");
+        assert!(
+            html.contains("<li>main <span class=\"muted\">(default)</span></li>"),
+            "the branches"
+        );
+        let list = member
+            .get(server.url("/corp"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            list.contains("href=\"/corp/private\"") && list.contains("href=\"/corp/public\""),
+            "{list}"
+        );
+
+        let stranger = postern_tests::client();
+        assert_eq!(
+            postern_tests::sign_in(&stranger, &server, "stranger", PW)
+                .await
+                .status(),
+            StatusCode::SEE_OTHER
+        );
+        let page = stranger
+            .get(server.url("/corp/private"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            page.status(),
+            StatusCode::NOT_FOUND,
+            "hidden from a stranger"
+        );
+        let list = stranger
+            .get(server.url("/corp"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            !list.contains("/corp/private") && list.contains("/corp/public"),
+            "{list}"
+        );
+        let anon = reqwest::Client::new()
+            .get(server.url("/corp/public"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            anon.status(),
+            StatusCode::OK,
+            "a public repository's page is public"
+        );
     }
 }

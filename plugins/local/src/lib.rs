@@ -16,6 +16,11 @@ const DEFAULT_MIN_PASSWORD_LENGTH: usize = 8;
 const MAX_PASSWORD_BYTES: usize = 1024;
 /// Gitea's limit on user names.
 const MAX_LOGIN_CHARS: usize = 40;
+/// Names that are paths of Postern's own pages (`/user/login`, `/api/…`),
+/// so an account with them would be unreachable at `/{name}`.
+const RESERVED: &[&str] = &[
+    "api", "user", "admin", "assets", "explore", "org", "orgs", "repo", "repos",
+];
 
 struct Local;
 
@@ -112,6 +117,9 @@ pub fn check_login(login: &str) -> Result<String, String> {
     {
         return Err("the user name may contain only letters, digits, '-', '_' and '.'".into());
     }
+    if RESERVED.contains(&login.to_lowercase().as_str()) {
+        return Err(format!("the user name {login:?} is reserved"));
+    }
     let punct = |c: char| matches!(c, '-' | '_' | '.');
     let first = login.chars().next().expect("checked non-empty above");
     let last = login.chars().last().expect("checked non-empty above");
@@ -181,6 +189,7 @@ mod tests {
         assert!(check_login("al..ice").is_err());
         assert!(check_login("al ice").is_err());
         assert!(check_login(&"a".repeat(41)).is_err());
+        assert!(check_login("API").is_err(), "reserved");
     }
 
     #[test]
