@@ -343,7 +343,11 @@ async fn repository_pages_follow_the_same_rules() {
                 .status(),
             StatusCode::SEE_OTHER
         );
-        let page = member.get(server.url("/corp/private")).send().await.unwrap();
+        let page = member
+            .get(server.url("/corp/private"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(page.status(), StatusCode::OK, "{backend}");
         let html = page.text().await.unwrap();
         assert!(
