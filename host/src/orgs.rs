@@ -103,7 +103,7 @@ pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Res
     crate::repos::check_name(name)
         .map_err(|e| Error::InvalidName(e.to_string().replace("repository", "organization")))?;
     const RESERVED: &[&str] = &[
-        "api", "user", "admin", "assets", "explore", "org", "orgs", "repo", "repos",
+        "api", "user", "assets", "explore", "org", "orgs", "repo", "repos",
     ];
     if RESERVED.contains(&name.to_lowercase().as_str()) {
         return Err(Error::InvalidName(format!("the name {name:?} is reserved")));

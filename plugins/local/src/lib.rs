@@ -19,7 +19,7 @@ const MAX_LOGIN_CHARS: usize = 40;
 /// Names that are paths of Postern's own pages (`/user/login`, `/api/…`),
 /// so an account with them would be unreachable at `/{name}`.
 const RESERVED: &[&str] = &[
-    "api", "user", "admin", "assets", "explore", "org", "orgs", "repo", "repos",
+    "api", "user", "assets", "explore", "org", "orgs", "repo", "repos",
 ];
 
 struct Local;
