@@ -136,6 +136,23 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         );
     }
 
+    if app.config.server.start_ssh_server {
+        let ssh_addr = format!(
+            "{}:{}",
+            app.config.server.ssh_listen_host, app.config.server.ssh_listen_port
+        );
+        let ssh = tokio::net::TcpListener::bind(&ssh_addr)
+            .await
+            .with_context(|| format!("cannot listen for SSH on {ssh_addr}"))?;
+        println!("Postern SSH listening on {}", ssh.local_addr()?);
+        let ssh_app = app.clone();
+        tokio::spawn(async move {
+            if let Err(e) = crate::git::ssh::serve(ssh_app, ssh).await {
+                tracing::error!("the SSH server stopped: {e:#}");
+            }
+        });
+    }
+
     let plugins = app.plugins.clone();
     let flusher = tokio::spawn(async move {
         let mut tick = tokio::time::interval(STATS_FLUSH);

@@ -70,6 +70,11 @@ pub struct Server {
     pub root_url: String,
     pub app_data_path: PathBuf,
     pub cron_sync_ldap: std::time::Duration,
+    pub start_ssh_server: bool,
+    pub ssh_domain: String,
+    pub ssh_port: u16,
+    pub ssh_listen_host: String,
+    pub ssh_listen_port: u16,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -332,6 +337,18 @@ impl Config {
                 http_port: int("server", "HTTP_PORT") as u16,
                 root_url: root_url.trim_end_matches('/').to_string() + "/",
                 app_data_path,
+                start_ssh_server: flag("server", "START_SSH_SERVER"),
+                ssh_domain: Some(get("server", "SSH_DOMAIN"))
+                    .filter(|d| !d.is_empty())
+                    .unwrap_or_else(|| host_of(&root_url)),
+                ssh_port: int("server", "SSH_PORT") as u16,
+                ssh_listen_host: Some(get("server", "SSH_LISTEN_HOST"))
+                    .filter(|h| !h.is_empty())
+                    .unwrap_or_else(|| get("server", "HTTP_ADDR")),
+                ssh_listen_port: match get("server", "SSH_LISTEN_PORT").trim() {
+                    "" => int("server", "SSH_PORT") as u16,
+                    p => p.parse().expect("validated above"),
+                },
                 cron_sync_ldap: schema::parse_schedule(&get("server", "CRON_SYNC_LDAP"))
                     .expect("validated above"),
             },

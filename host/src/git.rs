@@ -23,6 +23,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio_util::io::ReaderStream;
 
 pub mod hooks;
+pub mod ssh;
 
 use crate::access::{self, Denied, Level};
 use crate::app::App;

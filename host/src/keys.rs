@@ -62,9 +62,9 @@ fn from_row(r: &AnyRow) -> std::result::Result<SshKey, sqlx::Error> {
 /// Parses an OpenSSH public key line; returns the key without its comment,
 /// the fingerprint, and the comment.
 pub fn parse(line: &str) -> Result<(String, String, String)> {
-    let key =
-        ssh_key::PublicKey::from_openssh(line.trim()).map_err(|e| Error::Invalid(e.to_string()))?;
-    let fingerprint = key.fingerprint(ssh_key::HashAlg::Sha256).to_string();
+    let key = russh::keys::PublicKey::from_openssh(line.trim())
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let fingerprint = key.fingerprint(russh::keys::HashAlg::Sha256).to_string();
     let comment = key.comment().to_string();
     let mut bare = key.clone();
     bare.set_comment("");
@@ -111,6 +111,23 @@ pub async fn list(db: &Db, user_id: i64) -> Result<Vec<SshKey>> {
         .iter()
         .map(from_row)
         .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// The user a key belongs to, by fingerprint.
+pub async fn owner_of(db: &Db, fingerprint: &str) -> Result<Option<crate::users::User>> {
+    let row = sqlx::query("SELECT user_id FROM ssh_keys WHERE fingerprint = $1")
+        .bind(fingerprint)
+        .fetch_optional(db.pool())
+        .await?;
+    match row {
+        Some(r) => crate::users::find_by_id(db, r.try_get(0)?)
+            .await
+            .map_err(|e| match e {
+                crate::users::Error::Db(d) => Error::Db(d),
+                other => Error::Invalid(other.to_string()),
+            }),
+        None => Ok(None),
+    }
 }
 
 /// Every key with its owner's login, for the allowed-signers list.

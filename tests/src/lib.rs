@@ -150,6 +150,8 @@ pub struct Options {
 pub struct Server {
     pub backend: Backend,
     pub base: String,
+    /// `host:port` of the SSH server, when the configuration starts it.
+    pub ssh: Option<String>,
     pub dir: tempfile::TempDir,
     ini: PathBuf,
     env: Vec<(String, String)>,
@@ -207,6 +209,8 @@ impl Server {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Some(addr) = line.strip_prefix("Postern listening on ") {
                     let _ = tx.send(addr.to_string());
+                } else if let Some(addr) = line.strip_prefix("Postern SSH listening on ") {
+                    let _ = tx.send(format!("ssh {addr}"));
                 }
             }
         });
@@ -219,9 +223,18 @@ impl Server {
                 panic!("postern did not start on {backend}:\n{log}");
             }
         };
+        let ssh = if opts.ini.contains("START_SSH_SERVER = true") {
+            match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok(line) => line.strip_prefix("ssh ").map(str::to_string),
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
         Server {
             backend: backend.clone(),
             base,
+            ssh,
             dir,
             ini,
             env: opts.env,
@@ -334,6 +347,11 @@ pub fn run_cli(ini: &Path, env: &[(String, String)], args: &[&str]) -> Output {
 /// Runs the real `git` client in `dir`, isolated from the machine's git
 /// configuration and never prompting; returns (success, stdout + stderr).
 pub fn git(dir: &Path, args: &[&str]) -> (bool, String) {
+    git_env(dir, args, &[])
+}
+
+/// [`git`] with extra environment variables (e.g. `GIT_SSH_COMMAND`).
+pub fn git_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
     let out = Command::new("git")
         .args([
             "-c",
@@ -349,6 +367,7 @@ pub fn git(dir: &Path, args: &[&str]) -> (bool, String) {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_ASKPASS", "/bin/false")
+        .envs(env.iter().copied())
         .output()
         .expect("git is installed");
     let text = format!(

@@ -44,6 +44,9 @@ pub struct RepositoryView {
     pub default_branch: String,
     /// `{ROOT_URL}{owner}/{repo}.git`
     pub clone_url: String,
+    /// `ssh://git@{SSH_DOMAIN}:{SSH_PORT}/{owner}/{repo}.git`, when the SSH
+    /// server runs.
+    pub ssh_url: Option<String>,
     pub html_url: String,
     pub permissions: Permissions,
     pub created_at: String,
@@ -73,6 +76,14 @@ pub(crate) fn view(
         private: repo.is_private,
         default_branch: repo.default_branch.clone(),
         clone_url: format!("{root}{}.git", repo.full_name()),
+        ssh_url: app.config.server.start_ssh_server.then(|| {
+            format!(
+                "ssh://git@{}:{}/{}.git",
+                app.config.server.ssh_domain,
+                app.config.server.ssh_port,
+                repo.full_name()
+            )
+        }),
         html_url: format!("{root}{}", repo.full_name()),
         permissions: Permissions {
             admin,

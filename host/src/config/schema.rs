@@ -263,6 +263,31 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "@every 24h",
                 "How often directory sources with ENABLE_SYNC are synchronised.",
             ),
+            k(
+                "START_SSH_SERVER",
+                BOOL,
+                "false",
+                "Run the built-in SSH server for git over SSH.",
+            ),
+            k(
+                "SSH_DOMAIN",
+                STR,
+                "",
+                "Host name in SSH clone URLs; empty means the host of ROOT_URL.",
+            ),
+            k("SSH_PORT", PORT, "22", "Port in SSH clone URLs."),
+            k(
+                "SSH_LISTEN_HOST",
+                STR,
+                "",
+                "Address the SSH server listens on; empty means HTTP_ADDR.",
+            ),
+            k(
+                "SSH_LISTEN_PORT",
+                PORT,
+                "",
+                "Port the SSH server listens on; empty means SSH_PORT, 0 picks a free port and logs it.",
+            ),
         ],
     ),
     (
