@@ -96,6 +96,19 @@ async fn git_over_ssh_obeys_the_same_rules() {
             repo["ssh_url"], "ssh://git@127.0.0.1:2222/owner/secret.git",
             "the advertised clone URL"
         );
+        let browser = server.signed_in("owner", PW).await;
+        let page = browser
+            .get(server.url("/owner/secret"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            page.contains("value=\"ssh://git@127.0.0.1:2222/owner/secret.git\""),
+            "the page shows the SSH URL: {page}"
+        );
         let path = "/api/v1/repos/owner/secret/collaborators/reader";
         assert_eq!(
             call(

@@ -37,6 +37,7 @@ struct RepoPage {
     private: bool,
     description: String,
     clone_http: String,
+    clone_ssh: Option<String>,
     default_branch: String,
     shown_branch: String,
     branches: Vec<String>,
@@ -196,6 +197,14 @@ pub(crate) async fn repo_page(
         private: repo.is_private,
         description: repo.description.clone(),
         clone_http: format!("{}{}.git", app.config.server.root_url, repo.full_name()),
+        clone_ssh: app.config.server.start_ssh_server.then(|| {
+            format!(
+                "ssh://git@{}:{}/{}.git",
+                app.config.server.ssh_domain,
+                app.config.server.ssh_port,
+                repo.full_name()
+            )
+        }),
         default_branch: repo.default_branch.clone(),
         shown_branch: shown,
         branches,
