@@ -42,7 +42,12 @@ echo "== build"
 cargo build --workspace --all-targets
 
 echo "== tests (SQLite${POSTERN_TEST_PG:+ and PostgreSQL})"
-cargo test --workspace
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+cargo test --workspace 2>&1 | tee "$log"
 
 echo "== schemathesis against /api/v1/openapi.json"
 bash tests/schemathesis.sh
+
+# One closing line for the whole run: cargo's test counts, summed.
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
