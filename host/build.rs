@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 
 /// (const name in builtin_plugins.rs, crate's artifact name)
-const BUILTINS: &[(&str, &str)] = &[("LOCAL", "postern_plugin_local")];
+const BUILTINS: &[(&str, &str)] = &[
+    ("LOCAL", "postern_plugin_local"),
+    ("TOTP", "postern_plugin_totp"),
+];
 
 fn main() {
     let manifest_dir =

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine with Rust.
-# Installs what is missing (Debian's chromium, chromium-driver, git and
-# openssh-client, the wasm32-wasip2 target), then: cargo fmt --check, clippy -D warnings, the
+# Installs what is missing (Debian's chromium, chromium-driver, git,
+# openssh-client and oathtool, the wasm32-wasip2 target), then: cargo fmt --check, clippy -D warnings, the
 # plugins' own tests, and the workspace tests. The suite runs on SQLite, and
 # on PostgreSQL too when POSTERN_TEST_PG is set
 # (e.g. postgres://postgres@127.0.0.1:5432/test).
@@ -15,6 +15,7 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
+command -v oathtool >/dev/null 2>&1 || missing+=(oathtool)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   as_root apt-get update -qq

@@ -7,6 +7,7 @@
 //! from the handlers ([`openapi`]).
 
 mod error;
+mod factors;
 mod keys;
 pub mod links;
 mod openapi;
@@ -70,6 +71,8 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             get(repos::collaborators),
         ),
         ("/user/keys", get(keys::list).post(keys::create)),
+        ("/user/2fa/totp", post(factors::begin)),
+        ("/user/2fa/totp/confirm", post(factors::confirm)),
         ("/orgs", post(orgs::create)),
         ("/orgs/{org}", get(orgs::get)),
         (

@@ -32,12 +32,15 @@ use wasmtime::{
 pub use capabilities::Capability;
 use capabilities::{CallState, Lender};
 use since_v0_1::identity_source::{IdentitySource, IdentitySourcePre};
-use since_v0_1::second_factor::SecondFactorPre;
+use since_v0_1::second_factor::{SecondFactor, SecondFactorPre};
 use since_v0_1::webhook_transport::WebhookTransportPre;
 
 use crate::config::{Config, PluginSection};
 use crate::db::Db;
-use crate::identity::{Identity, PasswordSignIn, Registration, RegistrationRefusal, SignInRefusal};
+use crate::identity::{
+    Identity, KnownAccount, PasswordSignIn, Registration, RegistrationRefusal, SignInRefusal,
+};
+use crate::second_factor::FactorRefusal;
 
 /// The wasmtime release the host embeds; part of the compiled-code cache key.
 pub const WASMTIME_VERSION: &str = "48.0.8";
@@ -143,12 +146,12 @@ pub struct Limits {
     pub timeout: Duration,
 }
 
+#[derive(Clone)]
 enum Prepared {
     Identity(IdentitySourcePre<CallState>),
-    // Second factors and webhook transports are loaded and checked now; their
-    // calls arrive with the features that use them.
-    #[allow(dead_code)]
     Factor(SecondFactorPre<CallState>),
+    // Webhook transports are loaded and checked now; their calls arrive with
+    // the webhook queue.
     #[allow(dead_code)]
     Transport(WebhookTransportPre<CallState>),
 }
@@ -378,19 +381,128 @@ impl Plugins {
         Ok(out.map_err(Into::into))
     }
 
-    /// Runs `f` against a fresh instance of an identity source, on a
-    /// blocking thread (plugin code and argon2 are CPU-bound).
+    /// Starts enrolling `user` with a second factor: what to show them, and
+    /// the state to keep until they confirm.
+    pub async fn begin_enrollment(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: &KnownAccount,
+        settings: &[(String, String)],
+    ) -> Result<std::result::Result<(String, Vec<u8>), FactorRefusal>> {
+        let (account, settings) = (
+            since_v0_1::types::Account::from(user),
+            since_v0_1::wit_settings(settings),
+        );
+        let out = self
+            .call_factor(plugin, move |store, b| {
+                b.postern_plugin_factor()
+                    .call_begin_enrollment(store, &account, &settings)
+            })
+            .await?;
+        Ok(out
+            .map(|e| (e.display, e.pending_state))
+            .map_err(Into::into))
+    }
+
+    /// Confirms an enrolment with the user's first response.
+    pub async fn confirm_enrollment(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: &KnownAccount,
+        pending: Vec<u8>,
+        response: &str,
+        settings: &[(String, String)],
+    ) -> Result<std::result::Result<(), FactorRefusal>> {
+        let (account, settings) = (
+            since_v0_1::types::Account::from(user),
+            since_v0_1::wit_settings(settings),
+        );
+        let response = response.to_string();
+        let out = self
+            .call_factor(plugin, move |store, b| {
+                b.postern_plugin_factor()
+                    .call_confirm_enrollment(store, &account, &pending, &response, &settings)
+            })
+            .await?;
+        Ok(out.map_err(Into::into))
+    }
+
+    /// Checks a second-factor response at sign-in.
+    pub async fn verify_factor(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: &KnownAccount,
+        response: &str,
+        settings: &[(String, String)],
+    ) -> Result<std::result::Result<(), FactorRefusal>> {
+        let (account, settings) = (
+            since_v0_1::types::Account::from(user),
+            since_v0_1::wit_settings(settings),
+        );
+        let response = response.to_string();
+        let out = self
+            .call_factor(plugin, move |store, b| {
+                b.postern_plugin_factor()
+                    .call_verify(store, &account, &response, &settings)
+            })
+            .await?;
+        Ok(out.map_err(Into::into))
+    }
+
+    /// Runs `f` against a fresh instance of an identity source.
     async fn call_identity<R, F>(&self, plugin: &Arc<Plugin>, f: F) -> Result<R>
     where
         R: Send + 'static,
         F: FnOnce(&mut Store<CallState>, &IdentitySource) -> wasmtime::Result<R> + Send + 'static,
     {
-        let pre = match &plugin.state {
-            State::Ready(Prepared::Identity(pre)) => pre.clone(),
+        self.call(
+            plugin,
+            Kind::IdentitySource,
+            move |store, prepared| match prepared {
+                Prepared::Identity(pre) => {
+                    let bindings = pre.instantiate(&mut *store)?;
+                    f(store, &bindings)
+                }
+                _ => unreachable!("call() checked the kind"),
+            },
+        )
+        .await
+    }
+
+    /// Runs `f` against a fresh instance of a second factor.
+    async fn call_factor<R, F>(&self, plugin: &Arc<Plugin>, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Store<CallState>, &SecondFactor) -> wasmtime::Result<R> + Send + 'static,
+    {
+        self.call(
+            plugin,
+            Kind::SecondFactor,
+            move |store, prepared| match prepared {
+                Prepared::Factor(pre) => {
+                    let bindings = pre.instantiate(&mut *store)?;
+                    f(store, &bindings)
+                }
+                _ => unreachable!("call() checked the kind"),
+            },
+        )
+        .await
+    }
+
+    /// Runs `f` on a blocking thread (plugin code and argon2 are CPU-bound)
+    /// with a fresh store for the plugin, which must be ready and of `kind`.
+    /// A failure is counted, logged and recorded before it is returned.
+    async fn call<R, F>(&self, plugin: &Arc<Plugin>, kind: Kind, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Store<CallState>, &Prepared) -> wasmtime::Result<R> + Send + 'static,
+    {
+        let prepared = match &plugin.state {
+            State::Ready(p) if plugin.kind == kind => p.clone(),
             State::Ready(_) => {
                 return Err(Error::Unavailable {
                     plugin: plugin.id.to_string(),
-                    reason: "not an identity source".into(),
+                    reason: format!("not a {}", kind.as_str()),
                 });
             }
             State::Refused(why) => {
@@ -409,10 +521,7 @@ impl Plugins {
         let (p, lender, engine) = (plugin.clone(), self.lender.clone(), self.engine.clone());
         let outcome = tokio::task::spawn_blocking(move || {
             let mut store = p.new_store(lender, &engine);
-            let run = pre
-                .instantiate(&mut store)
-                .and_then(|bindings| f(&mut store, &bindings));
-            run.map_err(|e| p.describe_failure(&e))
+            f(&mut store, &prepared).map_err(|e| p.describe_failure(&e))
         })
         .await
         .map_err(|e| Error::Runtime(format!("plugin call did not finish: {e}")))?;

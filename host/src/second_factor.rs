@@ -1,11 +1,55 @@
-//! Second factors. The factors themselves (TOTP, WebAuthn) arrive as
-//! plugins; what is here already is the rule that a user with a factor
-//! enrolled cannot use a password where no second step can be asked for
-//! (git over HTTP, the API): they use a token instead.
+//! Second factors: enrolment and checks, through the second-factor plugins
+//! (`totp` built in). Also the rule that a user with a factor enrolled cannot
+//! use a password where no second step can be asked for (git over HTTP, the
+//! API): they use a token instead.
 
 use sqlx::Row;
 
-use crate::db::{self, Db};
+use crate::app::App;
+use crate::db::{self, Db, now};
+use crate::identity::KnownAccount;
+use crate::plugins::builtin;
+use crate::users::User;
+
+/// A factor plugin's "no".
+#[derive(Debug, Clone)]
+pub enum FactorRefusal {
+    Rejected,
+    NotEnrolled,
+    Misconfigured(String),
+    Internal(String),
+}
+
+/// Why an enrolment step failed. The text is for the user, except
+/// `Unavailable`, whose cause is logged.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The user already has this factor.
+    #[error("this factor is already enabled")]
+    AlreadyEnrolled,
+    /// No enrolment was begun, or it expired.
+    #[error("no enrolment is in progress; start again")]
+    NotPending,
+    /// The code is wrong, expired or used.
+    #[error("the code is wrong or expired")]
+    Rejected,
+    /// The plugin failed or is misconfigured.
+    #[error("the second factor is unavailable right now")]
+    Unavailable(String),
+    #[error(transparent)]
+    Db(#[from] db::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Db(e.into())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// How long a begun enrolment waits for its confirmation.
+const PENDING_LIFETIME: i64 = 10 * 60;
 
 /// Whether the user has at least one second factor enrolled.
 pub async fn enrolled(db: &Db, user_id: i64) -> db::Result<bool> {
@@ -14,4 +58,131 @@ pub async fn enrolled(db: &Db, user_id: i64) -> db::Result<bool> {
         .fetch_one(db.pool())
         .await?;
     Ok(row.try_get::<i64, _>(0)? > 0)
+}
+
+async fn has_kind(db: &Db, user_id: i64, kind: &str) -> db::Result<bool> {
+    let row = sqlx::query("SELECT COUNT(*) FROM second_factors WHERE user_id = $1 AND kind = $2")
+        .bind(user_id)
+        .bind(kind)
+        .fetch_one(db.pool())
+        .await?;
+    Ok(row.try_get::<i64, _>(0)? > 0)
+}
+
+fn account(user: &User) -> KnownAccount {
+    KnownAccount {
+        id: user.id,
+        login: user.login.clone(),
+        email: user.email.clone(),
+        full_name: user.full_name.clone(),
+        password_hash: None,
+        is_active: user.is_active,
+    }
+}
+
+/// The settings every factor plugin gets: the issuer name shown in
+/// authenticator apps.
+fn settings() -> Vec<(String, String)> {
+    vec![("ISSUER".into(), "Postern".into())]
+}
+
+fn unavailable(refusal: FactorRefusal) -> Error {
+    match refusal {
+        FactorRefusal::Rejected | FactorRefusal::NotEnrolled => Error::Rejected,
+        FactorRefusal::Misconfigured(why) | FactorRefusal::Internal(why) => Error::Unavailable(why),
+    }
+}
+
+/// Begins a TOTP enrolment; returns the `otpauth://` URI to show (as a QR
+/// code). The secret stays with the host until the user confirms.
+pub async fn begin_totp(app: &App, user: &User) -> Result<String> {
+    if has_kind(&app.db, user.id, builtin::TOTP).await? {
+        return Err(Error::AlreadyEnrolled);
+    }
+    let plugin = app
+        .plugins
+        .get(builtin::TOTP)
+        .cloned()
+        .ok_or_else(|| Error::Unavailable("no totp plugin".into()))?;
+    let (uri, pending) = match app
+        .plugins
+        .begin_enrollment(&plugin, &account(user), &settings())
+        .await
+    {
+        Ok(Ok(out)) => out,
+        Ok(Err(refusal)) => return Err(unavailable(refusal)),
+        Err(e) => return Err(Error::Unavailable(e.to_string())),
+    };
+    sqlx::query(
+        "INSERT INTO factor_pending (user_id, kind, state, expires) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (user_id, kind) DO UPDATE SET state = excluded.state, expires = excluded.expires",
+    )
+    .bind(user.id)
+    .bind(builtin::TOTP)
+    .bind(pending)
+    .bind(now() + PENDING_LIFETIME)
+    .execute(app.db.pool())
+    .await?;
+    Ok(uri)
+}
+
+/// Confirms a TOTP enrolment with a current code; from then on the user has
+/// a second factor.
+pub async fn confirm_totp(app: &App, user: &User, code: &str) -> Result<()> {
+    let row = sqlx::query(
+        "SELECT state FROM factor_pending WHERE user_id = $1 AND kind = $2 AND expires > $3",
+    )
+    .bind(user.id)
+    .bind(builtin::TOTP)
+    .bind(now())
+    .fetch_optional(app.db.pool())
+    .await?;
+    let pending: Vec<u8> = row.ok_or(Error::NotPending)?.try_get(0)?;
+    let plugin = app
+        .plugins
+        .get(builtin::TOTP)
+        .cloned()
+        .ok_or_else(|| Error::Unavailable("no totp plugin".into()))?;
+    match app
+        .plugins
+        .confirm_enrollment(&plugin, &account(user), pending, code, &settings())
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(refusal)) => return Err(unavailable(refusal)),
+        Err(e) => return Err(Error::Unavailable(e.to_string())),
+    }
+    sqlx::query(
+        "INSERT INTO second_factors (user_id, kind, name, created) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(user.id)
+    .bind(builtin::TOTP)
+    .bind("authenticator app")
+    .bind(now())
+    .execute(app.db.pool())
+    .await?;
+    sqlx::query("DELETE FROM factor_pending WHERE user_id = $1 AND kind = $2")
+        .bind(user.id)
+        .bind(builtin::TOTP)
+        .execute(app.db.pool())
+        .await?;
+    Ok(())
+}
+
+/// Checks a TOTP code for a user who has the factor.
+pub async fn verify_totp(app: &App, user: &User, code: &str) -> Result<()> {
+    let plugin = app
+        .plugins
+        .get(builtin::TOTP)
+        .cloned()
+        .ok_or_else(|| Error::Unavailable("no totp plugin".into()))?;
+    match app
+        .plugins
+        .verify_factor(&plugin, &account(user), code, &settings())
+        .await
+    {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(refusal)) => Err(unavailable(refusal)),
+        Err(e) => Err(Error::Unavailable(e.to_string())),
+    }
 }

@@ -38,6 +38,9 @@ fn digest(cookie: &str) -> String {
     hex::encode(Sha256::digest(cookie.as_bytes()))
 }
 
+/// How long a session waits for its second sign-in step.
+pub const SECOND_STEP_LIFETIME: i64 = 5 * 60;
+
 /// Starts a session; returns the cookie value and the session.
 pub async fn create(
     db: &Db,
@@ -45,22 +48,44 @@ pub async fn create(
     remember: bool,
     user_agent: &str,
 ) -> db::Result<(String, Session)> {
+    insert(db, user_id, remember, user_agent, false).await
+}
+
+/// Starts a session that waits for the second sign-in step: it opens
+/// nothing but that step, and ends in five minutes.
+pub async fn create_awaiting_second_factor(
+    db: &Db,
+    user_id: i64,
+    remember: bool,
+    user_agent: &str,
+) -> db::Result<(String, Session)> {
+    insert(db, user_id, remember, user_agent, true).await
+}
+
+async fn insert(
+    db: &Db,
+    user_id: i64,
+    remember: bool,
+    user_agent: &str,
+    awaiting: bool,
+) -> db::Result<(String, Session)> {
     let cookie = random_token(32);
     let t = now();
+    let lifetime = match (awaiting, remember) {
+        (true, _) => SECOND_STEP_LIFETIME,
+        (false, true) => REMEMBER_LIFETIME,
+        (false, false) => SHORT_LIFETIME,
+    };
     let session = Session {
         handle: random_token(12),
         user_id,
         created: t,
-        expires: t + if remember {
-            REMEMBER_LIFETIME
-        } else {
-            SHORT_LIFETIME
-        },
+        expires: t + lifetime,
     };
     let agent: String = user_agent.chars().take(255).collect();
     sqlx::query(
-        "INSERT INTO sessions (id_hash, handle, user_id, created, last_seen, expires, user_agent) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO sessions (id_hash, handle, user_id, created, last_seen, expires, user_agent, awaiting_second_factor, remember) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(digest(&cookie))
     .bind(&session.handle)
@@ -69,18 +94,38 @@ pub async fn create(
     .bind(t)
     .bind(session.expires)
     .bind(agent)
+    .bind(i64::from(awaiting))
+    .bind(i64::from(remember))
     .execute(db.pool())
     .await?;
     Ok((cookie, session))
 }
 
-/// The live session a cookie value opens, with its user. An expired session
-/// is removed; a deactivated user's session opens nothing.
+/// The live, full session a cookie value opens, with its user. An expired
+/// session is removed; a deactivated user's session opens nothing; a
+/// session still waiting for its second step opens nothing here.
 pub async fn lookup(db: &Db, cookie: &str) -> Result<Option<(Session, User)>, users::Error> {
+    find_live(db, cookie, false).await
+}
+
+/// The session waiting for its second step that a cookie value opens.
+pub async fn lookup_awaiting_second_factor(
+    db: &Db,
+    cookie: &str,
+) -> Result<Option<(Session, User)>, users::Error> {
+    find_live(db, cookie, true).await
+}
+
+async fn find_live(
+    db: &Db,
+    cookie: &str,
+    awaiting: bool,
+) -> Result<Option<(Session, User)>, users::Error> {
     let row = sqlx::query(
-        "SELECT handle, user_id, created, expires, last_seen FROM sessions WHERE id_hash = $1",
+        "SELECT handle, user_id, created, expires, last_seen FROM sessions WHERE id_hash = $1 AND awaiting_second_factor = $2",
     )
     .bind(digest(cookie))
+    .bind(i64::from(awaiting))
     .fetch_optional(db.pool())
     .await?;
     let Some(row) = row else { return Ok(None) };
@@ -107,6 +152,34 @@ pub async fn lookup(db: &Db, cookie: &str) -> Result<Option<(Session, User)>, us
         Some(user) if user.is_active => Ok(Some((session, user))),
         _ => Ok(None),
     }
+}
+
+/// Completes the second step: the session becomes full, with the lifetime
+/// the user asked for at the first step. Returns its new lifetime in
+/// seconds when it was remembered (for the cookie's Max-Age).
+pub async fn complete_second_step(db: &Db, cookie: &str) -> db::Result<Option<i64>> {
+    let row = sqlx::query(
+        "SELECT remember FROM sessions WHERE id_hash = $1 AND awaiting_second_factor = 1",
+    )
+    .bind(digest(cookie))
+    .fetch_optional(db.pool())
+    .await?;
+    let remember = row
+        .map(|r| r.try_get::<i64, _>(0))
+        .transpose()?
+        .unwrap_or(0)
+        != 0;
+    let lifetime = if remember {
+        REMEMBER_LIFETIME
+    } else {
+        SHORT_LIFETIME
+    };
+    sqlx::query("UPDATE sessions SET awaiting_second_factor = 0, expires = $1 WHERE id_hash = $2")
+        .bind(now() + lifetime)
+        .bind(digest(cookie))
+        .execute(db.pool())
+        .await?;
+    Ok(remember.then_some(lifetime))
 }
 
 /// Ends the session a cookie value opens.
@@ -152,7 +225,7 @@ pub async fn list(
 ) -> db::Result<Vec<SessionRow>> {
     let (filter, order) = window.sql("created", "id", 3);
     let sql = format!(
-        "SELECT {ROW_COLUMNS} FROM sessions WHERE user_id = $1 AND expires > $2 {filter} ORDER BY {order} LIMIT ${}",
+        "SELECT {ROW_COLUMNS} FROM sessions WHERE user_id = $1 AND expires > $2 AND awaiting_second_factor = 0 {filter} ORDER BY {order} LIMIT ${}",
         if window.position().is_some() { 5 } else { 3 }
     );
     let mut query = sqlx::query(&sql).bind(user_id).bind(now());
@@ -172,7 +245,7 @@ pub async fn list(
 /// One of a user's live sessions, by handle.
 pub async fn find(db: &Db, user_id: i64, handle: &str) -> db::Result<Option<SessionRow>> {
     let row = sqlx::query(&format!(
-        "SELECT {ROW_COLUMNS} FROM sessions WHERE user_id = $1 AND handle = $2 AND expires > $3"
+        "SELECT {ROW_COLUMNS} FROM sessions WHERE user_id = $1 AND handle = $2 AND expires > $3 AND awaiting_second_factor = 0"
     ))
     .bind(user_id)
     .bind(handle)

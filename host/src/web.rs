@@ -32,6 +32,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/user/login", get(login_form).post(login))
         .route("/user/logout", post(logout))
         .route("/user/sign_up", get(sign_up_form).post(sign_up))
+        .route("/user/two_factor", get(two_factor_form).post(two_factor))
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))
 }
@@ -214,7 +215,15 @@ async fn login(
         return refuse_csrf(&viewer, &app);
     }
     match identity::sign_in(&app, &form.user_name, &form.password).await {
-        Ok(user) => start_session(&app, viewer, &headers, &user, form.remember.is_some()).await,
+        Ok(user) => match crate::second_factor::enrolled(&app.db, user.id).await {
+            Ok(true) => {
+                start_second_step(&app, viewer, &headers, &user, form.remember.is_some()).await
+            }
+            Ok(false) => {
+                start_session(&app, viewer, &headers, &user, form.remember.is_some()).await
+            }
+            Err(e) => internal(e),
+        },
         Err(e) => {
             let status = match &e {
                 identity::Error::InvalidCredentials => StatusCode::UNAUTHORIZED,
@@ -261,6 +270,132 @@ async fn start_session(
         }
         Err(e) => internal(e),
     }
+}
+
+/// The first step passed and the user has a second factor: a session that
+/// opens only the second-step page.
+async fn start_second_step(
+    app: &App,
+    viewer: Viewer,
+    headers: &HeaderMap,
+    user: &User,
+    remember: bool,
+) -> Response {
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    match sessions::create_awaiting_second_factor(&app.db, user.id, remember, agent).await {
+        Ok((value, _)) => {
+            let jar = viewer.jar.add(cookie(app, sessions::COOKIE, value, None));
+            (jar, Redirect::to("/user/two_factor")).into_response()
+        }
+        Err(e) => internal(e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "two_factor.html")]
+struct TwoFactorPage {
+    user: Option<String>,
+    csrf: String,
+    login: String,
+    error: Option<String>,
+}
+
+/// The user waiting for their second step, if the cookie holds such a session.
+async fn awaiting(app: &App, viewer: &Viewer) -> Result<Option<User>, Response> {
+    let Some(c) = viewer.jar.get(sessions::COOKIE) else {
+        return Ok(None);
+    };
+    match sessions::lookup_awaiting_second_factor(&app.db, c.value()).await {
+        Ok(found) => Ok(found.map(|(_, user)| user)),
+        Err(e) => Err(internal(e)),
+    }
+}
+
+async fn two_factor_form(State(app): State<App>, viewer: Viewer) -> Response {
+    let user = match awaiting(&app, &viewer).await {
+        Ok(Some(u)) => u,
+        Ok(None) => return Redirect::to("/user/login").into_response(),
+        Err(r) => return r,
+    };
+    let (csrf, jar) = viewer.csrf(&app);
+    (
+        jar,
+        render(
+            StatusCode::OK,
+            TwoFactorPage {
+                user: None,
+                csrf,
+                login: user.login,
+                error: None,
+            },
+        ),
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+struct TwoFactorForm {
+    #[serde(default)]
+    passcode: String,
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+async fn two_factor(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<TwoFactorForm>,
+) -> Response {
+    if !viewer.csrf_ok(&form.csrf) {
+        return refuse_csrf(&viewer, &app);
+    }
+    let user = match awaiting(&app, &viewer).await {
+        Ok(Some(u)) => u,
+        Ok(None) => return Redirect::to("/user/login").into_response(),
+        Err(r) => return r,
+    };
+    let status = match crate::second_factor::verify_totp(&app, &user, &form.passcode).await {
+        Ok(()) => {
+            let value = viewer
+                .jar
+                .get(sessions::COOKIE)
+                .map(|c| c.value().to_string())
+                .unwrap_or_default();
+            return match sessions::complete_second_step(&app.db, &value).await {
+                Ok(max_age) => {
+                    let jar = viewer
+                        .jar
+                        .clone()
+                        .add(cookie(&app, sessions::COOKIE, value, max_age))
+                        .add(cookie(&app, CSRF_COOKIE, sessions::random_token(24), None));
+                    tracing::info!(login = %user.login, "signed in with a second factor");
+                    (jar, Redirect::to("/")).into_response()
+                }
+                Err(e) => internal(e),
+            };
+        }
+        Err(crate::second_factor::Error::Unavailable(cause)) => {
+            tracing::error!("second factor unavailable: {cause}");
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        Err(_) => StatusCode::UNAUTHORIZED,
+    };
+    let (csrf, jar) = viewer.csrf(&app);
+    let message = if status == StatusCode::UNAUTHORIZED {
+        "The code is wrong or was already used."
+    } else {
+        "Two-factor authentication is unavailable right now; please try again later."
+    };
+    let page = TwoFactorPage {
+        user: None,
+        csrf,
+        login: user.login,
+        error: Some(message.into()),
+    };
+    (jar, render(status, page)).into_response()
 }
 
 #[derive(Deserialize)]

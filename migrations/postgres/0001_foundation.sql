@@ -46,7 +46,12 @@ CREATE TABLE sessions (
     created BIGINT NOT NULL,
     last_seen BIGINT NOT NULL,
     expires BIGINT NOT NULL,
-    user_agent TEXT NOT NULL DEFAULT ''
+    user_agent TEXT NOT NULL DEFAULT '',
+    -- 1 while the second sign-in step is outstanding: such a session opens
+    -- nothing but the second-step page, and lives five minutes.
+    awaiting_second_factor SMALLINT NOT NULL DEFAULT 0,
+    -- Whether the user asked to be remembered, applied once the session is full.
+    remember SMALLINT NOT NULL DEFAULT 0
 );
 CREATE INDEX sessions_user ON sessions (user_id);
 

@@ -53,6 +53,15 @@ CREATE TABLE second_factors (
 );
 CREATE INDEX second_factors_user ON second_factors (user_id);
 
+-- Enrolments begun and not yet confirmed: the factor plugin's pending state.
+CREATE TABLE factor_pending (
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    state BLOB NOT NULL,
+    expires BIGINT NOT NULL,
+    PRIMARY KEY (user_id, kind)
+);
+
 -- Teams of an organization. Membership of any team is membership of the
 -- organization; the Owners team (permission 'owner') manages it.
 CREATE TABLE teams (

@@ -6,7 +6,9 @@ use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{__path_health, keys, orgs, plugins, protections, repos, sessions, tokens, users};
+use super::{
+    __path_health, factors, keys, orgs, plugins, protections, repos, sessions, tokens, users,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -35,6 +37,8 @@ use super::{__path_health, keys, orgs, plugins, protections, repos, sessions, to
         repos::collaborators,
         repos::put_collaborator,
         repos::delete_collaborator,
+        factors::begin,
+        factors::confirm,
         keys::create,
         keys::list,
         keys::delete,

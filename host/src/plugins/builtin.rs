@@ -5,6 +5,8 @@ use super::{Capability, Kind};
 
 /// The local accounts identity source.
 pub const LOCAL: &str = "local";
+/// The TOTP second factor.
+pub const TOTP: &str = "totp";
 
 mod wasm {
     include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
@@ -21,16 +23,25 @@ pub struct Builtin {
 }
 
 pub fn all() -> Vec<Builtin> {
-    vec![Builtin {
-        id: LOCAL,
-        kind: Kind::IdentitySource,
-        version: env!("CARGO_PKG_VERSION"),
-        grants: &[Capability::Log, Capability::Credentials],
-        wasm: wasm::LOCAL,
-    }]
+    vec![
+        Builtin {
+            id: LOCAL,
+            kind: Kind::IdentitySource,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Credentials],
+            wasm: wasm::LOCAL,
+        },
+        Builtin {
+            id: TOTP,
+            kind: Kind::SecondFactor,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Kv],
+            wasm: wasm::TOTP,
+        },
+    ]
 }
 
 /// The ids of the built-in plugins; a third-party plugin may not take one.
 pub fn ids() -> &'static [&'static str] {
-    &[LOCAL]
+    &[LOCAL, TOTP]
 }

@@ -127,3 +127,21 @@ impl From<wit::RegistrationError> for RegistrationRefusal {
 }
 
 pub(crate) use wit::NewAccount;
+
+use crate::second_factor::FactorRefusal;
+pub(crate) use second_factor::exports::postern::plugin::factor as factor_wit;
+
+impl From<factor_wit::FactorError> for FactorRefusal {
+    fn from(e: factor_wit::FactorError) -> Self {
+        match e {
+            factor_wit::FactorError::Rejected => FactorRefusal::Rejected,
+            factor_wit::FactorError::NotEnrolled => FactorRefusal::NotEnrolled,
+            factor_wit::FactorError::Misconfigured(why) => FactorRefusal::Misconfigured(why),
+            factor_wit::FactorError::Internal(why) => FactorRefusal::Internal(why),
+        }
+    }
+}
+
+pub(crate) fn wit_settings(list: &[(String, String)]) -> Vec<types::Setting> {
+    settings(list)
+}

@@ -1,0 +1,202 @@
+//! The TOTP second factor (plugin `totp`): enrolment over the API with codes
+//! from `oathtool` (Debian), the second sign-in step, the replay guard, and
+//! the password rule, on every backend.
+
+// In a test a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use postern_tests::{Options, Server, backends, client, csrf_of, flash_error, get_text, sign_in};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const PW: &str = "a-long-password";
+
+/// `oathtool --totp` for a base32 secret at Unix time `at`.
+fn oathtool(secret: &str, at: u64) -> String {
+    let out = std::process::Command::new("oathtool")
+        .args(["--totp", "-b", secret, "-N", &format!("@{at}")])
+        .output()
+        .expect("oathtool is installed (Debian package oathtool)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+async fn post(
+    server: &Server,
+    path: &str,
+    auth: (&str, &str),
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut req = reqwest::Client::new().post(server.url(path));
+    req = if auth.0 == "token" {
+        req.header("authorization", format!("token {}", auth.1))
+    } else {
+        req.basic_auth(auth.0, Some(auth.1))
+    };
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status();
+    (
+        status,
+        serde_json::from_str(&res.text().await.unwrap()).unwrap_or(Value::Null),
+    )
+}
+
+async fn two_factor(http: &reqwest::Client, server: &Server, code: &str) -> reqwest::Response {
+    let page = get_text(http, &server.url("/user/two_factor")).await;
+    http.post(server.url("/user/two_factor"))
+        .form(&[("passcode", code), ("_csrf", &csrf_of(&page))])
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn totp_enrolment_second_step_and_replay_guard() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("alice", PW, false);
+
+        let list = server.plugin_list();
+        let totp = list
+            .iter()
+            .find(|p| p["id"] == "totp")
+            .expect("totp is listed");
+        assert_eq!(totp["kind"], "second-factor");
+        assert_eq!(totp["grants"], json!(["log", "kv"]));
+        assert_eq!(totp["state"], "ready");
+
+        let (s, token) = post(
+            &server,
+            "/api/v1/users/alice/tokens",
+            ("alice", PW),
+            Some(json!({"name": "t", "scopes": ["all"]})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED);
+        let token = token["sha1"].as_str().unwrap().to_string();
+
+        // Enrol: the URI carries the secret an authenticator app reads.
+        let (s, b) = post(&server, "/api/v1/user/2fa/totp", ("alice", PW), None).await;
+        assert_eq!(s, StatusCode::CREATED, "{backend}: {b}");
+        let uri = b["otpauth_uri"].as_str().unwrap();
+        assert!(uri.starts_with("otpauth://totp/Postern:alice?"), "{uri}");
+        let secret = uri
+            .split("secret=")
+            .nth(1)
+            .unwrap()
+            .split('&')
+            .next()
+            .unwrap()
+            .to_string();
+
+        let code = oathtool(&secret, now());
+        let wrong = format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000);
+        let (s, b) = post(
+            &server,
+            "/api/v1/user/2fa/totp/confirm",
+            ("alice", PW),
+            Some(json!({"code": wrong})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{b}");
+        let (s, b) = post(
+            &server,
+            "/api/v1/user/2fa/totp/confirm",
+            ("alice", PW),
+            Some(json!({"code": code})),
+        )
+        .await;
+        assert_eq!(
+            s,
+            StatusCode::NO_CONTENT,
+            "{backend}: oathtool's code is accepted: {b}"
+        );
+
+        // Enrolled: a password no longer opens the API; the token does.
+        let (s, b) = post(&server, "/api/v1/user/2fa/totp", ("alice", PW), None).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED);
+        assert!(
+            b["message"]
+                .as_str()
+                .unwrap()
+                .contains("use a personal access token"),
+            "{b}"
+        );
+        let (s, _) = post(&server, "/api/v1/user/2fa/totp", ("token", &token), None).await;
+        assert_eq!(s, StatusCode::CONFLICT, "already enabled");
+
+        // The web sign-in now has a second step; until it is passed the
+        // session opens nothing.
+        let http = client();
+        let res = sign_in(&http, &server, "alice", PW).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        assert_eq!(res.headers()["location"], "/user/two_factor");
+        assert_eq!(
+            http.get(server.url("/api/v1/user"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::UNAUTHORIZED
+        );
+        let home = get_text(&http, &server.url("/")).await;
+        assert!(!home.contains("signed-in-user"), "not signed in yet");
+
+        // A code from an hour ago fails; the confirmation's code was used.
+        let res = two_factor(&http, &server, &oathtool(&secret, now() - 3600)).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            flash_error(&res.text().await.unwrap()).unwrap(),
+            "The code is wrong or was already used."
+        );
+        let res = two_factor(&http, &server, &code).await;
+        assert_eq!(
+            res.status(),
+            StatusCode::UNAUTHORIZED,
+            "{backend}: a code works once"
+        );
+
+        // The next step's code (within the allowed skew) passes.
+        let next = oathtool(&secret, now() + 30);
+        let res = two_factor(&http, &server, &next).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        let me: Value = http
+            .get(server.url("/api/v1/user"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(me["login"], "alice");
+
+        // Reusing it in another sign-in is refused.
+        let other = client();
+        assert_eq!(
+            sign_in(&other, &server, "alice", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        let res = two_factor(&other, &server, &next).await;
+        assert_eq!(
+            res.status(),
+            StatusCode::UNAUTHORIZED,
+            "{backend}: replay refused"
+        );
+    }
+}
