@@ -73,6 +73,7 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         ("/user/keys", get(keys::list).post(keys::create)),
         ("/user/2fa/totp", post(factors::begin)),
         ("/user/2fa/totp/confirm", post(factors::confirm)),
+        ("/user/2fa/backup_codes", post(factors::regenerate)),
         ("/orgs", post(orgs::create)),
         ("/orgs/{org}", get(orgs::get)),
         (

@@ -127,8 +127,10 @@ pub async fn begin_totp(app: &App, user: &User) -> Result<String> {
 }
 
 /// Confirms a TOTP enrolment with a current code; from then on the user has
-/// a second factor.
-pub async fn confirm_totp(app: &App, user: &User, code: &str) -> Result<()> {
+/// a second factor. When it is the user's first factor, returns ten backup
+/// codes, to be shown this once.
+pub async fn confirm_totp(app: &App, user: &User, code: &str) -> Result<Vec<String>> {
+    let first = !enrolled(&app.db, user.id).await?;
     let row = sqlx::query(
         "SELECT state FROM factor_pending WHERE user_id = $1 AND kind = $2 AND expires > $3",
     )
@@ -166,7 +168,120 @@ pub async fn confirm_totp(app: &App, user: &User, code: &str) -> Result<()> {
         .bind(builtin::TOTP)
         .execute(app.db.pool())
         .await?;
+    if first {
+        regenerate_backup_codes(&app.db, user.id).await
+    } else {
+        Ok(Vec::new())
+    }
+}
+
+/// How many backup codes a user gets.
+const BACKUP_CODES: usize = 10;
+/// How long an administrator's bypass codes work.
+pub const BYPASS_LIFETIME: i64 = 24 * 3600;
+
+/// A one-time code: ten hexadecimal characters in two groups (40 bits),
+/// easy to read out and type.
+fn new_code() -> String {
+    let hex = hex::encode(rand::random::<[u8; 5]>());
+    format!("{}-{}", &hex[..5], &hex[5..])
+}
+
+fn code_hash(code: &str) -> String {
+    use sha2::Digest;
+    let normal: String = code
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    hex::encode(sha2::Sha256::digest(normal.as_bytes()))
+}
+
+async fn store_codes(
+    db: &Db,
+    user_id: i64,
+    kind: &str,
+    count: usize,
+    expires: Option<i64>,
+) -> Result<Vec<String>> {
+    let codes: Vec<String> = (0..count).map(|_| new_code()).collect();
+    for code in &codes {
+        sqlx::query("INSERT INTO recovery_codes (user_id, kind, code_hash, expires) VALUES ($1, $2, $3, $4)")
+            .bind(user_id)
+            .bind(kind)
+            .bind(code_hash(code))
+            .bind(expires)
+            .execute(db.pool())
+            .await?;
+    }
+    Ok(codes)
+}
+
+/// Replaces a user's backup codes with ten new ones, returned this once.
+pub async fn regenerate_backup_codes(db: &Db, user_id: i64) -> Result<Vec<String>> {
+    sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1 AND kind = 'backup'")
+        .bind(user_id)
+        .execute(db.pool())
+        .await?;
+    store_codes(db, user_id, "backup", BACKUP_CODES, None).await
+}
+
+/// Bypass codes an administrator hands a user who lost their factor: each
+/// lets them past the second step once, within a day.
+pub async fn generate_bypass_codes(
+    db: &Db,
+    user_id: i64,
+    count: usize,
+) -> Result<(Vec<String>, i64)> {
+    let expires = now() + BYPASS_LIFETIME;
+    Ok((
+        store_codes(db, user_id, "bypass", count, Some(expires)).await?,
+        expires,
+    ))
+}
+
+/// Uses up a backup or bypass code; false when it matches none that is
+/// unused and unexpired.
+pub async fn use_recovery_code(db: &Db, user_id: i64, code: &str) -> Result<bool> {
+    let t = now();
+    let done = sqlx::query(
+        "UPDATE recovery_codes SET used = $1 WHERE user_id = $2 AND code_hash = $3 AND used IS NULL \
+         AND (expires IS NULL OR expires > $4)",
+    )
+    .bind(t)
+    .bind(user_id)
+    .bind(code_hash(code))
+    .bind(t)
+    .execute(db.pool())
+    .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// Removes every second factor of a user (an administrator's last resort);
+/// their backup codes go too.
+pub async fn reset(db: &Db, user_id: i64) -> Result<()> {
+    for sql in [
+        "DELETE FROM second_factors WHERE user_id = $1",
+        "DELETE FROM recovery_codes WHERE user_id = $1",
+        "DELETE FROM factor_pending WHERE user_id = $1",
+    ] {
+        sqlx::query(sql).bind(user_id).execute(db.pool()).await?;
+    }
     Ok(())
+}
+
+/// The second step: a TOTP code (six digits), or a backup or bypass code.
+pub async fn second_step(app: &App, user: &User, response: &str) -> Result<()> {
+    let response = response.trim();
+    if response.len() == 6 && response.chars().all(|c| c.is_ascii_digit()) {
+        return verify_totp(app, user, response).await;
+    }
+    if use_recovery_code(&app.db, user.id, response).await? {
+        Ok(())
+    } else {
+        Err(Error::Rejected)
+    }
 }
 
 /// Checks a TOTP code for a user who has the factor.

@@ -357,7 +357,7 @@ async fn two_factor(
         Ok(None) => return Redirect::to("/user/login").into_response(),
         Err(r) => return r,
     };
-    let status = match crate::second_factor::verify_totp(&app, &user, &form.passcode).await {
+    let status = match crate::second_factor::second_step(&app, &user, &form.passcode).await {
         Ok(()) => {
             let value = viewer
                 .jar

@@ -53,6 +53,20 @@ CREATE TABLE second_factors (
 );
 CREATE INDEX second_factors_user ON second_factors (user_id);
 
+-- One-time codes that stand in for a second factor: backup codes (made when
+-- the first factor is enabled) and bypass codes (made by an administrator,
+-- with an expiry). Stored as sha256; each works once.
+CREATE TABLE recovery_codes (
+    id BIGSERIAL PRIMARY KEY,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    -- 'backup' or 'bypass'
+    kind TEXT NOT NULL,
+    code_hash TEXT NOT NULL,
+    expires BIGINT,
+    used BIGINT
+);
+CREATE INDEX recovery_codes_user ON recovery_codes (user_id);
+
 -- Enrolments begun and not yet confirmed: the factor plugin's pending state.
 CREATE TABLE factor_pending (
     user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,

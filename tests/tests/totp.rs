@@ -124,9 +124,11 @@ async fn totp_enrolment_second_step_and_replay_guard() {
         .await;
         assert_eq!(
             s,
-            StatusCode::NO_CONTENT,
+            StatusCode::OK,
             "{backend}: oathtool's code is accepted: {b}"
         );
+        let backup = b["backup_codes"].as_array().unwrap();
+        assert_eq!(backup.len(), 10, "ten backup codes with the first factor");
 
         // Enrolled: a password no longer opens the API; the token does.
         let (s, b) = post(&server, "/api/v1/user/2fa/totp", ("alice", PW), None).await;
@@ -197,6 +199,137 @@ async fn totp_enrolment_second_step_and_replay_guard() {
             res.status(),
             StatusCode::UNAUTHORIZED,
             "{backend}: replay refused"
+        );
+    }
+}
+
+/// Enrols `user` with TOTP over the API; returns the backup codes.
+async fn enrol(server: &Server, user: &str) -> Vec<String> {
+    let (s, b) = post(server, "/api/v1/user/2fa/totp", (user, PW), None).await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    let uri = b["otpauth_uri"].as_str().unwrap();
+    let secret = uri
+        .split("secret=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_string();
+    let code = json!({"code": oathtool(&secret, now())});
+    let (s, b) = post(
+        server,
+        "/api/v1/user/2fa/totp/confirm",
+        (user, PW),
+        Some(code),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    b["backup_codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn backup_and_bypass_codes_work_once() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("bob", PW, false);
+        let backup = enrol(&server, "bob").await;
+
+        // A backup code passes the second step once.
+        let http = client();
+        assert_eq!(
+            sign_in(&http, &server, "bob", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        assert_eq!(
+            two_factor(&http, &server, &backup[0]).await.status(),
+            StatusCode::SEE_OTHER,
+            "{backend}"
+        );
+        let again = client();
+        assert_eq!(
+            sign_in(&again, &server, "bob", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        assert_eq!(
+            two_factor(&again, &server, &backup[0]).await.status(),
+            StatusCode::UNAUTHORIZED,
+            "used up"
+        );
+        let upper = backup[1].to_uppercase();
+        assert_eq!(
+            two_factor(&again, &server, &upper).await.status(),
+            StatusCode::SEE_OTHER,
+            "case does not matter"
+        );
+
+        // Bypass codes from the CLI: each once, and only for a day.
+        let out = server.cli(&[
+            "admin",
+            "user",
+            "generate-2fa-bypass-codes",
+            "--username",
+            "bob",
+            "--count",
+            "2",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let codes: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(codes.len(), 2, "{text}");
+        let c = client();
+        assert_eq!(
+            sign_in(&c, &server, "bob", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        assert_eq!(
+            two_factor(&c, &server, codes[0]).await.status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: a bypass code works"
+        );
+        let c = client();
+        assert_eq!(
+            sign_in(&c, &server, "bob", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        assert_eq!(
+            two_factor(&c, &server, codes[0]).await.status(),
+            StatusCode::UNAUTHORIZED,
+            "once"
+        );
+        // A day passes for the other code.
+        sqlx::any::install_default_drivers();
+        let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&server.database_url())
+            .await
+            .unwrap();
+        sqlx::query("UPDATE recovery_codes SET expires = expires - 86401 WHERE kind = 'bypass'")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(
+            two_factor(&c, &server, codes[1]).await.status(),
+            StatusCode::UNAUTHORIZED,
+            "expired"
+        );
+
+        // An administrator's reset removes the factor: the password works again.
+        let out = server.cli(&["admin", "user", "reset-2fa", "--username", "bob"]);
+        assert!(out.status.success());
+        let c = client();
+        let res = sign_in(&c, &server, "bob", PW).await;
+        assert_eq!(
+            res.headers()["location"],
+            "/",
+            "{backend}: no second step after a reset"
         );
     }
 }

@@ -64,12 +64,20 @@ pub(crate) async fn begin(
     ))
 }
 
+/// Backup codes, shown once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackupCodes {
+    /// One-time codes that stand in for the factor; store them safely. Empty
+    /// when the user already had a factor (and so backup codes).
+    pub backup_codes: Vec<String>,
+}
+
 /// Confirms the TOTP enrolment with a current code.
 #[utoipa::path(
     post, path = "/api/v1/user/2fa/totp/confirm", tag = "user",
     request_body = TotpCode,
     responses(
-        (status = 204, description = "TOTP is enabled"),
+        (status = 200, description = "TOTP is enabled; the backup codes, shown once", body = BackupCodes),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
@@ -83,10 +91,40 @@ pub(crate) async fn confirm(
     State(app): State<App>,
     who: Principal,
     ApiJson(body): ApiJson<TotpCode>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Json<BackupCodes>, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    second_factor::confirm_totp(&app, &who.user, &body.code)
+    let codes = second_factor::confirm_totp(&app, &who.user, &body.code)
         .await
         .map_err(factor_error)?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(Json(BackupCodes {
+        backup_codes: codes,
+    }))
+}
+
+/// Replaces the backup codes with ten new ones. Permission: signed in, with
+/// a second factor.
+#[utoipa::path(
+    post, path = "/api/v1/user/2fa/backup_codes", tag = "user",
+    responses(
+        (status = 200, description = "The new backup codes, shown once", body = BackupCodes),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "The token lacks write:user", body = ErrorBody),
+        (status = 409, description = "No second factor is enabled", body = ErrorBody),
+    ),
+    security(("session" = []), ("token" = []))
+)]
+pub(crate) async fn regenerate(
+    State(app): State<App>,
+    who: Principal,
+) -> Result<Json<BackupCodes>, ApiError> {
+    who.require_scope(Access::Write, Area::User)?;
+    if !second_factor::enrolled(&app.db, who.user.id).await? {
+        return Err(ApiError::Conflict("enable a second factor first".into()));
+    }
+    let codes = second_factor::regenerate_backup_codes(&app.db, who.user.id)
+        .await
+        .map_err(factor_error)?;
+    Ok(Json(BackupCodes {
+        backup_codes: codes,
+    }))
 }

@@ -39,6 +39,7 @@ use super::{
         repos::delete_collaborator,
         factors::begin,
         factors::confirm,
+        factors::regenerate,
         keys::create,
         keys::list,
         keys::delete,
