@@ -75,7 +75,7 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         ("/user/2fa/totp/confirm", post(factors::confirm)),
         ("/user/2fa/backup_codes", post(factors::regenerate)),
         ("/orgs", post(orgs::create)),
-        ("/orgs/{org}", get(orgs::get)),
+        ("/orgs/{org}", get(orgs::get).patch(orgs::edit)),
         (
             "/orgs/{org}/teams",
             get(orgs::teams).post(orgs::create_team),
@@ -167,6 +167,17 @@ impl FromRequestParts<App> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         let auth = authn::authenticate(app, &parts.headers).await?;
+        if let Some(user) = &auth.caller.user
+            && app.config.security.enable_2fa
+            && !ENROLMENT_PATHS
+                .iter()
+                .any(|p| parts.uri.path().ends_with(p))
+            && !crate::second_factor::enrolled(&app.db, user.id).await?
+        {
+            return Err(ApiError::Forbidden(
+                "two-factor authentication is required here: enable it at /api/v1/user/2fa/totp first".into(),
+            ));
+        }
         match auth.caller.user.clone() {
             Some(user) => Ok(Principal {
                 user,
@@ -178,6 +189,10 @@ impl FromRequestParts<App> for Principal {
         }
     }
 }
+
+/// What a user without a second factor may still call when
+/// `[security] ENABLE_2FA` requires one: enrolment itself.
+const ENROLMENT_PATHS: &[&str] = &["/user/2fa/totp", "/user/2fa/totp/confirm"];
 
 /// Whoever is calling, signed in or not.
 pub(crate) struct MaybePrincipal(pub Caller);

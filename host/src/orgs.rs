@@ -55,6 +55,9 @@ pub struct Org {
     pub name: String,
     pub full_name: String,
     pub created: i64,
+    /// Members without a second factor do not see the organization's
+    /// repositories.
+    pub require_two_factor: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -75,6 +78,7 @@ fn org_row(r: &AnyRow) -> std::result::Result<Org, sqlx::Error> {
         name: r.try_get(1)?,
         full_name: r.try_get(2)?,
         created: r.try_get(3)?,
+        require_two_factor: r.try_get::<i64, _>(4)? != 0,
     })
 }
 
@@ -114,7 +118,7 @@ pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Res
     let t = now();
     let row = sqlx::query(
         "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, kind, created, updated) \
-         VALUES ($1, $2, $3, '', NULL, NULL, 'local', 0, 1, 1, $4, $5) RETURNING id, login, full_name, created",
+         VALUES ($1, $2, $3, '', NULL, NULL, 'local', 0, 1, 1, $4, $5) RETURNING id, login, full_name, created, require_two_factor",
     )
     .bind(name)
     .bind(name.to_lowercase())
@@ -139,7 +143,7 @@ pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Res
 
 pub async fn find(db: &Db, name: &str) -> Result<Option<Org>> {
     let row = sqlx::query(
-        "SELECT id, login, full_name, created FROM users WHERE kind = 1 AND lower_login = $1",
+        "SELECT id, login, full_name, created, require_two_factor FROM users WHERE kind = 1 AND lower_login = $1",
     )
     .bind(name.to_lowercase())
     .fetch_optional(db.pool())
@@ -149,7 +153,7 @@ pub async fn find(db: &Db, name: &str) -> Result<Option<Org>> {
 
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Org>> {
     let row =
-        sqlx::query("SELECT id, login, full_name, created FROM users WHERE kind = 1 AND id = $1")
+        sqlx::query("SELECT id, login, full_name, created, require_two_factor FROM users WHERE kind = 1 AND id = $1")
             .bind(id)
             .fetch_optional(db.pool())
             .await?;
@@ -159,7 +163,7 @@ pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Org>> {
 /// The organizations a user is a member of.
 pub async fn of_user(db: &Db, user_id: i64) -> Result<Vec<Org>> {
     let rows = sqlx::query(
-        "SELECT DISTINCT u.id, u.login, u.full_name, u.created FROM users u \
+        "SELECT DISTINCT u.id, u.login, u.full_name, u.created, u.require_two_factor FROM users u \
          JOIN teams t ON t.org_id = u.id JOIN team_members m ON m.team_id = t.id \
          WHERE m.user_id = $1 ORDER BY u.id",
     )
@@ -326,6 +330,19 @@ pub async fn team_level(db: &Db, org_id: i64, user_id: i64, repo_id: i64) -> Res
         }
     }
     Ok((!teams.is_empty(), best))
+}
+
+/// Sets the organization's "Require Two-Factor Authentication" policy.
+pub async fn set_require_two_factor(db: &Db, org_id: i64, on: bool) -> Result<()> {
+    sqlx::query(
+        "UPDATE users SET require_two_factor = $1, updated = $2 WHERE id = $3 AND kind = 1",
+    )
+    .bind(i64::from(on))
+    .bind(now())
+    .bind(org_id)
+    .execute(db.pool())
+    .await?;
+    Ok(())
 }
 
 /// Whether the user is in the organization's Owners team.

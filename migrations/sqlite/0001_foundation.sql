@@ -21,6 +21,9 @@ CREATE TABLE users (
     -- 0 for a person, 1 for an organization (as in Gitea, organizations are
     -- accounts: they own repositories and share the login namespace).
     kind INTEGER NOT NULL DEFAULT 0,
+    -- Organizations only: members without a second factor do not see the
+    -- organization's repositories.
+    require_two_factor INTEGER NOT NULL DEFAULT 0,
     created BIGINT NOT NULL,
     updated BIGINT NOT NULL
 );

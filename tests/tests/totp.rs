@@ -333,3 +333,153 @@ async fn backup_and_bypass_codes_work_once() {
         );
     }
 }
+
+#[tokio::test]
+async fn enable_2fa_blocks_the_api_until_enrolment() {
+    for backend in backends() {
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: "[security]\nENABLE_2FA = true\n".into(),
+                ..Default::default()
+            },
+        )
+        .await;
+        server.create_user("carol", PW, false);
+        let res = reqwest::Client::new()
+            .get(server.url("/api/v1/user"))
+            .basic_auth("carol", Some(PW))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{backend}");
+        let body: Value = res.json().await.unwrap();
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("two-factor authentication is required"),
+            "{body}"
+        );
+        let (s, _) = post(
+            &server,
+            "/api/v1/users/carol/tokens",
+            ("carol", PW),
+            Some(json!({"name": "t", "scopes": ["all"]})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "no token either");
+
+        // Enrolment itself is allowed; afterwards the signed-in session works.
+        enrol(&server, "carol").await;
+        let http = client();
+        assert_eq!(
+            sign_in(&http, &server, "carol", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        let list = get_text(&http, &server.url("/user/two_factor")).await;
+        assert!(list.contains("passcode"));
+    }
+}
+
+#[tokio::test]
+async fn the_org_policy_hides_repositories_from_members_without_a_factor() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("boss", PW, false);
+        server.create_user("dave", PW, false);
+        let http = reqwest::Client::new();
+        let as_boss = |req: reqwest::RequestBuilder| req.basic_auth("boss", Some(PW));
+        let res = as_boss(http.post(server.url("/api/v1/orgs")))
+            .json(&json!({"username": "acme"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let res = as_boss(http.post(server.url("/api/v1/orgs/acme/repos")))
+            .json(&json!({"name": "app", "private": true}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let team: Value = as_boss(http.post(server.url("/api/v1/orgs/acme/teams")))
+            .json(
+                &json!({"name": "devs", "permission": "write", "includes_all_repositories": true}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let res =
+            as_boss(http.put(server.url(&format!("/api/v1/teams/{}/members/dave", team["id"]))))
+                .send()
+                .await
+                .unwrap();
+        assert_eq!(res.status(), StatusCode::NO_CONTENT);
+        let (s, token) = post(
+            &server,
+            "/api/v1/users/dave/tokens",
+            ("dave", PW),
+            Some(json!({"name": "t", "scopes": ["all"]})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED);
+        let token = token["sha1"].as_str().unwrap().to_string();
+        let dave = |path: &str| {
+            http.get(server.url(path))
+                .header("authorization", format!("token {token}"))
+                .send()
+        };
+        assert_eq!(
+            dave("/api/v1/repos/acme/app").await.unwrap().status(),
+            StatusCode::OK,
+            "a member sees the repository"
+        );
+
+        let res = as_boss(http.patch(server.url("/api/v1/orgs/acme")))
+            .json(&json!({"require_two_factor": true}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let org: Value = res.json().await.unwrap();
+        assert_eq!(org["require_two_factor"], true);
+        assert_eq!(
+            org["members_without_two_factor"],
+            json!(["boss", "dave"]),
+            "owners see who is missing"
+        );
+
+        // Without a factor: hidden over the API and git.
+        assert_eq!(
+            dave("/api/v1/repos/acme/app").await.unwrap().status(),
+            StatusCode::NOT_FOUND,
+            "{backend}"
+        );
+        let work = tempfile::tempdir().unwrap();
+        let host = server.base.trim_start_matches("http://").to_string();
+        let url = format!("http://dave:{token}@{host}/acme/app.git");
+        let (ok, out) = postern_tests::git(work.path(), &["ls-remote", &url]);
+        assert!(!ok && out.contains("not found"), "{backend}: {out}");
+
+        // After enrolment: visible again.
+        enrol(&server, "dave").await;
+        assert_eq!(
+            dave("/api/v1/repos/acme/app").await.unwrap().status(),
+            StatusCode::OK,
+            "{backend}"
+        );
+        let (ok, out) = postern_tests::git(work.path(), &["ls-remote", &url]);
+        assert!(ok, "{out}");
+        let org: Value = as_boss(http.get(server.url("/api/v1/orgs/acme")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(org["members_without_two_factor"], json!(["boss"]));
+    }
+}

@@ -50,6 +50,7 @@ use super::{
         protections::delete,
         orgs::create,
         orgs::get,
+        orgs::edit,
         orgs::create_team,
         orgs::teams,
         orgs::team_members,

@@ -24,6 +24,12 @@ pub struct OrgView {
     /// Gitea's alias of `name`.
     pub username: String,
     pub full_name: String,
+    /// The policy "Require Two-Factor Authentication".
+    pub require_two_factor: bool,
+    /// For owners, while the policy is on: members who have no second
+    /// factor and so cannot see the organization's repositories.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members_without_two_factor: Option<Vec<String>>,
     #[schema(value_type = Object)]
     pub _links: Links,
 }
@@ -39,10 +45,29 @@ fn org_view(version: ApiVersion, org: Org, is_owner: bool) -> OrgView {
             .get("teams", format!("{href}/teams"))
             .action(is_owner, "create_team", "POST", format!("{href}/teams"))
             .action(is_owner, "create_repo", "POST", format!("{href}/repos"))
+            .action(is_owner, "edit", "PATCH", href.clone())
             .build(),
         name: org.name,
         full_name: org.full_name,
+        require_two_factor: org.require_two_factor,
+        members_without_two_factor: None,
     }
+}
+
+/// The members an owner should chase while the 2FA policy is on.
+async fn without_two_factor(app: &App, org: &Org) -> Result<Vec<String>, ApiError> {
+    let mut out = Vec::new();
+    for login in orgs::org_members(&app.db, org.id)
+        .await
+        .map_err(org_error)?
+    {
+        if let Some(user) = users::find_by_login(&app.db, &login).await?
+            && !crate::second_factor::enrolled(&app.db, user.id).await?
+        {
+            out.push(login);
+        }
+    }
+    Ok(out)
 }
 
 /// Gitea's `CreateOrgOption`.
@@ -161,7 +186,65 @@ pub(crate) async fn get(
         }
         None => false,
     };
-    Ok(Json(org_view(version, org, owner)))
+    let policy = org.require_two_factor;
+    let mut view = org_view(version, org.clone(), owner);
+    if owner && policy {
+        view.members_without_two_factor = Some(without_two_factor(&app, &org).await?);
+    }
+    Ok(Json(view))
+}
+
+/// Gitea's `EditOrgOption`, the fields Postern has.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditOrg {
+    pub full_name: Option<String>,
+    /// Policies › Require Two-Factor Authentication.
+    pub require_two_factor: Option<bool>,
+}
+
+/// Changes an organization. Permission: organization owner.
+#[utoipa::path(
+    patch, path = "/api/v1/orgs/{org}", tag = "organization",
+    params(("org" = String, Path, description = "The organization's name")),
+    request_body = EditOrg,
+    responses(
+        (status = 200, description = "The organization as changed", body = OrgView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+        (status = 404, description = "No such organization", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "An unknown field", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn edit(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<OrgPath>,
+    ApiJson(body): ApiJson<EditOrg>,
+) -> Result<Json<OrgView>, ApiError> {
+    let org = owned_org(&app, &who, &path.org).await?;
+    if let Some(on) = body.require_two_factor {
+        orgs::set_require_two_factor(&app.db, org.id, on)
+            .await
+            .map_err(org_error)?;
+    }
+    if let Some(full_name) = body.full_name {
+        sqlx::query("UPDATE users SET full_name = $1 WHERE id = $2")
+            .bind(full_name)
+            .bind(org.id)
+            .execute(app.db.pool())
+            .await?;
+    }
+    let org = find_org(&app, &org.name).await?;
+    let mut view = org_view(version, org.clone(), true);
+    if org.require_two_factor {
+        view.members_without_two_factor = Some(without_two_factor(&app, &org).await?);
+    }
+    Ok(Json(view))
 }
 
 /// A team.

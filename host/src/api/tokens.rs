@@ -92,8 +92,8 @@ async fn owner(app: &App, who: &Principal, username: &str) -> Result<User, ApiEr
     Err(ApiError::NotFound(format!("no user named {username:?}")))
 }
 
-/// Creates a token. Needs Basic authentication with the user's password, as
-/// in Gitea, so that a token cannot mint more powerful tokens.
+/// Creates a token. Needs Basic authentication with the user's password (as
+/// in Gitea) or a signed-in session, so that a token cannot mint tokens.
 #[utoipa::path(
     post, path = "/api/v1/users/{username}/tokens", tag = "user",
     params(("username" = String, Path, description = "The token's owner")),
@@ -116,9 +116,11 @@ pub(crate) async fn create(
     Path(path): Path<UserPath>,
     ApiJson(body): ApiJson<CreateToken>,
 ) -> Result<(StatusCode, Json<TokenView>), ApiError> {
-    if !who.by_password {
+    // As in Gitea, a token cannot mint tokens: creation needs the password
+    // (Basic) or a signed-in browser session, which passed any second step.
+    if !who.by_password && who.session.is_none() {
         return Err(ApiError::Credentials(
-            "creating a token needs Basic authentication with your password".into(),
+            "creating a token needs Basic authentication with your password, or a signed-in session".into(),
         ));
     }
     let owner = owner(&app, &who, &path.username).await?;
