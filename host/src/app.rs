@@ -21,6 +21,8 @@ pub struct App {
     pub plugins: Arc<Plugins>,
     /// Pushes in progress, for the pre-receive hook's call back.
     pub pushes: Arc<crate::git::hooks::Pushes>,
+    /// Seals secrets at rest.
+    pub key: Arc<crate::secrets::InstanceKey>,
 }
 
 impl App {
@@ -30,7 +32,11 @@ impl App {
         let db = Db::connect(&config.database)
             .await
             .context("opening the database")?;
-        let plugins = Plugins::load(&config, db.clone())
+        let key = Arc::new(
+            crate::secrets::InstanceKey::load_or_create(&config.server.app_data_path)
+                .context("reading the instance key")?,
+        );
+        let plugins = Plugins::load(&config, db.clone(), key.clone())
             .await
             .context("loading plugins")?;
         for source in plugins.extra_identity_sources() {
@@ -43,6 +49,7 @@ impl App {
             db,
             plugins: Arc::new(plugins),
             pushes: Arc::default(),
+            key,
         })
     }
 

@@ -20,6 +20,7 @@ pub mod plugins;
 pub mod protection;
 pub mod repos;
 pub mod second_factor;
+pub mod secrets;
 pub mod sessions;
 pub mod tokens;
 pub mod users;

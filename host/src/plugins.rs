@@ -293,7 +293,11 @@ impl Plugins {
     /// Loads the built-in plugins and every `[plugin.<id>]` section. A plugin
     /// that cannot be loaded is kept as refused, with the reason, and the
     /// host starts without it; only an engine that cannot start is an error.
-    pub async fn load(cfg: &Config, db: Db) -> Result<Plugins> {
+    pub async fn load(
+        cfg: &Config,
+        db: Db,
+        key: Arc<crate::secrets::InstanceKey>,
+    ) -> Result<Plugins> {
         let specs = specs(cfg);
         let max_memory = specs
             .iter()
@@ -305,6 +309,7 @@ impl Plugins {
         let lender = Arc::new(Lender {
             db,
             runtime: tokio::runtime::Handle::current(),
+            key,
         });
         let loader_engine = engine.clone();
         let plugins = tokio::task::spawn_blocking(move || {

@@ -93,6 +93,11 @@ fn unavailable(refusal: FactorRefusal) -> Error {
     }
 }
 
+/// The sealing slot of a user's pending enrolment (it holds the secret).
+fn pending_slot(user_id: i64, kind: &str) -> String {
+    format!("factor_pending/{user_id}/{kind}")
+}
+
 /// Begins a TOTP enrolment; returns the `otpauth://` URI to show (as a QR
 /// code). The secret stays with the host until the user confirms.
 pub async fn begin_totp(app: &App, user: &User) -> Result<String> {
@@ -119,7 +124,7 @@ pub async fn begin_totp(app: &App, user: &User) -> Result<String> {
     )
     .bind(user.id)
     .bind(builtin::TOTP)
-    .bind(pending)
+    .bind(app.key.seal(&pending_slot(user.id, builtin::TOTP), &pending))
     .bind(now() + PENDING_LIFETIME)
     .execute(app.db.pool())
     .await?;
@@ -139,7 +144,11 @@ pub async fn confirm_totp(app: &App, user: &User, code: &str) -> Result<Vec<Stri
     .bind(now())
     .fetch_optional(app.db.pool())
     .await?;
-    let pending: Vec<u8> = row.ok_or(Error::NotPending)?.try_get(0)?;
+    let sealed: Vec<u8> = row.ok_or(Error::NotPending)?.try_get(0)?;
+    let pending = app
+        .key
+        .open(&pending_slot(user.id, builtin::TOTP), &sealed)
+        .ok_or(Error::NotPending)?;
     let plugin = app
         .plugins
         .get(builtin::TOTP)

@@ -129,6 +129,23 @@ async fn totp_enrolment_second_step_and_replay_guard() {
         );
         let backup = b["backup_codes"].as_array().unwrap();
         assert_eq!(backup.len(), 10, "ten backup codes with the first factor");
+        // The plugin's secret is sealed with the instance key in the database.
+        sqlx::any::install_default_drivers();
+        let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&server.database_url())
+            .await
+            .unwrap();
+        let row = sqlx::query(
+            "SELECT value FROM plugin_kv WHERE plugin = 'totp' AND key LIKE 'secret:%'",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        let stored: Vec<u8> = sqlx::Row::get(&row, 0);
+        assert_eq!(
+            stored.len(),
+            1 + 24 + 20 + 16,
+            "version, nonce, 20 secret bytes sealed, tag"
+        );
 
         // Enrolled: a password no longer opens the API; the token does.
         let (s, b) = post(&server, "/api/v1/user/2fa/totp", ("alice", PW), None).await;

@@ -147,6 +147,8 @@ pub(crate) fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<Ca
 pub(crate) struct Lender {
     pub db: Db,
     pub runtime: tokio::runtime::Handle,
+    /// Seals `kv` values at rest.
+    pub key: Arc<crate::secrets::InstanceKey>,
 }
 
 /// The state of one call's store. Made fresh for every call and dropped after
@@ -253,17 +255,30 @@ const MAX_KV_KEY: usize = 256;
 const MAX_KV_VALUE: usize = 64 * 1024;
 
 impl kv::Host for CallState {
+    // Values are sealed with the instance key, bound to (plugin, key): the
+    // database never holds a plugin's secrets in the clear. Plugin calls run
+    // on a blocking thread, so waiting on the database holds no async worker.
     fn get(&mut self, key: String) -> std::result::Result<Option<Vec<u8>>, kv::Error> {
         if key.len() > MAX_KV_KEY {
             return Err(kv::Error::TooLarge);
         }
         let lender = self.lender.clone();
-        // Plugin calls run on a blocking thread, so waiting here holds no
-        // async worker.
-        lender
+        let sealed = lender
             .runtime
             .block_on(lender.db.kv_get(&self.plugin, &key))
-            .map_err(|e| kv::Error::Unavailable(e.to_string()))
+            .map_err(|e| kv::Error::Unavailable(e.to_string()))?;
+        match sealed {
+            None => Ok(None),
+            Some(sealed) => lender
+                .key
+                .open(&slot(&self.plugin, &key), &sealed)
+                .map(Some)
+                .ok_or_else(|| {
+                    kv::Error::Unavailable(
+                        "a stored value does not open with this instance's key".into(),
+                    )
+                }),
+        }
     }
 
     fn set(&mut self, key: String, value: Vec<u8>) -> std::result::Result<(), kv::Error> {
@@ -271,9 +286,10 @@ impl kv::Host for CallState {
             return Err(kv::Error::TooLarge);
         }
         let lender = self.lender.clone();
+        let sealed = lender.key.seal(&slot(&self.plugin, &key), &value);
         lender
             .runtime
-            .block_on(lender.db.kv_set(&self.plugin, &key, &value))
+            .block_on(lender.db.kv_set(&self.plugin, &key, &sealed))
             .map_err(|e| kv::Error::Unavailable(e.to_string()))
     }
 
@@ -287,4 +303,9 @@ impl kv::Host for CallState {
             .block_on(lender.db.kv_delete(&self.plugin, &key))
             .map_err(|e| kv::Error::Unavailable(e.to_string()))
     }
+}
+
+/// The sealing slot of a plugin's key.
+fn slot(plugin: &str, key: &str) -> String {
+    format!("kv/{plugin}/{key}")
 }
