@@ -18,6 +18,7 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 mod repos;
+mod security;
 
 use crate::app::App;
 use crate::identity;
@@ -33,6 +34,12 @@ pub(crate) fn routes() -> Router<App> {
         .route("/user/logout", post(logout))
         .route("/user/sign_up", get(sign_up_form).post(sign_up))
         .route("/user/two_factor", get(two_factor_form).post(two_factor))
+        .route("/user/settings/security", get(security::show))
+        .route("/user/settings/security/totp", post(security::begin))
+        .route(
+            "/user/settings/security/totp/confirm",
+            post(security::confirm),
+        )
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))
 }

@@ -378,6 +378,37 @@ pub fn git_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String
     (out.status.success(), text)
 }
 
+/// `oathtool --totp` (Debian) for a base32 secret at Unix time `at`.
+pub fn oathtool(secret: &str, at: u64) -> String {
+    let out = Command::new("oathtool")
+        .args(["--totp", "-b", secret, "-N", &format!("@{at}")])
+        .output()
+        .expect("oathtool is installed (Debian package oathtool)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+}
+
+/// The base32 secret of an `otpauth://` URI.
+pub fn otpauth_secret(uri: &str) -> String {
+    uri.split("secret=")
+        .nth(1)
+        .and_then(|s| s.split('&').next())
+        .expect("the URI has a secret")
+        .to_string()
+}
+
 /// An HTTP client that keeps cookies and does not follow redirects, so tests
 /// see the 303 of a sign-in.
 pub fn client() -> reqwest::Client {

@@ -79,3 +79,138 @@ async fn signing_in_from_chromium_lands_on_a_signed_in_page() {
         browser.close().await;
     }
 }
+
+#[tokio::test]
+async fn enrolling_totp_from_the_page_then_signing_in_with_a_code() {
+    use postern_tests::{oathtool, otpauth_secret, unix_now};
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("erin", "a-long-erin-password", false);
+        let browser = Browser::start().await;
+        let c = &browser.client;
+        let wait = |l: Locator<'static>| c.wait().at_most(Duration::from_secs(20)).for_element(l);
+        let sign_in = || async {
+            c.goto(&server.url("/user/login")).await.unwrap();
+            c.find(Locator::Id("user_name"))
+                .await
+                .unwrap()
+                .send_keys("erin")
+                .await
+                .unwrap();
+            c.find(Locator::Id("password"))
+                .await
+                .unwrap()
+                .send_keys("a-long-erin-password")
+                .await
+                .unwrap();
+            c.find(Locator::Id("sign-in"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+        };
+        sign_in().await;
+        wait(Locator::Id("signed-in-user")).await.unwrap();
+
+        // Settings › Security: enable, scan (read the URI beside the QR code), confirm.
+        c.find(Locator::Id("security-link"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait(Locator::Id("enable-totp"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let uri = wait(Locator::Id("otpauth-uri"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            uri.starts_with("otpauth://totp/Postern:erin?"),
+            "{backend}: {uri}"
+        );
+        c.find(Locator::Css("#qr svg"))
+            .await
+            .expect("the QR code is rendered");
+        let secret = otpauth_secret(&uri);
+        c.find(Locator::Id("passcode"))
+            .await
+            .unwrap()
+            .send_keys(&oathtool(&secret, unix_now()))
+            .await
+            .unwrap();
+        c.find(Locator::Id("confirm-totp"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let codes = wait(Locator::Id("backup-codes")).await.unwrap();
+        assert_eq!(
+            codes.find_all(Locator::Css("li")).await.unwrap().len(),
+            10,
+            "ten backup codes, shown once"
+        );
+
+        // Sign out, sign in: the second step asks for a code.
+        c.find(Locator::Id("sign-out"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait(Locator::LinkText("Sign in")).await.unwrap();
+        sign_in().await;
+        let code = oathtool(&secret, unix_now() + 30);
+        wait(Locator::Id("passcode"))
+            .await
+            .unwrap()
+            .send_keys(&code)
+            .await
+            .unwrap();
+        c.find(Locator::Id("verify"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let who = wait(Locator::Id("signed-in-user")).await.unwrap();
+        assert_eq!(who.text().await.unwrap(), "erin", "{backend}");
+
+        // The same code again is refused.
+        c.find(Locator::Id("sign-out"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait(Locator::LinkText("Sign in")).await.unwrap();
+        sign_in().await;
+        wait(Locator::Id("passcode"))
+            .await
+            .unwrap()
+            .send_keys(&code)
+            .await
+            .unwrap();
+        c.find(Locator::Id("verify"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let error = wait(Locator::Id("flash-error")).await.unwrap();
+        assert_eq!(
+            error.text().await.unwrap(),
+            "The code is wrong or was already used.",
+            "{backend}"
+        );
+        browser.close().await;
+    }
+}

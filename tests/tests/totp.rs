@@ -5,33 +5,18 @@
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use postern_tests::{Options, Server, backends, client, csrf_of, flash_error, get_text, sign_in};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 const PW: &str = "a-long-password";
 
-/// `oathtool --totp` for a base32 secret at Unix time `at`.
 fn oathtool(secret: &str, at: u64) -> String {
-    let out = std::process::Command::new("oathtool")
-        .args(["--totp", "-b", secret, "-N", &format!("@{at}")])
-        .output()
-        .expect("oathtool is installed (Debian package oathtool)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    postern_tests::oathtool(secret, at)
 }
 
 fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+    postern_tests::unix_now()
 }
 
 async fn post(
