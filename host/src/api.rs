@@ -74,6 +74,10 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         ("/user/2fa/totp", post(factors::begin)),
         ("/user/2fa/totp/confirm", post(factors::confirm)),
         ("/user/2fa/backup_codes", post(factors::regenerate)),
+        (
+            "/user/2fa/remembered_devices",
+            delete(factors::forget_devices),
+        ),
         ("/orgs", post(orgs::create)),
         ("/orgs/{org}", get(orgs::get).patch(orgs::edit)),
         (

@@ -141,6 +141,7 @@ pub struct Service {
 pub struct Security {
     pub enable_2fa: bool,
     pub enable_remember_me_2fa: bool,
+    pub remember_me_2fa_days: i64,
     pub min_password_length: u32,
 }
 
@@ -378,6 +379,7 @@ impl Config {
             security: Security {
                 enable_2fa: flag("security", "ENABLE_2FA"),
                 enable_remember_me_2fa: flag("security", "ENABLE_REMEMBER_ME_2FA"),
+                remember_me_2fa_days: int("security", "REMEMBER_ME_2FA_DAYS"),
                 min_password_length: int("security", "MIN_PASSWORD_LENGTH") as u32,
             },
             log: Log {

@@ -223,6 +223,9 @@ async fn login(
     }
     match identity::sign_in(&app, &form.user_name, &form.password).await {
         Ok(user) => match crate::second_factor::enrolled(&app.db, user.id).await {
+            Ok(true) if remembered(&app, &viewer, user.id).await => {
+                start_session(&app, viewer, &headers, &user, form.remember.is_some()).await
+            }
             Ok(true) => {
                 start_second_step(&app, viewer, &headers, &user, form.remember.is_some()).await
             }
@@ -279,6 +282,20 @@ async fn start_session(
     }
 }
 
+/// Whether this browser was remembered after a second step, and may skip
+/// it (`[security] ENABLE_REMEMBER_ME_2FA`).
+async fn remembered(app: &App, viewer: &Viewer, user_id: i64) -> bool {
+    if !app.config.security.enable_remember_me_2fa {
+        return false;
+    }
+    let Some(c) = viewer.jar.get(crate::second_factor::DEVICE_COOKIE) else {
+        return false;
+    };
+    crate::second_factor::device_remembered(&app.db, user_id, c.value())
+        .await
+        .unwrap_or(false)
+}
+
 /// The first step passed and the user has a second factor: a session that
 /// opens only the second-step page.
 async fn start_second_step(
@@ -308,6 +325,8 @@ struct TwoFactorPage {
     csrf: String,
     login: String,
     error: Option<String>,
+    /// Offer "remember this browser" (`ENABLE_REMEMBER_ME_2FA`).
+    offer_remember: bool,
 }
 
 /// The user waiting for their second step, if the cookie holds such a session.
@@ -337,6 +356,7 @@ async fn two_factor_form(State(app): State<App>, viewer: Viewer) -> Response {
                 csrf,
                 login: user.login,
                 error: None,
+                offer_remember: app.config.security.enable_remember_me_2fa,
             },
         ),
     )
@@ -347,6 +367,8 @@ async fn two_factor_form(State(app): State<App>, viewer: Viewer) -> Response {
 struct TwoFactorForm {
     #[serde(default)]
     passcode: String,
+    #[serde(default)]
+    remember_device: Option<String>,
     #[serde(default, rename = "_csrf")]
     csrf: String,
 }
@@ -373,11 +395,27 @@ async fn two_factor(
                 .unwrap_or_default();
             return match sessions::complete_second_step(&app.db, &value).await {
                 Ok(max_age) => {
-                    let jar = viewer
+                    let mut jar = viewer
                         .jar
                         .clone()
                         .add(cookie(&app, sessions::COOKIE, value, max_age))
                         .add(cookie(&app, CSRF_COOKIE, sessions::random_token(24), None));
+                    if app.config.security.enable_remember_me_2fa && form.remember_device.is_some()
+                    {
+                        let days = app.config.security.remember_me_2fa_days;
+                        match crate::second_factor::remember_device(&app.db, user.id, days).await {
+                            Ok(token) => {
+                                let device = cookie(
+                                    &app,
+                                    crate::second_factor::DEVICE_COOKIE,
+                                    token,
+                                    Some(days * 86400),
+                                );
+                                jar = jar.add(device);
+                            }
+                            Err(e) => return internal(e),
+                        }
+                    }
                     tracing::info!(login = %user.login, "signed in with a second factor");
                     (jar, Redirect::to("/")).into_response()
                 }
@@ -401,6 +439,7 @@ async fn two_factor(
         csrf,
         login: user.login,
         error: Some(message.into()),
+        offer_remember: app.config.security.enable_remember_me_2fa,
     };
     (jar, render(status, page)).into_response()
 }

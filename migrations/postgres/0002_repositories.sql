@@ -67,6 +67,17 @@ CREATE TABLE recovery_codes (
 );
 CREATE INDEX recovery_codes_user ON recovery_codes (user_id);
 
+-- Browsers that may skip the second step for a while
+-- ([security] ENABLE_REMEMBER_ME_2FA): the cookie holds a random token, the
+-- table its sha256. Deleting a row revokes the browser.
+CREATE TABLE remembered_devices (
+    id BIGSERIAL PRIMARY KEY,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    token_hash TEXT NOT NULL UNIQUE,
+    created BIGINT NOT NULL,
+    expires BIGINT NOT NULL
+);
+
 -- Enrolments begun and not yet confirmed: the factor plugin's pending state.
 CREATE TABLE factor_pending (
     user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,

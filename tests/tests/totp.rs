@@ -485,3 +485,113 @@ async fn the_org_policy_hides_repositories_from_members_without_a_factor() {
         assert_eq!(org["members_without_two_factor"], json!(["boss"]));
     }
 }
+
+#[tokio::test]
+async fn remember_me_skips_the_second_step_until_revoked() {
+    for backend in backends() {
+        let ini = "[security]\nENABLE_REMEMBER_ME_2FA = true\nREMEMBER_ME_2FA_DAYS = 7\n";
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: ini.into(),
+                ..Default::default()
+            },
+        )
+        .await;
+        server.create_user("fay", PW, false);
+        let (s, token) = post(
+            &server,
+            "/api/v1/users/fay/tokens",
+            ("fay", PW),
+            Some(json!({"name": "t", "scopes": ["all"]})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED);
+        let token = token["sha1"].as_str().unwrap().to_string();
+        let (s, b) = post(&server, "/api/v1/user/2fa/totp", ("fay", PW), None).await;
+        assert_eq!(s, StatusCode::CREATED);
+        let secret = postern_tests::otpauth_secret(b["otpauth_uri"].as_str().unwrap());
+        let code = json!({"code": oathtool(&secret, now())});
+        assert_eq!(
+            post(
+                &server,
+                "/api/v1/user/2fa/totp/confirm",
+                ("fay", PW),
+                Some(code)
+            )
+            .await
+            .0,
+            StatusCode::OK
+        );
+
+        // Pass the second step once, asking to be remembered.
+        let http = client();
+        assert_eq!(
+            sign_in(&http, &server, "fay", PW).await.headers()["location"],
+            "/user/two_factor"
+        );
+        let page = get_text(&http, &server.url("/user/two_factor")).await;
+        assert!(page.contains("Remember this browser"));
+        let next = oathtool(&secret, now() + 30);
+        let res = http
+            .post(server.url("/user/two_factor"))
+            .form(&[
+                ("passcode", next.as_str()),
+                ("remember_device", "on"),
+                ("_csrf", &csrf_of(&page)),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        let device = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_string())
+            .find(|c| c.starts_with("postern_2fa_device="))
+            .expect("a device cookie");
+        assert!(
+            device.contains("Max-Age=604800") && device.contains("HttpOnly"),
+            "{device}"
+        );
+
+        // Signing out and in again on this browser skips the step.
+        let page = get_text(&http, &server.url("/")).await;
+        http.post(server.url("/user/logout"))
+            .form(&[("_csrf", csrf_of(&page))])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            sign_in(&http, &server, "fay", PW).await.headers()["location"],
+            "/",
+            "{backend}: remembered"
+        );
+        // Another browser still gets the step.
+        assert_eq!(
+            sign_in(&client(), &server, "fay", PW).await.headers()["location"],
+            "/user/two_factor"
+        );
+
+        // Revoking brings the step back.
+        let res = reqwest::Client::new()
+            .delete(server.url("/api/v1/user/2fa/remembered_devices"))
+            .header("authorization", format!("token {token}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NO_CONTENT);
+        let page = get_text(&http, &server.url("/")).await;
+        http.post(server.url("/user/logout"))
+            .form(&[("_csrf", csrf_of(&page))])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            sign_in(&http, &server, "fay", PW).await.headers()["location"],
+            "/user/two_factor",
+            "{backend}: revoked"
+        );
+    }
+}

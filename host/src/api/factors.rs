@@ -128,3 +128,25 @@ pub(crate) async fn regenerate(
         backup_codes: codes,
     }))
 }
+
+/// Forgets every browser remembered after a second step: each asks for the
+/// second step again at its next sign-in.
+#[utoipa::path(
+    delete, path = "/api/v1/user/2fa/remembered_devices", tag = "user",
+    responses(
+        (status = 204, description = "No browser is remembered any more"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    ),
+    security(("session" = []), ("token" = []))
+)]
+pub(crate) async fn forget_devices(
+    State(app): State<App>,
+    who: Principal,
+) -> Result<StatusCode, ApiError> {
+    who.require_scope(Access::Write, Area::User)?;
+    second_factor::forget_devices(&app.db, who.user.id)
+        .await
+        .map_err(factor_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}

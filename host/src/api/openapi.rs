@@ -40,6 +40,7 @@ use super::{
         factors::begin,
         factors::confirm,
         factors::regenerate,
+        factors::forget_devices,
         keys::create,
         keys::list,
         keys::delete,

@@ -374,6 +374,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "Let a browser skip the second step for a while after a successful one.",
             ),
             k(
+                "REMEMBER_ME_2FA_DAYS",
+                Kind::Int { min: 1, max: 365 },
+                "30",
+                "How long a remembered browser skips the second step, in days.",
+            ),
+            k(
                 "MIN_PASSWORD_LENGTH",
                 Kind::Int { min: 1, max: 1024 },
                 "8",
