@@ -62,6 +62,19 @@ impl FromRequestParts<App> for Viewer {
             },
             None => None,
         };
+        // [security] ENABLE_2FA: a user without a factor is sent to
+        // enrolment from every page but enrolment and sign-out.
+        if let Some(u) = &user
+            && app.config.security.enable_2fa
+            && !parts.uri.path().starts_with("/user/settings/security")
+            && parts.uri.path() != "/user/logout"
+        {
+            match crate::second_factor::enrolled(&app.db, u.id).await {
+                Ok(false) => return Err(Redirect::to("/user/settings/security").into_response()),
+                Ok(true) => {}
+                Err(e) => return Err(internal(e)),
+            }
+        }
         Ok(Viewer { user, jar })
     }
 }

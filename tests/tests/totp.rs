@@ -372,6 +372,25 @@ async fn enable_2fa_blocks_the_api_until_enrolment() {
         .await;
         assert_eq!(s, StatusCode::FORBIDDEN, "no token either");
 
+        // On the web, every page sends the user to enrolment.
+        let web = client();
+        assert_eq!(
+            sign_in(&web, &server, "carol", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        let home = web.get(server.url("/")).send().await.unwrap();
+        assert_eq!(home.status(), StatusCode::SEE_OTHER);
+        assert_eq!(
+            home.headers()["location"],
+            "/user/settings/security",
+            "{backend}"
+        );
+        assert!(
+            get_text(&web, &server.url("/user/settings/security"))
+                .await
+                .contains("enable-totp")
+        );
+
         // Enrolment itself is allowed; afterwards the signed-in session works.
         enrol(&server, "carol").await;
         let http = client();
