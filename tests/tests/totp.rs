@@ -66,15 +66,7 @@ async fn totp_enrolment_second_step_and_replay_guard() {
         assert_eq!(totp["grants"], json!(["log", "kv"]));
         assert_eq!(totp["state"], "ready");
 
-        let (s, token) = post(
-            &server,
-            "/api/v1/users/alice/tokens",
-            ("alice", PW),
-            Some(json!({"name": "t", "scopes": ["all"]})),
-        )
-        .await;
-        assert_eq!(s, StatusCode::CREATED);
-        let token = token["sha1"].as_str().unwrap().to_string();
+        let token = token(&server, "alice").await;
 
         // Enrol: the URI carries the secret an authenticator app reads.
         let (s, b) = post(&server, "/api/v1/user/2fa/totp", ("alice", PW), None).await;
@@ -205,19 +197,12 @@ async fn totp_enrolment_second_step_and_replay_guard() {
     }
 }
 
-/// Enrols `user` with TOTP over the API; returns the backup codes.
-async fn enrol(server: &Server, user: &str) -> Vec<String> {
+/// Enrols `user` with TOTP over the API; returns the secret and the backup
+/// codes.
+async fn enrol(server: &Server, user: &str) -> (String, Vec<String>) {
     let (s, b) = post(server, "/api/v1/user/2fa/totp", (user, PW), None).await;
     assert_eq!(s, StatusCode::CREATED, "{b}");
-    let uri = b["otpauth_uri"].as_str().unwrap();
-    let secret = uri
-        .split("secret=")
-        .nth(1)
-        .unwrap()
-        .split('&')
-        .next()
-        .unwrap()
-        .to_string();
+    let secret = postern_tests::otpauth_secret(b["otpauth_uri"].as_str().unwrap());
     let code = json!({"code": oathtool(&secret, now())});
     let (s, b) = post(
         server,
@@ -227,12 +212,26 @@ async fn enrol(server: &Server, user: &str) -> Vec<String> {
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{b}");
-    b["backup_codes"]
+    let codes = b["backup_codes"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| c.as_str().unwrap().to_string())
-        .collect()
+        .collect();
+    (secret, codes)
+}
+
+/// A token with every scope, made with the password.
+async fn token(server: &Server, user: &str) -> String {
+    let (s, b) = post(
+        server,
+        &format!("/api/v1/users/{user}/tokens"),
+        (user, PW),
+        Some(json!({"name": "t", "scopes": ["all"]})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    b["sha1"].as_str().unwrap().to_string()
 }
 
 #[tokio::test]
@@ -240,7 +239,7 @@ async fn backup_and_bypass_codes_work_once() {
     for backend in backends() {
         let server = Server::start(&backend, Options::default()).await;
         server.create_user("bob", PW, false);
-        let backup = enrol(&server, "bob").await;
+        let (_, backup) = enrol(&server, "bob").await;
 
         // A backup code passes the second step once.
         let http = client();
@@ -439,15 +438,7 @@ async fn the_org_policy_hides_repositories_from_members_without_a_factor() {
                 .await
                 .unwrap();
         assert_eq!(res.status(), StatusCode::NO_CONTENT);
-        let (s, token) = post(
-            &server,
-            "/api/v1/users/dave/tokens",
-            ("dave", PW),
-            Some(json!({"name": "t", "scopes": ["all"]})),
-        )
-        .await;
-        assert_eq!(s, StatusCode::CREATED);
-        let token = token["sha1"].as_str().unwrap().to_string();
+        let token = token(&server, "dave").await;
         let dave = |path: &str| {
             http.get(server.url(path))
                 .header("authorization", format!("token {token}"))
@@ -518,30 +509,8 @@ async fn remember_me_skips_the_second_step_until_revoked() {
         )
         .await;
         server.create_user("fay", PW, false);
-        let (s, token) = post(
-            &server,
-            "/api/v1/users/fay/tokens",
-            ("fay", PW),
-            Some(json!({"name": "t", "scopes": ["all"]})),
-        )
-        .await;
-        assert_eq!(s, StatusCode::CREATED);
-        let token = token["sha1"].as_str().unwrap().to_string();
-        let (s, b) = post(&server, "/api/v1/user/2fa/totp", ("fay", PW), None).await;
-        assert_eq!(s, StatusCode::CREATED);
-        let secret = postern_tests::otpauth_secret(b["otpauth_uri"].as_str().unwrap());
-        let code = json!({"code": oathtool(&secret, now())});
-        assert_eq!(
-            post(
-                &server,
-                "/api/v1/user/2fa/totp/confirm",
-                ("fay", PW),
-                Some(code)
-            )
-            .await
-            .0,
-            StatusCode::OK
-        );
+        let token = token(&server, "fay").await;
+        let (secret, _) = enrol(&server, "fay").await;
 
         // Pass the second step once, asking to be remembered.
         let http = client();
