@@ -160,51 +160,35 @@ async fn enrolling_totp_from_the_page_then_signing_in_with_a_code() {
         );
 
         // Sign out, sign in: the second step asks for a code.
-        c.find(Locator::Id("sign-out"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        wait(Locator::LinkText("Sign in")).await.unwrap();
-        sign_in().await;
+        let again_with = |code: String| async move {
+            c.find(Locator::Id("sign-out"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            wait(Locator::LinkText("Sign in")).await.unwrap();
+            sign_in().await;
+            wait(Locator::Id("passcode"))
+                .await
+                .unwrap()
+                .send_keys(&code)
+                .await
+                .unwrap();
+            c.find(Locator::Id("verify"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+        };
         let code = oathtool(&secret, unix_now() + 30);
-        wait(Locator::Id("passcode"))
-            .await
-            .unwrap()
-            .send_keys(&code)
-            .await
-            .unwrap();
-        c.find(Locator::Id("verify"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        again_with(code.clone()).await;
         let who = wait(Locator::Id("signed-in-user")).await.unwrap();
         assert_eq!(who.text().await.unwrap(), "erin", "{backend}");
 
         // The same code again is refused.
-        c.find(Locator::Id("sign-out"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        wait(Locator::LinkText("Sign in")).await.unwrap();
-        sign_in().await;
-        wait(Locator::Id("passcode"))
-            .await
-            .unwrap()
-            .send_keys(&code)
-            .await
-            .unwrap();
-        c.find(Locator::Id("verify"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        again_with(code).await;
         let error = wait(Locator::Id("flash-error")).await.unwrap();
         assert_eq!(
             error.text().await.unwrap(),
