@@ -181,6 +181,18 @@ pub async fn require_repo(
     if level == Level::None {
         return Err(not_found());
     }
+    // [security] ENABLE_2FA holds for git too (the API and the web check it
+    // at their doors).
+    if let Some(user) = &caller.user
+        && app.config.security.enable_2fa
+        && !crate::second_factor::enrolled(&app.db, user.id)
+            .await
+            .map_err(|e| Denied::Internal(e.to_string()))?
+    {
+        return Err(Denied::Forbidden(
+            "two-factor authentication is required here: enable it at /user/settings/security first".into(),
+        ));
+    }
     if let Some(token) = &caller.token {
         let access = if need <= Level::Read {
             Access::Read

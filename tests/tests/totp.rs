@@ -390,6 +390,49 @@ async fn enable_2fa_blocks_the_api_until_enrolment() {
                 .contains("enable-totp")
         );
 
+        // Git is refused too, once a repository exists (made by an enrolled
+        // user through their signed-in session).
+        server.create_user("owner", PW, false);
+        let (secret, _) = enrol(&server, "owner").await;
+        let owner = client();
+        assert_eq!(
+            sign_in(&owner, &server, "owner", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        assert_eq!(
+            two_factor(&owner, &server, &oathtool(&secret, now() + 30))
+                .await
+                .status(),
+            StatusCode::SEE_OTHER
+        );
+        let res = owner
+            .post(server.url("/api/v1/user/repos"))
+            .json(&json!({"name": "app", "private": true}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED, "{backend}");
+        let res = owner
+            .put(server.url("/api/v1/repos/owner/app/collaborators/carol"))
+            .json(&json!({"permission": "read"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NO_CONTENT);
+        let work = tempfile::tempdir().unwrap();
+        let host = server.base.trim_start_matches("http://").to_string();
+        let (ok, out) = postern_tests::git(
+            work.path(),
+            &[
+                "ls-remote",
+                &format!("http://carol:{PW}@{host}/owner/app.git"),
+            ],
+        );
+        assert!(
+            !ok && out.contains("two-factor authentication is required"),
+            "{backend}: {out}"
+        );
+
         // Enrolment itself is allowed; afterwards the signed-in session works.
         enrol(&server, "carol").await;
         let http = client();
