@@ -17,6 +17,7 @@ use axum_extra::extract::cookie::{Cookie, SameSite};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
+mod orgs;
 mod repos;
 mod security;
 
@@ -35,6 +36,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/user/sign_up", get(sign_up_form).post(sign_up))
         .route("/user/two_factor", get(two_factor_form).post(two_factor))
         .route("/user/settings/security", get(security::show))
+        .route("/org/{org}/settings", get(orgs::show).post(orgs::save))
         .route("/user/settings/security/totp", post(security::begin))
         .route(
             "/user/settings/security/totp/confirm",

@@ -536,6 +536,52 @@ async fn the_org_policy_hides_repositories_from_members_without_a_factor() {
             .await
             .unwrap();
         assert_eq!(org["members_without_two_factor"], json!(["boss"]));
+
+        // Org settings › Policies, for owners only.
+        let boss = client();
+        assert_eq!(
+            sign_in(&boss, &server, "boss", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        let page = get_text(&boss, &server.url("/org/acme/settings")).await;
+        assert!(
+            page.contains("Require Two-Factor Authentication") && page.contains(" checked>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<li>boss</li>") && !page.contains("<li>dave</li>"),
+            "who still lacks a factor: {page}"
+        );
+        let stranger = client();
+        server.create_user("eve", PW, false);
+        assert_eq!(
+            sign_in(&stranger, &server, "eve", PW).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        let res = stranger
+            .get(server.url("/org/acme/settings"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "not an owner");
+        let res = boss
+            .post(server.url("/org/acme/settings"))
+            .form(&[("_csrf", csrf_of(&page))])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        let org: Value = as_boss(http.get(server.url("/api/v1/orgs/acme")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            org["require_two_factor"], false,
+            "{backend}: the page turned the policy off"
+        );
     }
 }
 

@@ -45,7 +45,7 @@ struct RepoPage {
     commits: Vec<(String, String, String)>,
 }
 
-fn not_found(viewer: &Viewer, app: &App) -> Response {
+pub(crate) fn not_found(viewer: &Viewer, app: &App) -> Response {
     let (csrf, jar) = viewer.csrf(app);
     let page = super::MessagePage {
         user: viewer.login(),
