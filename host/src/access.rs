@@ -123,27 +123,25 @@ pub async fn repo_level(
     }
     let mut level = public;
     if repo.owner_is_org {
+        let internal = |e: orgs::Error| Denied::Internal(e.to_string());
+        let (member, team) = orgs::team_level(&app.db, repo.owner_id, user.id, repo.id)
+            .await
+            .map_err(internal)?;
         // The organization's policy "Require Two-Factor Authentication": a
         // member without a factor sees none of its repositories.
-        let org = orgs::find_by_id(&app.db, repo.owner_id)
-            .await
-            .map_err(|e| Denied::Internal(e.to_string()))?;
-        if org.is_some_and(|o| o.require_two_factor)
+        if member
+            && orgs::find_by_id(&app.db, repo.owner_id)
+                .await
+                .map_err(internal)?
+                .is_some_and(|o| o.require_two_factor)
             && !crate::second_factor::enrolled(&app.db, user.id)
                 .await
                 .map_err(|e| Denied::Internal(e.to_string()))?
-            && orgs::team_level(&app.db, repo.owner_id, user.id, repo.id)
-                .await
-                .map_err(|e| Denied::Internal(e.to_string()))?
-                .0
         {
             return Ok(Level::None);
         }
         // Members read every repository of their organization; teams grant
         // more on the repositories they cover; the Owners team owns all.
-        let (member, team) = orgs::team_level(&app.db, repo.owner_id, user.id, repo.id)
-            .await
-            .map_err(|e| Denied::Internal(e.to_string()))?;
         level = level.max(team);
         if member {
             level = level.max(Level::Read);

@@ -332,6 +332,23 @@ pub async fn team_level(db: &Db, org_id: i64, user_id: i64, repo_id: i64) -> Res
     Ok((!teams.is_empty(), best))
 }
 
+/// The members of an organization who have no second factor (and so, while
+/// its 2FA policy is on, see none of its repositories).
+pub async fn members_without_second_factor(db: &Db, org_id: i64) -> Result<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT DISTINCT u.login, u.lower_login FROM team_members m JOIN teams t ON t.id = m.team_id \
+         JOIN users u ON u.id = m.user_id WHERE t.org_id = $1 \
+         AND NOT EXISTS (SELECT 1 FROM second_factors f WHERE f.user_id = u.id) ORDER BY u.lower_login",
+    )
+    .bind(org_id)
+    .fetch_all(db.pool())
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| r.try_get::<String, _>(0))
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
 /// Sets the organization's "Require Two-Factor Authentication" policy.
 pub async fn set_require_two_factor(db: &Db, org_id: i64, on: bool) -> Result<()> {
     sqlx::query(

@@ -71,6 +71,31 @@ impl Browser {
         panic!("could not start a Chromium session through chromedriver: {last_err}");
     }
 
+    /// Fills in and submits the sign-in form at `login_url`.
+    pub async fn sign_in(&self, login_url: &str, user: &str, password: &str) {
+        use fantoccini::Locator;
+        let c = &self.client;
+        c.goto(login_url).await.expect("the sign-in page loads");
+        c.find(Locator::Id("user_name"))
+            .await
+            .expect("a user name field")
+            .send_keys(user)
+            .await
+            .expect("typing");
+        c.find(Locator::Id("password"))
+            .await
+            .expect("a password field")
+            .send_keys(password)
+            .await
+            .expect("typing");
+        c.find(Locator::Id("sign-in"))
+            .await
+            .expect("a sign-in button")
+            .click()
+            .await
+            .expect("clicking");
+    }
+
     /// Ends the browser session and chromedriver.
     pub async fn close(mut self) {
         let _ = self.client.clone().close().await;

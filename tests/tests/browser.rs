@@ -17,25 +17,9 @@ async fn signing_in_from_chromium_lands_on_a_signed_in_page() {
         let browser = Browser::start().await;
         let c = &browser.client;
 
-        c.goto(&server.url("/user/login")).await.unwrap();
-        c.find(Locator::Id("user_name"))
-            .await
-            .unwrap()
-            .send_keys("admin")
-            .await
-            .unwrap();
-        c.find(Locator::Id("password"))
-            .await
-            .unwrap()
-            .send_keys("a-long-admin-password")
-            .await
-            .unwrap();
-        c.find(Locator::Id("sign-in"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        browser
+            .sign_in(&server.url("/user/login"), "admin", "a-long-admin-password")
+            .await;
 
         let who = c
             .wait()
@@ -89,27 +73,8 @@ async fn enrolling_totp_from_the_page_then_signing_in_with_a_code() {
         let browser = Browser::start().await;
         let c = &browser.client;
         let wait = |l: Locator<'static>| c.wait().at_most(Duration::from_secs(20)).for_element(l);
-        let sign_in = || async {
-            c.goto(&server.url("/user/login")).await.unwrap();
-            c.find(Locator::Id("user_name"))
-                .await
-                .unwrap()
-                .send_keys("erin")
-                .await
-                .unwrap();
-            c.find(Locator::Id("password"))
-                .await
-                .unwrap()
-                .send_keys("a-long-erin-password")
-                .await
-                .unwrap();
-            c.find(Locator::Id("sign-in"))
-                .await
-                .unwrap()
-                .click()
-                .await
-                .unwrap();
-        };
+        let login_url = server.url("/user/login");
+        let sign_in = || browser.sign_in(&login_url, "erin", "a-long-erin-password");
         sign_in().await;
         wait(Locator::Id("signed-in-user")).await.unwrap();
 

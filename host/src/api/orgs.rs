@@ -56,18 +56,9 @@ fn org_view(version: ApiVersion, org: Org, is_owner: bool) -> OrgView {
 
 /// The members an owner should chase while the 2FA policy is on.
 async fn without_two_factor(app: &App, org: &Org) -> Result<Vec<String>, ApiError> {
-    let mut out = Vec::new();
-    for login in orgs::org_members(&app.db, org.id)
+    orgs::members_without_second_factor(&app.db, org.id)
         .await
-        .map_err(org_error)?
-    {
-        if let Some(user) = users::find_by_login(&app.db, &login).await?
-            && !crate::second_factor::enrolled(&app.db, user.id).await?
-        {
-            out.push(login);
-        }
-    }
-    Ok(out)
+        .map_err(org_error)
 }
 
 /// Gitea's `CreateOrgOption`.

@@ -11,7 +11,6 @@ use serde::Deserialize;
 use super::{Viewer, internal, render};
 use crate::app::App;
 use crate::orgs::{self, Org};
-use crate::users;
 
 #[derive(Template)]
 #[template(path = "org_settings.html")]
@@ -41,23 +40,6 @@ async fn owned(app: &App, viewer: &Viewer, name: &str) -> Result<Org, Response> 
     }
 }
 
-async fn members_without_factor(app: &App, org: &Org) -> Result<Vec<String>, Response> {
-    let mut out = Vec::new();
-    for login in orgs::org_members(&app.db, org.id).await.map_err(internal)? {
-        let user = users::find_by_login(&app.db, &login)
-            .await
-            .map_err(internal)?;
-        if let Some(u) = user
-            && !crate::second_factor::enrolled(&app.db, u.id)
-                .await
-                .map_err(internal)?
-        {
-            out.push(login);
-        }
-    }
-    Ok(out)
-}
-
 pub(crate) async fn show(
     State(app): State<App>,
     viewer: Viewer,
@@ -67,9 +49,9 @@ pub(crate) async fn show(
         Ok(o) => o,
         Err(r) => return r,
     };
-    let without = match members_without_factor(&app, &org).await {
+    let without = match orgs::members_without_second_factor(&app.db, org.id).await {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(e) => return internal(e),
     };
     let (csrf, jar) = viewer.csrf(&app);
     let page = SettingsPage {
