@@ -7,6 +7,7 @@ use std::path::PathBuf;
 const BUILTINS: &[(&str, &str)] = &[
     ("LOCAL", "postern_plugin_local"),
     ("TOTP", "postern_plugin_totp"),
+    ("WEBAUTHN", "postern_plugin_webauthn"),
 ];
 
 fn main() {

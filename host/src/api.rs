@@ -71,7 +71,14 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             get(repos::collaborators),
         ),
         ("/user/keys", get(keys::list).post(keys::create)),
-        ("/user/2fa/totp", post(factors::begin)),
+        ("/user/2fa", get(factors::list)),
+        ("/user/2fa/{id}", delete(factors::remove)),
+        (
+            "/user/2fa/totp",
+            post(factors::begin).delete(factors::disable_totp),
+        ),
+        ("/user/2fa/webauthn", post(factors::begin_key)),
+        ("/user/2fa/webauthn/confirm", post(factors::confirm_key)),
         ("/user/2fa/totp/confirm", post(factors::confirm)),
         ("/user/2fa/backup_codes", post(factors::regenerate)),
         (

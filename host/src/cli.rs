@@ -226,7 +226,7 @@ async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
             let user = users::find_by_login(&app.db, &username)
                 .await?
                 .with_context(|| format!("no user named {username:?}"))?;
-            crate::second_factor::reset(&app.db, user.id).await?;
+            crate::second_factor::reset(&app, &user).await?;
             println!("Removed every second factor of {}.", user.login);
             Ok(())
         }

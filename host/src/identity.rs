@@ -62,6 +62,14 @@ pub struct Registration {
     pub settings: Vec<(String, String)>,
 }
 
+/// The account a source hands back after a successful registration.
+#[derive(Debug, Clone)]
+pub struct NewAccount {
+    pub login: String,
+    pub email: String,
+    pub password_hash: String,
+}
+
 /// A source's "no" to a registration; every text is for the user.
 #[derive(Debug, Clone)]
 pub enum RegistrationRefusal {

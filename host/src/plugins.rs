@@ -15,7 +15,10 @@
 
 pub mod builtin;
 mod capabilities;
+#[macro_use]
+mod common_bindings;
 pub(crate) mod since_v0_1;
+pub(crate) mod since_v0_2;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,16 +34,14 @@ use wasmtime::{
 
 pub use capabilities::Capability;
 use capabilities::{CallState, Lender};
-use since_v0_1::identity_source::{IdentitySource, IdentitySourcePre};
-use since_v0_1::second_factor::{SecondFactor, SecondFactorPre};
-use since_v0_1::webhook_transport::WebhookTransportPre;
 
 use crate::config::{Config, PluginSection};
 use crate::db::Db;
 use crate::identity::{
-    Identity, KnownAccount, PasswordSignIn, Registration, RegistrationRefusal, SignInRefusal,
+    Identity, KnownAccount, NewAccount, PasswordSignIn, Registration, RegistrationRefusal,
+    SignInRefusal,
 };
-use crate::second_factor::FactorRefusal;
+use crate::second_factor::{Ceremony, FactorRefusal};
 
 /// The wasmtime release the host embeds; part of the compiled-code cache key.
 pub const WASMTIME_VERSION: &str = "48.0.8";
@@ -122,6 +123,15 @@ impl Kind {
         }
     }
 
+    /// The interface the world exports.
+    fn interface(self) -> &'static str {
+        match self {
+            Kind::IdentitySource => "source",
+            Kind::SecondFactor => "factor",
+            Kind::WebhookTransport => "transport",
+        }
+    }
+
     fn parse(s: &str) -> Option<Self> {
         match s {
             "identity-source" => Some(Kind::IdentitySource),
@@ -146,14 +156,32 @@ pub struct Limits {
     pub timeout: Duration,
 }
 
+/// A component ready to instantiate, by world and WIT version.
 #[derive(Clone)]
 enum Prepared {
-    Identity(IdentitySourcePre<CallState>),
-    Factor(SecondFactorPre<CallState>),
+    Identity01(since_v0_1::identity_source::IdentitySourcePre<CallState>),
+    Identity02(since_v0_2::identity_source::IdentitySourcePre<CallState>),
+    Factor01(since_v0_1::second_factor::SecondFactorPre<CallState>),
+    Factor02(since_v0_2::second_factor::SecondFactorPre<CallState>),
     // Webhook transports are loaded and checked now; their calls arrive with
     // the webhook queue.
     #[allow(dead_code)]
-    Transport(WebhookTransportPre<CallState>),
+    Transport01(since_v0_1::webhook_transport::WebhookTransportPre<CallState>),
+    #[allow(dead_code)]
+    Transport02(since_v0_2::webhook_transport::WebhookTransportPre<CallState>),
+}
+
+impl Prepared {
+    fn wit_version(&self) -> &'static str {
+        match self {
+            Prepared::Identity01(_) | Prepared::Factor01(_) | Prepared::Transport01(_) => {
+                since_v0_1::WIT_VERSION
+            }
+            Prepared::Identity02(_) | Prepared::Factor02(_) | Prepared::Transport02(_) => {
+                since_v0_2::WIT_VERSION
+            }
+        }
+    }
 }
 
 enum State {
@@ -209,7 +237,10 @@ impl Plugin {
             id: self.id.to_string(),
             kind: self.kind,
             version: self.version.clone(),
-            wit_version: since_v0_1::WIT_VERSION.to_string(),
+            wit_version: match &self.state {
+                State::Ready(p) => p.wit_version().to_string(),
+                _ => "-".into(),
+            },
             origin: match &self.origin {
                 Origin::BuiltIn => "built-in".into(),
                 Origin::Path(p) => p.display().to_string(),
@@ -357,16 +388,17 @@ impl Plugins {
         plugin: &Arc<Plugin>,
         request: &PasswordSignIn,
     ) -> Result<std::result::Result<Identity, SignInRefusal>> {
-        let arg =
-            since_v0_1::identity_source::exports::postern::plugin::source::PasswordSignIn::from(
-                request,
-            );
-        let out = self
-            .call_identity(plugin, move |store, b| {
-                b.postern_plugin_source().call_authenticate(store, &arg)
-            })
-            .await?;
-        Ok(out.map(Into::into).map_err(Into::into))
+        let request = request.clone();
+        self.call(
+            plugin,
+            Kind::IdentitySource,
+            move |store, prepared| match prepared {
+                Prepared::Identity01(pre) => since_v0_1::authenticate(pre, store, &request),
+                Prepared::Identity02(pre) => since_v0_2::authenticate(pre, store, &request),
+                _ => unreachable!("call() checked the kind"),
+            },
+        )
+        .await
     }
 
     /// Calls `register` of an identity source.
@@ -374,16 +406,18 @@ impl Plugins {
         &self,
         plugin: &Arc<Plugin>,
         request: &Registration,
-    ) -> Result<std::result::Result<since_v0_1::NewAccount, RegistrationRefusal>> {
-        let arg = since_v0_1::identity_source::exports::postern::plugin::source::Registration::from(
-            request,
-        );
-        let out = self
-            .call_identity(plugin, move |store, b| {
-                b.postern_plugin_source().call_register(store, &arg)
-            })
-            .await?;
-        Ok(out.map_err(Into::into))
+    ) -> Result<std::result::Result<NewAccount, RegistrationRefusal>> {
+        let request = request.clone();
+        self.call(
+            plugin,
+            Kind::IdentitySource,
+            move |store, prepared| match prepared {
+                Prepared::Identity01(pre) => since_v0_1::register(pre, store, &request),
+                Prepared::Identity02(pre) => since_v0_2::register(pre, store, &request),
+                _ => unreachable!("call() checked the kind"),
+            },
+        )
+        .await
     }
 
     /// Starts enrolling `user` with a second factor: what to show them, and
@@ -393,80 +427,17 @@ impl Plugins {
         plugin: &Arc<Plugin>,
         user: &KnownAccount,
         settings: &[(String, String)],
-    ) -> Result<std::result::Result<(String, Vec<u8>), FactorRefusal>> {
-        let (account, settings) = (
-            since_v0_1::types::Account::from(user),
-            since_v0_1::wit_settings(settings),
-        );
-        let out = self
-            .call_factor(plugin, move |store, b| {
-                b.postern_plugin_factor()
-                    .call_begin_enrollment(store, &account, &settings)
-            })
-            .await?;
-        Ok(out
-            .map(|e| (e.display, e.pending_state))
-            .map_err(Into::into))
-    }
-
-    /// Confirms an enrolment with the user's first response.
-    pub async fn confirm_enrollment(
-        &self,
-        plugin: &Arc<Plugin>,
-        user: &KnownAccount,
-        pending: Vec<u8>,
-        response: &str,
-        settings: &[(String, String)],
-    ) -> Result<std::result::Result<(), FactorRefusal>> {
-        let (account, settings) = (
-            since_v0_1::types::Account::from(user),
-            since_v0_1::wit_settings(settings),
-        );
-        let response = response.to_string();
-        let out = self
-            .call_factor(plugin, move |store, b| {
-                b.postern_plugin_factor()
-                    .call_confirm_enrollment(store, &account, &pending, &response, &settings)
-            })
-            .await?;
-        Ok(out.map_err(Into::into))
-    }
-
-    /// Checks a second-factor response at sign-in.
-    pub async fn verify_factor(
-        &self,
-        plugin: &Arc<Plugin>,
-        user: &KnownAccount,
-        response: &str,
-        settings: &[(String, String)],
-    ) -> Result<std::result::Result<(), FactorRefusal>> {
-        let (account, settings) = (
-            since_v0_1::types::Account::from(user),
-            since_v0_1::wit_settings(settings),
-        );
-        let response = response.to_string();
-        let out = self
-            .call_factor(plugin, move |store, b| {
-                b.postern_plugin_factor()
-                    .call_verify(store, &account, &response, &settings)
-            })
-            .await?;
-        Ok(out.map_err(Into::into))
-    }
-
-    /// Runs `f` against a fresh instance of an identity source.
-    async fn call_identity<R, F>(&self, plugin: &Arc<Plugin>, f: F) -> Result<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut Store<CallState>, &IdentitySource) -> wasmtime::Result<R> + Send + 'static,
-    {
+    ) -> Result<std::result::Result<Ceremony, FactorRefusal>> {
+        let (user, settings) = (user.clone(), settings.to_vec());
         self.call(
             plugin,
-            Kind::IdentitySource,
+            Kind::SecondFactor,
             move |store, prepared| match prepared {
-                Prepared::Identity(pre) => {
-                    let bindings = pre.instantiate(&mut *store)?;
-                    f(store, &bindings)
+                Prepared::Factor01(pre) => {
+                    since_v0_1::begin_enrollment(pre, store, &user, &settings)
+                }
+                Prepared::Factor02(pre) => {
+                    since_v0_2::begin_enrollment(pre, store, &user, &settings)
                 }
                 _ => unreachable!("call() checked the kind"),
             },
@@ -474,23 +445,103 @@ impl Plugins {
         .await
     }
 
-    /// Runs `f` against a fresh instance of a second factor.
-    async fn call_factor<R, F>(&self, plugin: &Arc<Plugin>, f: F) -> Result<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut Store<CallState>, &SecondFactor) -> wasmtime::Result<R> + Send + 'static,
-    {
+    /// Confirms an enrolment with the user's first response; returns the new
+    /// credential's handle.
+    pub async fn confirm_enrollment(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: &KnownAccount,
+        pending: Vec<u8>,
+        response: &str,
+        settings: &[(String, String)],
+    ) -> Result<std::result::Result<String, FactorRefusal>> {
+        let (user, response, settings) = (user.clone(), response.to_string(), settings.to_vec());
         self.call(
             plugin,
             Kind::SecondFactor,
             move |store, prepared| match prepared {
-                Prepared::Factor(pre) => {
-                    let bindings = pre.instantiate(&mut *store)?;
-                    f(store, &bindings)
+                Prepared::Factor01(pre) => since_v0_1::confirm_enrollment(
+                    pre, store, &user, &pending, &response, &settings,
+                ),
+                Prepared::Factor02(pre) => since_v0_2::confirm_enrollment(
+                    pre, store, &user, &pending, &response, &settings,
+                ),
+                _ => unreachable!("call() checked the kind"),
+            },
+        )
+        .await
+    }
+
+    /// Starts a verification: the challenge to show, and the state to keep.
+    /// `user` is `None` for a passkey sign-in.
+    pub async fn begin_verification(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: Option<&KnownAccount>,
+        settings: &[(String, String)],
+    ) -> Result<std::result::Result<Ceremony, FactorRefusal>> {
+        let (user, settings) = (user.cloned(), settings.to_vec());
+        self.call(plugin, Kind::SecondFactor, move |store, prepared| {
+            match prepared {
+                // 0.1.0 factors answer without a challenge.
+                Prepared::Factor01(_) if user.is_some() => Ok(Ok(Ceremony::default())),
+                Prepared::Factor01(_) => Ok(Err(FactorRefusal::NotSupported)),
+                Prepared::Factor02(pre) => {
+                    since_v0_2::begin_verification(pre, store, user.as_ref(), &settings)
+                }
+                _ => unreachable!("call() checked the kind"),
+            }
+        })
+        .await
+    }
+
+    /// Checks a second-factor response; returns the id of the user it
+    /// proves.
+    pub async fn verify_factor(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: Option<&KnownAccount>,
+        pending: Vec<u8>,
+        response: &str,
+        settings: &[(String, String)],
+    ) -> Result<std::result::Result<i64, FactorRefusal>> {
+        let (user, response, settings) = (user.cloned(), response.to_string(), settings.to_vec());
+        self.call(
+            plugin,
+            Kind::SecondFactor,
+            move |store, prepared| match prepared {
+                Prepared::Factor01(pre) => {
+                    since_v0_1::verify(pre, store, user.as_ref(), &response, &settings)
+                }
+                Prepared::Factor02(pre) => {
+                    since_v0_2::verify(pre, store, user.as_ref(), &pending, &response, &settings)
                 }
                 _ => unreachable!("call() checked the kind"),
             },
         )
+        .await
+    }
+
+    /// Removes one credential of a user from a factor.
+    pub async fn remove_factor(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: &KnownAccount,
+        handle: &str,
+        settings: &[(String, String)],
+    ) -> Result<std::result::Result<(), FactorRefusal>> {
+        let (user, handle, settings) = (user.clone(), handle.to_string(), settings.to_vec());
+        self.call(plugin, Kind::SecondFactor, move |store, prepared| {
+            match prepared {
+                // 0.1.0 has no removal: the host forgets the enrolment and the
+                // plugin's state is left unused.
+                Prepared::Factor01(_) => Ok(Ok(())),
+                Prepared::Factor02(pre) => {
+                    since_v0_2::remove(pre, store, &user, &handle, &settings)
+                }
+                _ => unreachable!("call() checked the kind"),
+            }
+        })
         .await
     }
 
@@ -763,14 +814,54 @@ fn prepare(
     let component = compile_cached(engine, cache_dir, &bytes, sha256).map_err(invalid)?;
     capabilities::check_imports(&spec.id, engine, &component, &spec.grants)?;
     let linker = capabilities::linker(engine, &spec.grants)?;
+    let version = exported_version(engine, &component, kind).ok_or_else(|| Error::Invalid {
+        plugin: spec.id.clone(),
+        kind: kind.as_str(),
+        reason: format!(
+            "it exports no postern:plugin/{}@{} or @{} interface",
+            kind.interface(),
+            since_v0_1::WIT_VERSION,
+            since_v0_2::WIT_VERSION
+        ),
+    })?;
     let pre = linker.instantiate_pre(&component).map_err(invalid)?;
-    Ok(match kind {
-        Kind::IdentitySource => Prepared::Identity(IdentitySourcePre::new(pre).map_err(invalid)?),
-        Kind::SecondFactor => Prepared::Factor(SecondFactorPre::new(pre).map_err(invalid)?),
-        Kind::WebhookTransport => {
-            Prepared::Transport(WebhookTransportPre::new(pre).map_err(invalid)?)
+    use since_v0_1 as v1;
+    use since_v0_2 as v2;
+    Ok(match (kind, version) {
+        (Kind::IdentitySource, v1::WIT_VERSION) => {
+            Prepared::Identity01(v1::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?)
         }
+        (Kind::IdentitySource, _) => {
+            Prepared::Identity02(v2::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?)
+        }
+        (Kind::SecondFactor, v1::WIT_VERSION) => {
+            Prepared::Factor01(v1::second_factor::SecondFactorPre::new(pre).map_err(invalid)?)
+        }
+        (Kind::SecondFactor, _) => {
+            Prepared::Factor02(v2::second_factor::SecondFactorPre::new(pre).map_err(invalid)?)
+        }
+        (Kind::WebhookTransport, v1::WIT_VERSION) => Prepared::Transport01(
+            v1::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?,
+        ),
+        (Kind::WebhookTransport, _) => Prepared::Transport02(
+            v2::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?,
+        ),
     })
+}
+
+/// The WIT version of the world interface a component exports
+/// (`postern:plugin/factor@0.2.0` → "0.2.0"), among those the host serves.
+fn exported_version(engine: &Engine, component: &Component, kind: Kind) -> Option<&'static str> {
+    let wanted = format!("postern:plugin/{}@", kind.interface());
+    component
+        .component_type()
+        .exports(engine)
+        .find_map(|(name, _)| {
+            let version = name.strip_prefix(&wanted)?;
+            [since_v0_1::WIT_VERSION, since_v0_2::WIT_VERSION]
+                .into_iter()
+                .find(|v| *v == version)
+        })
 }
 
 /// Compiles a component, or loads the compiled code this host cached for the

@@ -1,7 +1,12 @@
-//! Second factors: enrolment and checks, through the second-factor plugins
-//! (`totp` built in). Also the rule that a user with a factor enrolled cannot
-//! use a password where no second step can be asked for (git over HTTP, the
-//! API): they use a token instead.
+//! Second factors: enrolment, verification and removal, through the
+//! second-factor plugins (`totp` and `webauthn` built in). Also the rule that
+//! a user with a factor enrolled cannot use a password where no second step
+//! can be asked for (git over HTTP, the API): they use a token instead.
+//!
+//! The host keeps which factors a user has (`second_factors`, one row per
+//! TOTP secret or WebAuthn key, with the name the user gave it) and the
+//! pending state of begun ceremonies, sealed with the instance key; the
+//! plugins keep the secrets and public keys in their `kv`.
 
 use sqlx::Row;
 
@@ -9,18 +14,27 @@ use crate::app::App;
 use crate::db::{self, Db, now};
 use crate::identity::KnownAccount;
 use crate::plugins::builtin;
-use crate::users::User;
+use crate::users::{self, User};
 
 /// A factor plugin's "no".
 #[derive(Debug, Clone)]
 pub enum FactorRefusal {
     Rejected,
     NotEnrolled,
+    NotSupported,
     Misconfigured(String),
     Internal(String),
 }
 
-/// Why an enrolment step failed. The text is for the user, except
+/// One half of a ceremony, as a factor plugin hands it back: what to show
+/// (an `otpauth://` URI, WebAuthn options as JSON) and the state to keep.
+#[derive(Debug, Clone, Default)]
+pub struct Ceremony {
+    pub display: String,
+    pub pending_state: Vec<u8>,
+}
+
+/// Why a second-factor step failed. The text is for the user, except
 /// `Unavailable`, whose cause is logged.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -30,9 +44,18 @@ pub enum Error {
     /// No enrolment was begun, or it expired.
     #[error("no enrolment is in progress; start again")]
     NotPending,
-    /// The code is wrong, expired or used.
+    /// The code or key response is wrong, expired or used.
     #[error("the code is wrong or expired")]
     Rejected,
+    /// The user has no factor of this kind, or no such key.
+    #[error("no such second factor")]
+    NotFound,
+    /// A name for a key that is empty or too long.
+    #[error("a key's name must be 1 to 64 characters")]
+    BadName,
+    /// The factor is turned off (`[webauthn] ENABLE = false`).
+    #[error("this factor is turned off on this site")]
+    Disabled,
     /// The plugin failed or is misconfigured.
     #[error("the second factor is unavailable right now")]
     Unavailable(String),
@@ -46,9 +69,18 @@ impl From<sqlx::Error> for Error {
     }
 }
 
+impl From<users::Error> for Error {
+    fn from(e: users::Error) -> Self {
+        match e {
+            users::Error::Db(e) => Error::Db(e),
+            other => Error::Unavailable(other.to_string()),
+        }
+    }
+}
+
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// How long a begun enrolment waits for its confirmation.
+/// How long a begun TOTP enrolment waits for its confirmation.
 const PENDING_LIFETIME: i64 = 10 * 60;
 
 /// Whether the user has at least one second factor enrolled.
@@ -69,6 +101,38 @@ async fn has_kind(db: &Db, user_id: i64, kind: &str) -> db::Result<bool> {
     Ok(row.try_get::<i64, _>(0)? > 0)
 }
 
+/// One enrolled factor: a TOTP secret or a WebAuthn key.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Factor {
+    pub id: i64,
+    /// The plugin: `totp` or `webauthn`.
+    pub kind: String,
+    /// The name the user gave it ("authenticator app" for TOTP).
+    pub name: String,
+    /// Unix seconds.
+    pub created: i64,
+}
+
+/// The factors a user has, oldest first.
+pub async fn list(db: &Db, user_id: i64) -> Result<Vec<Factor>> {
+    let rows = sqlx::query(
+        "SELECT id, kind, name, created FROM second_factors WHERE user_id = $1 ORDER BY id",
+    )
+    .bind(user_id)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Factor {
+                id: r.try_get(0)?,
+                kind: r.try_get(1)?,
+                name: r.try_get(2)?,
+                created: r.try_get(3)?,
+            })
+        })
+        .collect()
+}
+
 fn account(user: &User) -> KnownAccount {
     KnownAccount {
         id: user.id,
@@ -80,16 +144,80 @@ fn account(user: &User) -> KnownAccount {
     }
 }
 
-/// The settings every factor plugin gets: the issuer name shown in
-/// authenticator apps.
-fn settings() -> Vec<(String, String)> {
-    vec![("ISSUER".into(), "Postern".into())]
+/// The settings a factor plugin gets: for TOTP the issuer name shown in
+/// authenticator apps; for WebAuthn the relying party from `[webauthn]` and
+/// the origin of `ROOT_URL`. The plugin's own `[plugin.<id>]` keys follow.
+fn settings(app: &App, kind: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = match kind {
+        builtin::WEBAUTHN => {
+            let w = &app.config.webauthn;
+            let origin = origin_of(&app.config.server.root_url);
+            // `preferred` (the spec's example) is not a WebAuthn value; the
+            // closest is `indirect`: attestation wanted, anonymised allowed.
+            let attestation = match w.attestation_preference.as_str() {
+                "preferred" => "indirect",
+                other => other,
+            };
+            vec![
+                ("RP_ID".into(), w.domain.clone()),
+                ("ORIGIN".into(), origin),
+                ("RP_NAME".into(), "Postern".into()),
+                ("TIMEOUT".into(), w.timeout_ms.to_string()),
+                ("ATTESTATION_PREFERENCE".into(), attestation.into()),
+            ]
+        }
+        _ => vec![("ISSUER".into(), "Postern".into())],
+    };
+    if let Some(p) = app.plugins.get(kind) {
+        out.extend(p.settings.iter().cloned());
+    }
+    out
 }
 
-fn unavailable(refusal: FactorRefusal) -> Error {
+/// `scheme://host[:port]` of a URL: what a browser reports as the origin.
+fn origin_of(url: &str) -> String {
+    match url.find("://") {
+        Some(i) => {
+            let end = url[i + 3..].find('/').map_or(url.len(), |j| i + 3 + j);
+            url[..end].to_string()
+        }
+        None => String::new(),
+    }
+}
+
+fn refused(refusal: FactorRefusal) -> Error {
     match refusal {
-        FactorRefusal::Rejected | FactorRefusal::NotEnrolled => Error::Rejected,
+        FactorRefusal::Rejected | FactorRefusal::NotEnrolled | FactorRefusal::NotSupported => {
+            Error::Rejected
+        }
         FactorRefusal::Misconfigured(why) | FactorRefusal::Internal(why) => Error::Unavailable(why),
+    }
+}
+
+/// Flattens a plugin call's two layers of failure.
+fn outcome<T>(r: crate::plugins::Result<std::result::Result<T, FactorRefusal>>) -> Result<T> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(refusal)) => Err(refused(refusal)),
+        Err(e) => Err(Error::Unavailable(e.to_string())),
+    }
+}
+
+fn plugin(app: &App, kind: &str) -> Result<std::sync::Arc<crate::plugins::Plugin>> {
+    if kind == builtin::WEBAUTHN && !app.config.webauthn.enable {
+        return Err(Error::Disabled);
+    }
+    app.plugins
+        .get(kind)
+        .cloned()
+        .ok_or_else(|| Error::Unavailable(format!("no {kind} plugin")))
+}
+
+/// How long a begun ceremony of `kind` waits for its response.
+fn lifetime(app: &App, kind: &str) -> i64 {
+    match kind {
+        builtin::WEBAUTHN => (app.config.webauthn.timeout_ms / 1000).max(1) + 30,
+        _ => PENDING_LIFETIME,
     }
 }
 
@@ -98,90 +226,284 @@ fn pending_slot(user_id: i64, kind: &str) -> String {
     format!("factor_pending/{user_id}/{kind}")
 }
 
-/// Begins a TOTP enrolment; returns the `otpauth://` URI to show (as a QR
-/// code). The secret stays with the host until the user confirms.
-pub async fn begin_totp(app: &App, user: &User) -> Result<String> {
-    if has_kind(&app.db, user.id, builtin::TOTP).await? {
+/// Begins enrolling `user` with the factor `kind`; returns what to show
+/// them (TOTP: the `otpauth://` URI for the QR code; WebAuthn: the options
+/// for `navigator.credentials.create`, as JSON). The pending state stays
+/// with the host until the user confirms.
+pub async fn begin_enrollment(app: &App, user: &User, kind: &str) -> Result<String> {
+    if kind == builtin::TOTP && has_kind(&app.db, user.id, kind).await? {
         return Err(Error::AlreadyEnrolled);
     }
-    let plugin = app
-        .plugins
-        .get(builtin::TOTP)
-        .cloned()
-        .ok_or_else(|| Error::Unavailable("no totp plugin".into()))?;
-    let (uri, pending) = match app
-        .plugins
-        .begin_enrollment(&plugin, &account(user), &settings())
-        .await
-    {
-        Ok(Ok(out)) => out,
-        Ok(Err(refusal)) => return Err(unavailable(refusal)),
-        Err(e) => return Err(Error::Unavailable(e.to_string())),
-    };
+    let plugin = plugin(app, kind)?;
+    let ceremony = outcome(
+        app.plugins
+            .begin_enrollment(&plugin, &account(user), &settings(app, kind))
+            .await,
+    )?;
     sqlx::query(
         "INSERT INTO factor_pending (user_id, kind, state, expires) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (user_id, kind) DO UPDATE SET state = excluded.state, expires = excluded.expires",
     )
     .bind(user.id)
-    .bind(builtin::TOTP)
-    .bind(app.key.seal(&pending_slot(user.id, builtin::TOTP), &pending))
-    .bind(now() + PENDING_LIFETIME)
+    .bind(kind)
+    .bind(
+        app.key
+            .seal(&pending_slot(user.id, kind), &ceremony.pending_state),
+    )
+    .bind(now() + lifetime(app, kind))
     .execute(app.db.pool())
     .await?;
-    Ok(uri)
+    Ok(ceremony.display)
 }
 
-/// Confirms a TOTP enrolment with a current code; from then on the user has
-/// a second factor. When it is the user's first factor, returns ten backup
-/// codes, to be shown this once.
-pub async fn confirm_totp(app: &App, user: &User, code: &str) -> Result<Vec<String>> {
+/// What a confirmed enrolment gives back.
+pub struct Enrolled {
+    pub factor: Factor,
+    /// Ten backup codes when this was the user's first factor, to be shown
+    /// this once; empty otherwise.
+    pub backup_codes: Vec<String>,
+}
+
+/// Confirms an enrolment with the user's first response (a TOTP code, a
+/// WebAuthn credential as JSON); from then on the user has a second factor.
+pub async fn confirm_enrollment(
+    app: &App,
+    user: &User,
+    kind: &str,
+    name: &str,
+    response: &str,
+) -> Result<Enrolled> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 64 {
+        return Err(Error::BadName);
+    }
     let first = !enrolled(&app.db, user.id).await?;
     let row = sqlx::query(
         "SELECT state FROM factor_pending WHERE user_id = $1 AND kind = $2 AND expires > $3",
     )
     .bind(user.id)
-    .bind(builtin::TOTP)
+    .bind(kind)
     .bind(now())
     .fetch_optional(app.db.pool())
     .await?;
     let sealed: Vec<u8> = row.ok_or(Error::NotPending)?.try_get(0)?;
     let pending = app
         .key
-        .open(&pending_slot(user.id, builtin::TOTP), &sealed)
+        .open(&pending_slot(user.id, kind), &sealed)
         .ok_or(Error::NotPending)?;
-    let plugin = app
-        .plugins
-        .get(builtin::TOTP)
-        .cloned()
-        .ok_or_else(|| Error::Unavailable("no totp plugin".into()))?;
-    match app
-        .plugins
-        .confirm_enrollment(&plugin, &account(user), pending, code, &settings())
-        .await
-    {
-        Ok(Ok(())) => {}
-        Ok(Err(refusal)) => return Err(unavailable(refusal)),
-        Err(e) => return Err(Error::Unavailable(e.to_string())),
-    }
+    let plugin = plugin(app, kind)?;
+    let handle = outcome(
+        app.plugins
+            .confirm_enrollment(
+                &plugin,
+                &account(user),
+                pending,
+                response,
+                &settings(app, kind),
+            )
+            .await,
+    )?;
+    let created = now();
     sqlx::query(
-        "INSERT INTO second_factors (user_id, kind, name, created) VALUES ($1, $2, $3, $4)",
+        "INSERT INTO second_factors (user_id, kind, name, created, handle) VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(user.id)
-    .bind(builtin::TOTP)
-    .bind("authenticator app")
-    .bind(now())
+    .bind(kind)
+    .bind(name)
+    .bind(created)
+    .bind(&handle)
     .execute(app.db.pool())
     .await?;
     sqlx::query("DELETE FROM factor_pending WHERE user_id = $1 AND kind = $2")
         .bind(user.id)
-        .bind(builtin::TOTP)
+        .bind(kind)
         .execute(app.db.pool())
         .await?;
-    if first {
-        regenerate_backup_codes(&app.db, user.id).await
+    let row = sqlx::query("SELECT id FROM second_factors WHERE user_id = $1 AND kind = $2 AND handle = $3 ORDER BY id DESC")
+        .bind(user.id)
+        .bind(kind)
+        .bind(&handle)
+        .fetch_one(app.db.pool())
+        .await?;
+    let factor = Factor {
+        id: row.try_get(0)?,
+        kind: kind.to_string(),
+        name: name.to_string(),
+        created,
+    };
+    let backup_codes = if first {
+        regenerate_backup_codes(&app.db, user.id).await?
     } else {
-        Ok(Vec::new())
+        Vec::new()
+    };
+    Ok(Enrolled {
+        factor,
+        backup_codes,
+    })
+}
+
+/// Begins a TOTP enrolment; returns the `otpauth://` URI to show (as a QR
+/// code).
+pub async fn begin_totp(app: &App, user: &User) -> Result<String> {
+    begin_enrollment(app, user, builtin::TOTP).await
+}
+
+/// Confirms a TOTP enrolment with a current code. When it is the user's
+/// first factor, returns ten backup codes, to be shown this once.
+pub async fn confirm_totp(app: &App, user: &User, code: &str) -> Result<Vec<String>> {
+    Ok(
+        confirm_enrollment(app, user, builtin::TOTP, "authenticator app", code)
+            .await?
+            .backup_codes,
+    )
+}
+
+/// Removes one of the user's factors (a key, the TOTP secret): the plugin
+/// forgets it, then the host. When it was the last one, the backup codes and
+/// remembered browsers go too: the user no longer has two-factor sign-in.
+pub async fn remove(app: &App, user: &User, factor_id: i64) -> Result<()> {
+    let row = sqlx::query("SELECT kind, handle FROM second_factors WHERE id = $1 AND user_id = $2")
+        .bind(factor_id)
+        .bind(user.id)
+        .fetch_optional(app.db.pool())
+        .await?
+        .ok_or(Error::NotFound)?;
+    let (kind, handle): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+    if let Some(plugin) = app.plugins.get(&kind).cloned() {
+        outcome(
+            app.plugins
+                .remove_factor(&plugin, &account(user), &handle, &settings(app, &kind))
+                .await,
+        )?;
     }
+    sqlx::query("DELETE FROM second_factors WHERE id = $1")
+        .bind(factor_id)
+        .execute(app.db.pool())
+        .await?;
+    if !enrolled(&app.db, user.id).await? {
+        forget_second_step(&app.db, user.id).await?;
+    }
+    Ok(())
+}
+
+/// Turns TOTP off for a user.
+pub async fn disable_totp(app: &App, user: &User) -> Result<()> {
+    let id = list(&app.db, user.id)
+        .await?
+        .into_iter()
+        .find(|f| f.kind == builtin::TOTP)
+        .ok_or(Error::NotFound)?
+        .id;
+    remove(app, user, id).await
+}
+
+/// The sha256 of a ceremony token, as stored.
+fn challenge_hash(token: &str) -> String {
+    token_hash(token)
+}
+
+/// Begins a verification with `kind`: for a known user's second step, or
+/// (`user` = `None`) a passkey sign-in. Returns what to hand the browser and
+/// the token that names the ceremony; the challenge state stays with the
+/// host, and is good once, until the factor's timeout.
+pub async fn begin_verification(
+    app: &App,
+    user: Option<&User>,
+    kind: &str,
+) -> Result<(String, String)> {
+    let plugin = plugin(app, kind)?;
+    let ceremony = outcome(
+        app.plugins
+            .begin_verification(&plugin, user.map(account).as_ref(), &settings(app, kind))
+            .await,
+    )?;
+    let token = crate::sessions::random_token(24);
+    let t = now();
+    sqlx::query("DELETE FROM factor_challenges WHERE expires <= $1")
+        .bind(t)
+        .execute(app.db.pool())
+        .await?;
+    sqlx::query(
+        "INSERT INTO factor_challenges (token_hash, user_id, kind, state, expires) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(challenge_hash(&token))
+    .bind(user.map(|u| u.id))
+    .bind(kind)
+    .bind(app.key.seal(&challenge_slot(&token), &ceremony.pending_state))
+    .bind(t + lifetime(app, kind))
+    .execute(app.db.pool())
+    .await?;
+    Ok((ceremony.display, token))
+}
+
+fn challenge_slot(token: &str) -> String {
+    format!("factor_challenge/{}", challenge_hash(token))
+}
+
+/// Finishes a verification begun by [`begin_verification`] with the
+/// browser's response. Returns the user it proves: `user` itself, or for a
+/// passkey sign-in the active user whose key answered.
+pub async fn finish_verification(
+    app: &App,
+    user: Option<&User>,
+    kind: &str,
+    token: &str,
+    response: &str,
+) -> Result<User> {
+    let row = sqlx::query(
+        "SELECT user_id, state FROM factor_challenges WHERE token_hash = $1 AND kind = $2 AND expires > $3",
+    )
+    .bind(challenge_hash(token))
+    .bind(kind)
+    .bind(now())
+    .fetch_optional(app.db.pool())
+    .await?
+    .ok_or(Error::NotPending)?;
+    let (owner, sealed): (Option<i64>, Vec<u8>) = (row.try_get(0)?, row.try_get(1)?);
+    if owner != user.map(|u| u.id) {
+        return Err(Error::NotPending);
+    }
+    // Used once: of two racing answers only the one that deletes the row
+    // goes on.
+    let taken = sqlx::query("DELETE FROM factor_challenges WHERE token_hash = $1")
+        .bind(challenge_hash(token))
+        .execute(app.db.pool())
+        .await?;
+    if taken.rows_affected() != 1 {
+        return Err(Error::NotPending);
+    }
+    let pending = app
+        .key
+        .open(&challenge_slot(token), &sealed)
+        .ok_or(Error::NotPending)?;
+    let plugin = plugin(app, kind)?;
+    let proved = outcome(
+        app.plugins
+            .verify_factor(
+                &plugin,
+                user.map(account).as_ref(),
+                pending,
+                response,
+                &settings(app, kind),
+            )
+            .await,
+    )?;
+    if let Some(user) = user {
+        return if proved == user.id {
+            Ok(user.clone())
+        } else {
+            Err(Error::Rejected)
+        };
+    }
+    // A passkey names its user; it counts only for an active user who still
+    // has that factor (an administrator's reset removes it).
+    let proved_user = users::find_by_id(&app.db, proved)
+        .await?
+        .ok_or(Error::Rejected)?;
+    if !proved_user.is_active || !has_kind(&app.db, proved, kind).await? {
+        return Err(Error::Rejected);
+    }
+    Ok(proved_user)
 }
 
 /// How many backup codes a user gets.
@@ -268,10 +590,29 @@ pub async fn use_recovery_code(db: &Db, user_id: i64, code: &str) -> Result<bool
 }
 
 /// Removes every second factor of a user (an administrator's last resort);
-/// their backup codes go too.
-pub async fn reset(db: &Db, user_id: i64) -> Result<()> {
+/// their backup codes and remembered browsers go too.
+///
+/// A plugin that cannot forget its part does not stop the reset: the host's
+/// rows go regardless, and without them the plugin's state is never asked
+/// for again (a passkey counts only for a user the host lists with the
+/// factor).
+pub async fn reset(app: &App, user: &User) -> Result<()> {
+    for factor in list(&app.db, user.id).await? {
+        if let Err(e) = remove(app, user, factor.id).await {
+            tracing::warn!(login = %user.login, kind = %factor.kind, "the plugin did not remove its part: {e}");
+            sqlx::query("DELETE FROM second_factors WHERE id = $1")
+                .bind(factor.id)
+                .execute(app.db.pool())
+                .await?;
+        }
+    }
+    forget_second_step(&app.db, user.id).await
+}
+
+/// Drops what stands in for a factor once none is left: backup and bypass
+/// codes, pending enrolments, remembered browsers.
+async fn forget_second_step(db: &Db, user_id: i64) -> Result<()> {
     for sql in [
-        "DELETE FROM second_factors WHERE user_id = $1",
         "DELETE FROM recovery_codes WHERE user_id = $1",
         "DELETE FROM factor_pending WHERE user_id = $1",
         "DELETE FROM remembered_devices WHERE user_id = $1",
@@ -340,18 +681,21 @@ pub async fn second_step(app: &App, user: &User, response: &str) -> Result<()> {
 
 /// Checks a TOTP code for a user who has the factor.
 pub async fn verify_totp(app: &App, user: &User, code: &str) -> Result<()> {
-    let plugin = app
-        .plugins
-        .get(builtin::TOTP)
-        .cloned()
-        .ok_or_else(|| Error::Unavailable("no totp plugin".into()))?;
-    match app
-        .plugins
-        .verify_factor(&plugin, &account(user), code, &settings())
-        .await
-    {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(refusal)) => Err(unavailable(refusal)),
-        Err(e) => Err(Error::Unavailable(e.to_string())),
+    let plugin = plugin(app, builtin::TOTP)?;
+    let proved = outcome(
+        app.plugins
+            .verify_factor(
+                &plugin,
+                Some(&account(user)),
+                Vec::new(),
+                code,
+                &settings(app, builtin::TOTP),
+            )
+            .await,
+    )?;
+    if proved == user.id {
+        Ok(())
+    } else {
+        Err(Error::Rejected)
     }
 }

@@ -20,6 +20,7 @@ use subtle::ConstantTimeEq;
 mod orgs;
 mod repos;
 mod security;
+mod webauthn;
 
 use crate::app::App;
 use crate::identity;
@@ -35,12 +36,40 @@ pub(crate) fn routes() -> Router<App> {
         .route("/user/logout", post(logout))
         .route("/user/sign_up", get(sign_up_form).post(sign_up))
         .route("/user/two_factor", get(two_factor_form).post(two_factor))
+        .route(
+            "/user/webauthn",
+            get(webauthn::second_step_form).post(webauthn::second_step),
+        )
+        .route(
+            "/user/passkey",
+            get(webauthn::passkey_form).post(webauthn::passkey),
+        )
         .route("/user/settings/security", get(security::show))
         .route("/org/{org}/settings", get(orgs::show).post(orgs::save))
         .route("/user/settings/security/totp", post(security::begin))
         .route(
             "/user/settings/security/totp/confirm",
             post(security::confirm),
+        )
+        .route(
+            "/user/settings/security/totp/delete",
+            post(security::disable_totp),
+        )
+        .route(
+            "/user/settings/security/backup_codes",
+            post(security::regenerate_codes),
+        )
+        .route(
+            "/user/settings/security/webauthn",
+            post(security::begin_key),
+        )
+        .route(
+            "/user/settings/security/webauthn/confirm",
+            post(security::confirm_key),
+        )
+        .route(
+            "/user/settings/security/webauthn/{id}/delete",
+            post(security::remove_key),
         )
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))
@@ -197,6 +226,8 @@ struct LoginPage {
     error: Option<String>,
     user_name: String,
     registration_open: bool,
+    /// Offer passkey sign-in (`[webauthn] ENABLE`).
+    passkeys: bool,
 }
 
 async fn login_form(State(app): State<App>, viewer: Viewer) -> Response {
@@ -210,6 +241,7 @@ async fn login_form(State(app): State<App>, viewer: Viewer) -> Response {
         error: None,
         user_name: String::new(),
         registration_open: !app.config.service.disable_registration,
+        passkeys: app.config.webauthn.enable,
     };
     (jar, render(StatusCode::OK, page)).into_response()
 }
@@ -264,6 +296,7 @@ async fn login(
                 error: Some(e.to_string()),
                 user_name: form.user_name,
                 registration_open: !app.config.service.disable_registration,
+                passkeys: app.config.webauthn.enable,
             };
             (jar, render(status, page)).into_response()
         }
@@ -327,10 +360,26 @@ async fn start_second_step(
     match sessions::create_awaiting_second_factor(&app.db, user.id, remember, agent).await {
         Ok((value, _)) => {
             let jar = viewer.jar.add(cookie(app, sessions::COOKIE, value, None));
-            (jar, Redirect::to("/user/two_factor")).into_response()
+            // A user with a security key is asked for it first; the page
+            // links to the code form.
+            let next = match has_keys(app, user.id).await {
+                Ok(true) => "/user/webauthn",
+                Ok(false) => "/user/two_factor",
+                Err(e) => return internal(e),
+            };
+            (jar, Redirect::to(next)).into_response()
         }
         Err(e) => internal(e),
     }
+}
+
+/// Whether the user has a WebAuthn key (and keys are on).
+async fn has_keys(app: &App, user_id: i64) -> Result<bool, crate::second_factor::Error> {
+    Ok(app.config.webauthn.enable
+        && crate::second_factor::list(&app.db, user_id)
+            .await?
+            .iter()
+            .any(|f| f.kind == crate::plugins::builtin::WEBAUTHN))
 }
 
 #[derive(Template)]
@@ -342,6 +391,8 @@ struct TwoFactorPage {
     error: Option<String>,
     /// Offer "remember this browser" (`ENABLE_REMEMBER_ME_2FA`).
     offer_remember: bool,
+    /// Link to the security-key step.
+    has_keys: bool,
 }
 
 /// The user waiting for their second step, if the cookie holds such a session.
@@ -361,6 +412,10 @@ async fn two_factor_form(State(app): State<App>, viewer: Viewer) -> Response {
         Ok(None) => return Redirect::to("/user/login").into_response(),
         Err(r) => return r,
     };
+    let has_keys = match has_keys(&app, user.id).await {
+        Ok(k) => k,
+        Err(e) => return internal(e),
+    };
     let (csrf, jar) = viewer.csrf(&app);
     (
         jar,
@@ -372,6 +427,7 @@ async fn two_factor_form(State(app): State<App>, viewer: Viewer) -> Response {
                 login: user.login,
                 error: None,
                 offer_remember: app.config.security.enable_remember_me_2fa,
+                has_keys,
             },
         ),
     )
@@ -403,45 +459,17 @@ async fn two_factor(
     };
     let status = match crate::second_factor::second_step(&app, &user, &form.passcode).await {
         Ok(()) => {
-            let value = viewer
-                .jar
-                .get(sessions::COOKIE)
-                .map(|c| c.value().to_string())
-                .unwrap_or_default();
-            return match sessions::complete_second_step(&app.db, &value).await {
-                Ok(max_age) => {
-                    let mut jar = viewer
-                        .jar
-                        .clone()
-                        .add(cookie(&app, sessions::COOKIE, value, max_age))
-                        .add(cookie(&app, CSRF_COOKIE, sessions::random_token(24), None));
-                    if app.config.security.enable_remember_me_2fa && form.remember_device.is_some()
-                    {
-                        let days = app.config.security.remember_me_2fa_days;
-                        match crate::second_factor::remember_device(&app.db, user.id, days).await {
-                            Ok(token) => {
-                                let device = cookie(
-                                    &app,
-                                    crate::second_factor::DEVICE_COOKIE,
-                                    token,
-                                    Some(days * 86400),
-                                );
-                                jar = jar.add(device);
-                            }
-                            Err(e) => return internal(e),
-                        }
-                    }
-                    tracing::info!(login = %user.login, "signed in with a second factor");
-                    (jar, Redirect::to("/")).into_response()
-                }
-                Err(e) => internal(e),
-            };
+            return complete_second_step(&app, viewer, &user, form.remember_device.is_some()).await;
         }
         Err(crate::second_factor::Error::Unavailable(cause)) => {
             tracing::error!("second factor unavailable: {cause}");
             StatusCode::SERVICE_UNAVAILABLE
         }
         Err(_) => StatusCode::UNAUTHORIZED,
+    };
+    let has_keys = match has_keys(&app, user.id).await {
+        Ok(k) => k,
+        Err(e) => return internal(e),
     };
     let (csrf, jar) = viewer.csrf(&app);
     let message = if status == StatusCode::UNAUTHORIZED {
@@ -455,8 +483,51 @@ async fn two_factor(
         login: user.login,
         error: Some(message.into()),
         offer_remember: app.config.security.enable_remember_me_2fa,
+        has_keys,
     };
     (jar, render(status, page)).into_response()
+}
+
+/// The second step passed: the half session becomes a full one, with a new
+/// CSRF token, and the browser is remembered when the user asked and the
+/// site allows it.
+async fn complete_second_step(
+    app: &App,
+    viewer: Viewer,
+    user: &User,
+    remember_device: bool,
+) -> Response {
+    let value = viewer
+        .jar
+        .get(sessions::COOKIE)
+        .map(|c| c.value().to_string())
+        .unwrap_or_default();
+    let max_age = match sessions::complete_second_step(&app.db, &value).await {
+        Ok(max_age) => max_age,
+        Err(e) => return internal(e),
+    };
+    let mut jar = viewer
+        .jar
+        .clone()
+        .add(cookie(app, sessions::COOKIE, value, max_age))
+        .add(cookie(app, CSRF_COOKIE, sessions::random_token(24), None));
+    if app.config.security.enable_remember_me_2fa && remember_device {
+        let days = app.config.security.remember_me_2fa_days;
+        match crate::second_factor::remember_device(&app.db, user.id, days).await {
+            Ok(token) => {
+                let device = cookie(
+                    app,
+                    crate::second_factor::DEVICE_COOKIE,
+                    token,
+                    Some(days * 86400),
+                );
+                jar = jar.add(device);
+            }
+            Err(e) => return internal(e),
+        }
+    }
+    tracing::info!(login = %user.login, "signed in with a second factor");
+    (jar, Redirect::to("/")).into_response()
 }
 
 #[derive(Deserialize)]

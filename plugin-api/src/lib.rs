@@ -28,7 +28,7 @@
 #![allow(clippy::all)]
 
 /// The WIT package version this crate targets.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 /// Reads a setting by key (case-insensitive), as given to every call.
 #[cfg(any(
@@ -136,47 +136,59 @@ pub mod second_factor {
 
     use core::marker::PhantomData;
 
-    pub use bindings::exports::postern::plugin::factor::{Enrollment, FactorError};
+    pub use bindings::exports::postern::plugin::factor::{Ceremony, FactorError};
     pub use bindings::postern::plugin::types::{Account, Setting};
     /// Capabilities a second factor may import, when granted.
     pub use bindings::postern::plugin::{kv, log};
 
     setting_helpers!(Setting);
 
-    /// A second factor. Every method has a default that refuses.
+    /// A second factor. Enrolment has no default (every factor must offer
+    /// it); verification defaults to a factor that needs no challenge, and
+    /// removal to nothing to remove.
     pub trait SecondFactor {
         /// Starts an enrolment: what to show the user, and state to keep.
-        fn begin_enrollment(
-            user: Account,
-            settings: Vec<Setting>,
-        ) -> Result<Enrollment, FactorError> {
-            let _ = (user, settings);
-            Err(FactorError::Misconfigured(
-                "enrolment is not implemented".into(),
-            ))
-        }
+        fn begin_enrollment(user: Account, settings: Vec<Setting>)
+        -> Result<Ceremony, FactorError>;
 
-        /// Confirms an enrolment with the user's first response.
+        /// Confirms an enrolment with the user's first response; returns the
+        /// new credential's handle (empty when a user has one at most).
         fn confirm_enrollment(
             user: Account,
             pending_state: Vec<u8>,
             response: String,
             settings: Vec<Setting>,
-        ) -> Result<(), FactorError> {
-            let _ = (user, pending_state, response, settings);
-            Err(FactorError::Misconfigured(
-                "enrolment is not implemented".into(),
-            ))
+        ) -> Result<String, FactorError>;
+
+        /// Starts a verification. The default suits a factor without a
+        /// challenge (TOTP): nothing to show, no state.
+        fn begin_verification(
+            user: Option<Account>,
+            settings: Vec<Setting>,
+        ) -> Result<Ceremony, FactorError> {
+            let _ = (user, settings);
+            Ok(Ceremony {
+                display: String::new(),
+                pending_state: Vec::new(),
+            })
         }
 
-        /// Checks a response at sign-in.
+        /// Checks a response; returns the id of the user it proves.
         fn verify(
-            user: Account,
+            user: Option<Account>,
+            pending_state: Vec<u8>,
             response: String,
             settings: Vec<Setting>,
+        ) -> Result<i64, FactorError>;
+
+        /// Removes one credential of `user`.
+        fn remove(
+            user: Account,
+            handle: String,
+            settings: Vec<Setting>,
         ) -> Result<(), FactorError> {
-            let _ = (user, response, settings);
-            Err(FactorError::NotEnrolled)
+            let _ = (user, handle, settings);
+            Ok(())
         }
     }
 
@@ -187,7 +199,7 @@ pub mod second_factor {
         fn begin_enrollment(
             user: Account,
             settings: Vec<Setting>,
-        ) -> Result<Enrollment, FactorError> {
+        ) -> Result<Ceremony, FactorError> {
             T::begin_enrollment(user, settings)
         }
 
@@ -196,16 +208,32 @@ pub mod second_factor {
             pending_state: Vec<u8>,
             response: String,
             settings: Vec<Setting>,
-        ) -> Result<(), FactorError> {
+        ) -> Result<String, FactorError> {
             T::confirm_enrollment(user, pending_state, response, settings)
         }
 
+        fn begin_verification(
+            user: Option<Account>,
+            settings: Vec<Setting>,
+        ) -> Result<Ceremony, FactorError> {
+            T::begin_verification(user, settings)
+        }
+
         fn verify(
-            user: Account,
+            user: Option<Account>,
+            pending_state: Vec<u8>,
             response: String,
             settings: Vec<Setting>,
+        ) -> Result<i64, FactorError> {
+            T::verify(user, pending_state, response, settings)
+        }
+
+        fn remove(
+            user: Account,
+            handle: String,
+            settings: Vec<Setting>,
         ) -> Result<(), FactorError> {
-            T::verify(user, response, settings)
+            T::remove(user, handle, settings)
         }
     }
 }

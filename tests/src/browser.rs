@@ -14,7 +14,8 @@ pub struct Browser {
     _profile: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()
@@ -96,6 +97,45 @@ impl Browser {
             .expect("clicking");
     }
 
+    /// Adds a virtual authenticator (the WebDriver extension of W3C
+    /// WebAuthn, which chromedriver serves): a CTAP2 key that keeps resident
+    /// credentials and verifies its user, answering every request at once.
+    /// Returns its id.
+    pub async fn add_virtual_authenticator(&self) -> String {
+        let out = self
+            .client
+            .issue_cmd(Extension::post(
+                "webauthn/authenticator",
+                serde_json::json!({
+                    "protocol": "ctap2",
+                    "transport": "usb",
+                    "hasResidentKey": true,
+                    "hasUserVerification": true,
+                    "isUserConsenting": true,
+                    "isUserVerified": true,
+                }),
+            ))
+            .await
+            .expect("chromedriver adds a virtual authenticator");
+        out.as_str()
+            .expect("the authenticator's id is a string")
+            .to_string()
+    }
+
+    /// The credentials a virtual authenticator holds.
+    pub async fn authenticator_credentials(&self, authenticator: &str) -> Vec<serde_json::Value> {
+        let out = self
+            .client
+            .issue_cmd(Extension {
+                method: http::Method::GET,
+                path: format!("webauthn/authenticator/{authenticator}/credentials"),
+                body: None,
+            })
+            .await
+            .expect("chromedriver lists the credentials");
+        out.as_array().cloned().unwrap_or_default()
+    }
+
     /// Ends the browser session and chromedriver.
     pub async fn close(mut self) {
         let _ = self.client.clone().close().await;
@@ -107,5 +147,45 @@ impl Browser {
 impl Drop for Browser {
     fn drop(&mut self) {
         let _ = self.driver.kill();
+    }
+}
+
+/// A WebDriver extension command on the current session.
+#[derive(Debug)]
+struct Extension {
+    method: http::Method,
+    /// The path under `/session/{id}/`.
+    path: String,
+    body: Option<serde_json::Value>,
+}
+
+impl Extension {
+    fn post(path: &str, body: serde_json::Value) -> Extension {
+        Extension {
+            method: http::Method::POST,
+            path: path.to_string(),
+            body: Some(body),
+        }
+    }
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Extension {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/{}",
+            session_id.unwrap_or_default(),
+            self.path
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        (
+            self.method.clone(),
+            self.body.as_ref().map(|b| b.to_string()),
+        )
     }
 }

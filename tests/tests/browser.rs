@@ -163,3 +163,141 @@ async fn enrolling_totp_from_the_page_then_signing_in_with_a_code() {
         browser.close().await;
     }
 }
+
+/// A server on a known port, reached as `http://localhost:<port>`: Chromium
+/// refuses WebAuthn on an IP origin, and the relying party is `localhost`.
+async fn server_on_localhost(backend: &postern_tests::Backend) -> (Server, String) {
+    let port = postern_tests::browser::free_port();
+    let env = vec![
+        ("POSTERN__SERVER__HTTP_PORT".to_string(), port.to_string()),
+        (
+            "POSTERN__SERVER__ROOT_URL".to_string(),
+            format!("http://localhost:{port}/"),
+        ),
+        ("POSTERN__WEBAUTHN__DOMAIN".to_string(), "localhost".into()),
+    ];
+    let server = Server::start(
+        backend,
+        Options {
+            env,
+            ..Options::default()
+        },
+    )
+    .await;
+    (server, format!("http://localhost:{port}"))
+}
+
+#[tokio::test]
+async fn a_security_key_registers_signs_in_as_second_step_and_as_passkey_then_is_removed() {
+    for backend in backends() {
+        let (server, base) = server_on_localhost(&backend).await;
+        server.create_user("kim", "a-long-kim-password", false);
+        let browser = Browser::start().await;
+        let authenticator = browser.add_virtual_authenticator().await;
+        let c = &browser.client;
+        let wait = |l: Locator<'static>| c.wait().at_most(Duration::from_secs(20)).for_element(l);
+        let click = |l: Locator<'static>| async move {
+            wait(l).await.unwrap().click().await.unwrap();
+        };
+        let signed_in_as = || async {
+            wait(Locator::Id("signed-in-user"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        };
+        let sign_out = || async {
+            click(Locator::Id("sign-out")).await;
+            wait(Locator::LinkText("Sign in")).await.unwrap();
+        };
+        let login_url = format!("{base}/user/login");
+        browser
+            .sign_in(&login_url, "kim", "a-long-kim-password")
+            .await;
+        assert_eq!(signed_in_as().await, "kim", "{backend}");
+
+        // Settings › Security: name the key, touch it.
+        c.goto(&format!("{base}/user/settings/security"))
+            .await
+            .unwrap();
+        wait(Locator::Id("key-name"))
+            .await
+            .unwrap()
+            .send_keys("desk key")
+            .await
+            .unwrap();
+        click(Locator::Id("add-key")).await;
+        click(Locator::Id("touch-key")).await;
+        let codes = wait(Locator::Id("backup-codes")).await.unwrap_or_else(|e| {
+            panic!("{backend}: the key was not registered: {e}");
+        });
+        assert_eq!(
+            codes.find_all(Locator::Css("li")).await.unwrap().len(),
+            10,
+            "{backend}: the first factor brings ten backup codes"
+        );
+        let name = wait(Locator::Css("#webauthn-keys .key-name"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(name, "desk key", "{backend}");
+        let held = browser.authenticator_credentials(&authenticator).await;
+        assert_eq!(held.len(), 1, "{backend}: one credential on the key");
+        assert_eq!(
+            held[0]["isResidentCredential"], true,
+            "{backend}: a discoverable credential, usable as a passkey"
+        );
+
+        // Password, then the key as the second step.
+        sign_out().await;
+        browser
+            .sign_in(&login_url, "kim", "a-long-kim-password")
+            .await;
+        wait(Locator::Id("use-key")).await.unwrap();
+        assert_eq!(
+            c.current_url().await.unwrap().path(),
+            "/user/webauthn",
+            "{backend}: a user with a key is asked for it"
+        );
+        click(Locator::Id("use-key")).await;
+        assert_eq!(signed_in_as().await, "kim", "{backend}: the key's answer");
+
+        // A passkey alone: no user name, no password.
+        sign_out().await;
+        c.goto(&login_url).await.unwrap();
+        click(Locator::Id("passkey-link")).await;
+        click(Locator::Id("use-key")).await;
+        assert_eq!(signed_in_as().await, "kim", "{backend}: passkey sign-in");
+        let held = browser.authenticator_credentials(&authenticator).await;
+        assert!(
+            held[0]["signCount"].as_u64().unwrap_or(0) >= 2,
+            "{backend}: the key signed twice: {held:?}"
+        );
+
+        // Remove the key: it no longer signs anybody in, and the password
+        // alone is enough again.
+        c.goto(&format!("{base}/user/settings/security"))
+            .await
+            .unwrap();
+        click(Locator::Css("#webauthn-keys .remove-key")).await;
+        wait(Locator::Id("no-keys")).await.unwrap();
+        sign_out().await;
+        c.goto(&format!("{base}/user/passkey")).await.unwrap();
+        click(Locator::Id("use-key")).await;
+        let error = wait(Locator::Id("flash-error")).await.unwrap();
+        assert_eq!(
+            error.text().await.unwrap(),
+            "The key's answer was not accepted.",
+            "{backend}: a removed key is refused"
+        );
+        browser
+            .sign_in(&login_url, "kim", "a-long-kim-password")
+            .await;
+        assert_eq!(signed_in_as().await, "kim", "{backend}");
+        assert_eq!(c.current_url().await.unwrap().path(), "/", "{backend}");
+        browser.close().await;
+    }
+}

@@ -57,14 +57,23 @@ async fn totp_enrolment_second_step_and_replay_guard() {
         let server = Server::start(&backend, Options::default()).await;
         server.create_user("alice", PW, false);
 
+        // Both built-in factors, as `admin plugin list --json` shows them.
         let list = server.plugin_list();
-        let totp = list
-            .iter()
-            .find(|p| p["id"] == "totp")
-            .expect("totp is listed");
-        assert_eq!(totp["kind"], "second-factor");
-        assert_eq!(totp["grants"], json!(["log", "kv"]));
-        assert_eq!(totp["state"], "ready");
+        for id in ["totp", "webauthn"] {
+            let factor = list
+                .iter()
+                .find(|p| p["id"] == id)
+                .unwrap_or_else(|| panic!("{id} is listed: {list:?}"));
+            assert_eq!(factor["kind"], "second-factor", "{id}");
+            assert_eq!(factor["grants"], json!(["log", "kv"]), "{id}");
+            assert_eq!(factor["state"], "ready", "{id}");
+            assert_eq!(factor["wit_version"], "0.2.0", "{id}");
+        }
+        let text = String::from_utf8(server.cli(&["admin", "plugin", "list"]).stdout).unwrap();
+        assert!(
+            text.contains("webauthn\n  kind:         second-factor"),
+            "{text}"
+        );
 
         let token = token(&server, "alice").await;
 

@@ -1,15 +1,17 @@
-//! Second factors of the signed-in user, for API clients:
-//! `/api/v1/user/2fa/totp` (begin) and `/api/v1/user/2fa/totp/confirm`.
+//! Second factors of the signed-in user, for API clients: the list, TOTP
+//! (begin, confirm, disable), WebAuthn keys (begin, confirm with the
+//! browser's credential, remove), backup codes and remembered browsers.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{ApiError, ApiJson, ErrorBody, Principal};
 use crate::app::App;
-use crate::second_factor::{self, Error};
+use crate::plugins::builtin;
+use crate::second_factor::{self, Error, Factor};
 use crate::tokens::{Access, Area};
 
 /// A begun TOTP enrolment.
@@ -31,8 +33,9 @@ pub struct TotpCode {
 fn factor_error(e: Error) -> ApiError {
     match e {
         e @ Error::AlreadyEnrolled => ApiError::Conflict(e.to_string()),
-        e @ Error::NotPending => ApiError::NotFound(e.to_string()),
-        e @ Error::Rejected => ApiError::Unprocessable(e.to_string()),
+        e @ (Error::NotPending | Error::NotFound) => ApiError::NotFound(e.to_string()),
+        e @ (Error::Rejected | Error::BadName) => ApiError::Unprocessable(e.to_string()),
+        e @ Error::Disabled => ApiError::Forbidden(e.to_string()),
         Error::Unavailable(cause) => ApiError::Internal(cause),
         Error::Db(e) => ApiError::internal(e),
     }
@@ -149,4 +152,166 @@ pub(crate) async fn forget_devices(
         .await
         .map_err(factor_error)?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The signed-in user's second factors: the authenticator app and each
+/// security key.
+#[utoipa::path(
+    get, path = "/api/v1/user/2fa", tag = "user",
+    responses(
+        (status = 200, description = "The factors, oldest first", body = [Factor]),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "The token lacks read:user", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn list(
+    State(app): State<App>,
+    who: Principal,
+) -> Result<Json<Vec<Factor>>, ApiError> {
+    who.require_scope(Access::Read, Area::User)?;
+    Ok(Json(
+        second_factor::list(&app.db, who.user.id)
+            .await
+            .map_err(factor_error)?,
+    ))
+}
+
+/// Removes one second factor (a security key, or the authenticator app).
+/// When it was the last, the backup codes and remembered browsers go too.
+#[utoipa::path(
+    delete, path = "/api/v1/user/2fa/{id}", tag = "user",
+    params(("id" = i64, Path, description = "The factor's id")),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "The token lacks write:user", body = ErrorBody),
+        (status = 404, description = "The user has no such factor", body = ErrorBody),
+    ),
+    security(("session" = []), ("token" = []))
+)]
+pub(crate) async fn remove(
+    State(app): State<App>,
+    who: Principal,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, ApiError> {
+    who.require_scope(Access::Write, Area::User)?;
+    second_factor::remove(&app, &who.user, id)
+        .await
+        .map_err(factor_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Turns the authenticator app off.
+#[utoipa::path(
+    delete, path = "/api/v1/user/2fa/totp", tag = "user",
+    responses(
+        (status = 204, description = "TOTP is off"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "The token lacks write:user", body = ErrorBody),
+        (status = 404, description = "TOTP was not enabled", body = ErrorBody),
+    ),
+    security(("session" = []), ("token" = []))
+)]
+pub(crate) async fn disable_totp(
+    State(app): State<App>,
+    who: Principal,
+) -> Result<StatusCode, ApiError> {
+    who.require_scope(Access::Write, Area::User)?;
+    second_factor::disable_totp(&app, &who.user)
+        .await
+        .map_err(factor_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A begun key registration.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyRegistration {
+    /// `CredentialCreationOptions` for `navigator.credentials.create`, with
+    /// binary fields in base64url.
+    #[schema(value_type = Object)]
+    pub options: serde_json::Value,
+}
+
+/// Begins registering a security key (WebAuthn). Finish with
+/// `POST /api/v1/user/2fa/webauthn/confirm` within `[webauthn] TIMEOUT`.
+#[utoipa::path(
+    post, path = "/api/v1/user/2fa/webauthn", tag = "user",
+    responses(
+        (status = 201, description = "The options for the browser", body = KeyRegistration),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "The token lacks write:user, or WebAuthn is off", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn begin_key(
+    State(app): State<App>,
+    who: Principal,
+) -> Result<(StatusCode, Json<KeyRegistration>), ApiError> {
+    who.require_scope(Access::Write, Area::User)?;
+    let options = second_factor::begin_enrollment(&app, &who.user, builtin::WEBAUTHN)
+        .await
+        .map_err(factor_error)?;
+    let options = serde_json::from_str(&options).map_err(ApiError::internal)?;
+    Ok((StatusCode::CREATED, Json(KeyRegistration { options })))
+}
+
+/// The browser's answer to a key registration.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyConfirmation {
+    /// What the user calls the key, 1 to 64 characters.
+    #[schema(min_length = 1, max_length = 64)]
+    pub name: String,
+    /// The `PublicKeyCredential` from `navigator.credentials.create`, with
+    /// binary fields in base64url.
+    #[schema(value_type = Object)]
+    pub credential: serde_json::Value,
+}
+
+/// A registered key, and the backup codes when it was the first factor.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyRegistered {
+    pub key: Factor,
+    /// Shown once; empty when the user already had a factor.
+    pub backup_codes: Vec<String>,
+}
+
+/// Finishes registering a security key.
+#[utoipa::path(
+    post, path = "/api/v1/user/2fa/webauthn/confirm", tag = "user",
+    request_body = KeyConfirmation,
+    responses(
+        (status = 201, description = "The key is registered", body = KeyRegistered),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "The token lacks write:user, or WebAuthn is off", body = ErrorBody),
+        (status = 404, description = "No registration in progress", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "The credential was not accepted, or the name is bad", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn confirm_key(
+    State(app): State<App>,
+    who: Principal,
+    ApiJson(body): ApiJson<KeyConfirmation>,
+) -> Result<(StatusCode, Json<KeyRegistered>), ApiError> {
+    who.require_scope(Access::Write, Area::User)?;
+    let enrolled = second_factor::confirm_enrollment(
+        &app,
+        &who.user,
+        builtin::WEBAUTHN,
+        &body.name,
+        &body.credential.to_string(),
+    )
+    .await
+    .map_err(factor_error)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(KeyRegistered {
+            key: enrolled.factor,
+            backup_codes: enrolled.backup_codes,
+        }),
+    ))
 }

@@ -7,6 +7,8 @@ use super::{Capability, Kind};
 pub const LOCAL: &str = "local";
 /// The TOTP second factor.
 pub const TOTP: &str = "totp";
+/// The WebAuthn second factor (security keys and passkeys).
+pub const WEBAUTHN: &str = "webauthn";
 
 mod wasm {
     include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
@@ -38,10 +40,17 @@ pub fn all() -> Vec<Builtin> {
             grants: &[Capability::Log, Capability::Kv],
             wasm: wasm::TOTP,
         },
+        Builtin {
+            id: WEBAUTHN,
+            kind: Kind::SecondFactor,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Kv],
+            wasm: wasm::WEBAUTHN,
+        },
     ]
 }
 
 /// The ids of the built-in plugins; a third-party plugin may not take one.
 pub fn ids() -> &'static [&'static str] {
-    &[LOCAL, TOTP]
+    &[LOCAL, TOTP, WEBAUTHN]
 }

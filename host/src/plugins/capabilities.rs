@@ -8,12 +8,11 @@
 
 use std::sync::{Arc, OnceLock};
 
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::since_v0_1::{credentials, kv, log, types};
-use super::{Error, Result};
+use super::{Error, Result, since_v0_1, since_v0_2};
 use crate::db::Db;
 
 /// A capability the operator can grant in `[plugin.<id>] GRANTS`.
@@ -120,26 +119,14 @@ pub(crate) fn check_imports(
     Ok(())
 }
 
-/// A linker with the WASI baseline and exactly the granted capabilities.
+/// A linker with the WASI baseline and exactly the granted capabilities, in
+/// every WIT version the host serves.
 pub(crate) fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     let link = |e: wasmtime::Error| Error::Runtime(e.to_string());
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(link)?;
-    types::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s).map_err(link)?;
-    for grant in grants {
-        match grant {
-            Capability::Log => {
-                log::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
-            }
-            Capability::Credentials => {
-                credentials::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
-            }
-            Capability::Kv => {
-                kv::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
-            }
-        }
-        .map_err(link)?;
-    }
+    since_v0_1::add_to_linker(&mut linker, grants).map_err(link)?;
+    since_v0_2::add_to_linker(&mut linker, grants).map_err(link)?;
     Ok(linker)
 }
 
@@ -182,34 +169,37 @@ impl WasiView for CallState {
     }
 }
 
-impl types::Host for CallState {}
+/// A log line's level, whatever WIT version the plugin speaks.
+pub(crate) enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// Why a `credentials` call failed (the WIT's `credentials.error`).
+pub(crate) enum CredentialsError {
+    MalformedHash,
+    TooLong,
+    Internal(String),
+}
+
+/// Why a `kv` call failed (the WIT's `kv.error`).
+pub(crate) enum KvError {
+    TooLarge,
+    Unavailable(String),
+}
 
 /// Longest log line a plugin may write.
 const MAX_LOG_LINE: usize = 4096;
 
-impl log::Host for CallState {
-    fn write(&mut self, level: log::Level, message: String) {
-        let mut message = message;
-        if message.len() > MAX_LOG_LINE {
-            let cut = (0..=MAX_LOG_LINE)
-                .rev()
-                .find(|i| message.is_char_boundary(*i))
-                .unwrap_or(0);
-            message.truncate(cut);
-        }
-        let plugin = &*self.plugin;
-        match level {
-            log::Level::Trace => tracing::trace!(plugin, "{message}"),
-            log::Level::Debug => tracing::debug!(plugin, "{message}"),
-            log::Level::Info => tracing::info!(plugin, "{message}"),
-            log::Level::Warn => tracing::warn!(plugin, "{message}"),
-            log::Level::Error => tracing::error!(plugin, "{message}"),
-        }
-    }
-}
-
 /// Passwords longer than this are not hashed (see `credentials.too-long`).
 const MAX_PASSWORD_BYTES: usize = 1024;
+
+/// Key and value limits of `kv`, as documented in the WIT.
+const MAX_KV_KEY: usize = 256;
+const MAX_KV_VALUE: usize = 64 * 1024;
 
 /// A hash of a random password, verified against when there is no account,
 /// so that an unknown user costs the same time as a wrong password.
@@ -222,86 +212,100 @@ fn decoy_hash() -> &'static str {
     })
 }
 
-impl credentials::Host for CallState {
-    fn hash_password(
-        &mut self,
-        password: String,
-    ) -> std::result::Result<String, credentials::Error> {
-        if password.len() > MAX_PASSWORD_BYTES {
-            return Err(credentials::Error::TooLong);
+/// The capabilities themselves; each WIT version's `Host` impls convert their
+/// types and call these.
+impl CallState {
+    pub(crate) fn log_write(&mut self, level: LogLevel, mut message: String) {
+        if message.len() > MAX_LOG_LINE {
+            let cut = (0..=MAX_LOG_LINE)
+                .rev()
+                .find(|i| message.is_char_boundary(*i))
+                .unwrap_or(0);
+            message.truncate(cut);
         }
-        crate::credentials::hash(&password).map_err(credentials::Error::Internal)
+        let plugin = &*self.plugin;
+        match level {
+            LogLevel::Trace => tracing::trace!(plugin, "{message}"),
+            LogLevel::Debug => tracing::debug!(plugin, "{message}"),
+            LogLevel::Info => tracing::info!(plugin, "{message}"),
+            LogLevel::Warn => tracing::warn!(plugin, "{message}"),
+            LogLevel::Error => tracing::error!(plugin, "{message}"),
+        }
     }
 
-    fn verify_password(
+    pub(crate) fn credentials_hash(
         &mut self,
-        password: String,
-        hash: String,
-    ) -> std::result::Result<bool, credentials::Error> {
+        password: &str,
+    ) -> std::result::Result<String, CredentialsError> {
         if password.len() > MAX_PASSWORD_BYTES {
-            return Err(credentials::Error::TooLong);
+            return Err(CredentialsError::TooLong);
         }
-        crate::credentials::verify(&password, &hash).ok_or(credentials::Error::MalformedHash)
+        crate::credentials::hash(password).map_err(CredentialsError::Internal)
     }
 
-    fn equalize_timing(&mut self, password: String) {
-        let password = &password[..password.len().min(MAX_PASSWORD_BYTES)];
+    pub(crate) fn credentials_verify(
+        &mut self,
+        password: &str,
+        hash: &str,
+    ) -> std::result::Result<bool, CredentialsError> {
+        if password.len() > MAX_PASSWORD_BYTES {
+            return Err(CredentialsError::TooLong);
+        }
+        crate::credentials::verify(password, hash).ok_or(CredentialsError::MalformedHash)
+    }
+
+    pub(crate) fn credentials_equalize(&mut self, password: &str) {
+        let password = &password[..password.floor_char_boundary(MAX_PASSWORD_BYTES)];
         let _ = crate::credentials::verify(password, decoy_hash());
     }
-}
 
-/// Key and value limits of `kv`, as documented in the WIT.
-const MAX_KV_KEY: usize = 256;
-const MAX_KV_VALUE: usize = 64 * 1024;
-
-impl kv::Host for CallState {
     // Values are sealed with the instance key, bound to (plugin, key): the
     // database never holds a plugin's secrets in the clear. Plugin calls run
     // on a blocking thread, so waiting on the database holds no async worker.
-    fn get(&mut self, key: String) -> std::result::Result<Option<Vec<u8>>, kv::Error> {
+    pub(crate) fn kv_get(&mut self, key: &str) -> std::result::Result<Option<Vec<u8>>, KvError> {
         if key.len() > MAX_KV_KEY {
-            return Err(kv::Error::TooLarge);
+            return Err(KvError::TooLarge);
         }
         let lender = self.lender.clone();
         let sealed = lender
             .runtime
-            .block_on(lender.db.kv_get(&self.plugin, &key))
-            .map_err(|e| kv::Error::Unavailable(e.to_string()))?;
+            .block_on(lender.db.kv_get(&self.plugin, key))
+            .map_err(|e| KvError::Unavailable(e.to_string()))?;
         match sealed {
             None => Ok(None),
             Some(sealed) => lender
                 .key
-                .open(&slot(&self.plugin, &key), &sealed)
+                .open(&slot(&self.plugin, key), &sealed)
                 .map(Some)
                 .ok_or_else(|| {
-                    kv::Error::Unavailable(
+                    KvError::Unavailable(
                         "a stored value does not open with this instance's key".into(),
                     )
                 }),
         }
     }
 
-    fn set(&mut self, key: String, value: Vec<u8>) -> std::result::Result<(), kv::Error> {
+    pub(crate) fn kv_set(&mut self, key: &str, value: &[u8]) -> std::result::Result<(), KvError> {
         if key.len() > MAX_KV_KEY || value.len() > MAX_KV_VALUE {
-            return Err(kv::Error::TooLarge);
+            return Err(KvError::TooLarge);
         }
         let lender = self.lender.clone();
-        let sealed = lender.key.seal(&slot(&self.plugin, &key), &value);
+        let sealed = lender.key.seal(&slot(&self.plugin, key), value);
         lender
             .runtime
-            .block_on(lender.db.kv_set(&self.plugin, &key, &sealed))
-            .map_err(|e| kv::Error::Unavailable(e.to_string()))
+            .block_on(lender.db.kv_set(&self.plugin, key, &sealed))
+            .map_err(|e| KvError::Unavailable(e.to_string()))
     }
 
-    fn delete(&mut self, key: String) -> std::result::Result<(), kv::Error> {
+    pub(crate) fn kv_delete(&mut self, key: &str) -> std::result::Result<(), KvError> {
         if key.len() > MAX_KV_KEY {
-            return Err(kv::Error::TooLarge);
+            return Err(KvError::TooLarge);
         }
         let lender = self.lender.clone();
         lender
             .runtime
-            .block_on(lender.db.kv_delete(&self.plugin, &key))
-            .map_err(|e| kv::Error::Unavailable(e.to_string()))
+            .block_on(lender.db.kv_delete(&self.plugin, key))
+            .map_err(|e| KvError::Unavailable(e.to_string()))
     }
 }
 

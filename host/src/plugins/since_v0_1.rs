@@ -1,26 +1,27 @@
-//! Bindings for `postern:plugin@0.1.0`, and conversions between its types and
-//! the host's own. When a new WIT version ships, it gets a module of its own
-//! beside this one, converting into the same host types; plugins built
-//! against 0.1.0 keep working.
+//! Bindings for `postern:plugin@0.1.0` (frozen, in `plugin-api/wit/v0.1.0`),
+//! and conversions between its types and the host's own. Plugins built
+//! against 0.1.0 keep working beside those built against later versions.
+//!
+//! 0.1.0's second factors have no verification challenge, no passkey
+//! sign-in and no removal; the host fills those in (see the factor calls
+//! below).
 
-use crate::identity::{
-    Identity, KnownAccount, PasswordSignIn, Registration, RegistrationRefusal, SignInRefusal,
-};
+use crate::second_factor::{Ceremony, FactorRefusal};
 
 pub(crate) const WIT_VERSION: &str = "0.1.0";
 
 pub(crate) mod identity_source {
     wasmtime::component::bindgen!({
-        path: "../plugin-api/wit",
+        path: "../plugin-api/wit/v0.1.0",
         world: "identity-source",
     });
 }
 
 // The other two worlds share the capability interfaces with the first, so the
-// host implements each capability once.
+// host implements each capability once per version.
 pub(crate) mod second_factor {
     wasmtime::component::bindgen!({
-        path: "../plugin-api/wit",
+        path: "../plugin-api/wit/v0.1.0",
         world: "second-factor",
         with: {
             "postern:plugin/types": super::identity_source::postern::plugin::types,
@@ -32,7 +33,7 @@ pub(crate) mod second_factor {
 
 pub(crate) mod webhook_transport {
     wasmtime::component::bindgen!({
-        path: "../plugin-api/wit",
+        path: "../plugin-api/wit/v0.1.0",
         world: "webhook-transport",
         with: {
             "postern:plugin/types": super::identity_source::postern::plugin::types,
@@ -43,93 +44,10 @@ pub(crate) mod webhook_transport {
 }
 
 use identity_source::exports::postern::plugin::source as wit;
-pub(crate) use identity_source::postern::plugin::{credentials, kv, log, types};
+use identity_source::postern::plugin::{credentials, kv, log, types};
+use second_factor::exports::postern::plugin::factor as factor_wit;
 
-fn settings(list: &[(String, String)]) -> Vec<types::Setting> {
-    list.iter()
-        .map(|(key, value)| types::Setting {
-            key: key.clone(),
-            value: value.clone(),
-        })
-        .collect()
-}
-
-impl From<&KnownAccount> for types::Account {
-    fn from(a: &KnownAccount) -> Self {
-        types::Account {
-            id: a.id,
-            login: a.login.clone(),
-            email: a.email.clone(),
-            full_name: a.full_name.clone(),
-            password_hash: a.password_hash.clone(),
-            is_active: a.is_active,
-        }
-    }
-}
-
-impl From<&PasswordSignIn> for wit::PasswordSignIn {
-    fn from(r: &PasswordSignIn) -> Self {
-        wit::PasswordSignIn {
-            login: r.login.clone(),
-            password: r.password.clone(),
-            known_account: r.known_account.as_ref().map(Into::into),
-            settings: settings(&r.settings),
-        }
-    }
-}
-
-impl From<types::Identity> for Identity {
-    fn from(i: types::Identity) -> Self {
-        Identity {
-            external_id: i.external_id,
-            login: i.login,
-            full_name: i.full_name,
-            email: i.email,
-            ssh_keys: i.ssh_keys,
-            groups: i.groups,
-        }
-    }
-}
-
-impl From<wit::SignInError> for SignInRefusal {
-    fn from(e: wit::SignInError) -> Self {
-        match e {
-            wit::SignInError::InvalidCredentials => SignInRefusal::InvalidCredentials,
-            wit::SignInError::NotSupported => SignInRefusal::NotSupported,
-            wit::SignInError::AccountDisabled(why) => SignInRefusal::AccountDisabled(why),
-            wit::SignInError::Misconfigured(why) => SignInRefusal::Misconfigured(why),
-            wit::SignInError::Unavailable(why) => SignInRefusal::Unavailable(why),
-        }
-    }
-}
-
-impl From<&Registration> for wit::Registration {
-    fn from(r: &Registration) -> Self {
-        wit::Registration {
-            login: r.login.clone(),
-            email: r.email.clone(),
-            password: r.password.clone(),
-            settings: settings(&r.settings),
-        }
-    }
-}
-
-impl From<wit::RegistrationError> for RegistrationRefusal {
-    fn from(e: wit::RegistrationError) -> Self {
-        match e {
-            wit::RegistrationError::NotSupported => RegistrationRefusal::NotSupported,
-            wit::RegistrationError::InvalidLogin(why) => RegistrationRefusal::InvalidLogin(why),
-            wit::RegistrationError::InvalidEmail(why) => RegistrationRefusal::InvalidEmail(why),
-            wit::RegistrationError::WeakPassword(why) => RegistrationRefusal::WeakPassword(why),
-            wit::RegistrationError::Internal(why) => RegistrationRefusal::Internal(why),
-        }
-    }
-}
-
-pub(crate) use wit::NewAccount;
-
-use crate::second_factor::FactorRefusal;
-pub(crate) use second_factor::exports::postern::plugin::factor as factor_wit;
+common_bindings!();
 
 impl From<factor_wit::FactorError> for FactorRefusal {
     fn from(e: factor_wit::FactorError) -> Self {
@@ -142,6 +60,66 @@ impl From<factor_wit::FactorError> for FactorRefusal {
     }
 }
 
-pub(crate) fn wit_settings(list: &[(String, String)]) -> Vec<types::Setting> {
-    settings(list)
+type FactorPre = second_factor::SecondFactorPre<CallState>;
+type Store = wasmtime::Store<CallState>;
+
+pub(crate) fn begin_enrollment(
+    pre: &FactorPre,
+    store: &mut Store,
+    user: &KnownAccount,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<Ceremony, FactorRefusal>> {
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings.postern_plugin_factor().call_begin_enrollment(
+        store,
+        &user.into(),
+        &settings(list),
+    )?;
+    Ok(out
+        .map(|e| Ceremony {
+            display: e.display,
+            pending_state: e.pending_state,
+        })
+        .map_err(Into::into))
+}
+
+/// 0.1.0 confirms without naming the credential: the handle is empty.
+pub(crate) fn confirm_enrollment(
+    pre: &FactorPre,
+    store: &mut Store,
+    user: &KnownAccount,
+    pending: &[u8],
+    response: &str,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<String, FactorRefusal>> {
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings.postern_plugin_factor().call_confirm_enrollment(
+        store,
+        &user.into(),
+        pending,
+        response,
+        &settings(list),
+    )?;
+    Ok(out.map(|()| String::new()).map_err(Into::into))
+}
+
+/// 0.1.0 verifies a code without a challenge, and only for a known user.
+pub(crate) fn verify(
+    pre: &FactorPre,
+    store: &mut Store,
+    user: Option<&KnownAccount>,
+    response: &str,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<i64, FactorRefusal>> {
+    let Some(user) = user else {
+        return Ok(Err(FactorRefusal::NotSupported));
+    };
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings.postern_plugin_factor().call_verify(
+        store,
+        &user.into(),
+        response,
+        &settings(list),
+    )?;
+    Ok(out.map(|()| user.id).map_err(Into::into))
 }

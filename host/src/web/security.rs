@@ -1,22 +1,31 @@
-//! Settings › Security: enable an authenticator app (TOTP) with a QR code,
-//! confirm it with a code, and see the backup codes once.
+//! Settings › Security: the authenticator app (TOTP, enabled with a QR code
+//! and a code, or disabled), security keys (WebAuthn: add with a name by
+//! touching the key, remove) and backup codes (shown once, regenerable).
 
 use askama::Template;
 use axum::Form;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::{Viewer, internal, render};
 use crate::app::App;
-use crate::second_factor::{self, Error};
+use crate::plugins::builtin;
+use crate::second_factor::{self, Error, Factor};
+use crate::users::User;
 
-pub(crate) enum SecurityStage {
+pub(crate) enum TotpStage {
     Off,
     Enabled,
     Enrolling { qr_svg: String, uri: String },
-    BackupCodes(Vec<String>),
+}
+
+/// A key registration waiting for the key's answer.
+pub(crate) struct Registering {
+    name: String,
+    /// Options for `navigator.credentials.create`, as JSON.
+    options: String,
 }
 
 #[derive(Template)]
@@ -25,30 +34,76 @@ struct SecurityPage {
     user: Option<String>,
     csrf: String,
     error: Option<String>,
-    stage: SecurityStage,
+    totp: TotpStage,
+    keys: Vec<Factor>,
+    has_factor: bool,
+    webauthn_enabled: bool,
+    registering: Option<Registering>,
+    backup_codes: Option<Vec<String>>,
 }
 
-fn page(
+/// What a handler changes on the page; the rest is read afresh.
+#[derive(Default)]
+struct Shown {
+    error: Option<String>,
+    enrolling: Option<(String, String)>,
+    registering: Option<Registering>,
+    backup_codes: Option<Vec<String>>,
+}
+
+async fn page(
     app: &App,
     viewer: &Viewer,
+    user: &User,
     status: StatusCode,
-    stage: SecurityStage,
-    error: Option<String>,
+    shown: Shown,
 ) -> Response {
+    let factors = match second_factor::list(&app.db, user.id).await {
+        Ok(f) => f,
+        Err(e) => return internal(e),
+    };
+    let has_totp = factors.iter().any(|f| f.kind == builtin::TOTP);
+    let totp = match shown.enrolling {
+        Some((qr_svg, uri)) => TotpStage::Enrolling { qr_svg, uri },
+        None if has_totp => TotpStage::Enabled,
+        None => TotpStage::Off,
+    };
     let (csrf, jar) = viewer.csrf(app);
-    (
-        jar,
-        render(
-            status,
-            SecurityPage {
-                user: viewer.login(),
-                csrf,
-                error,
-                stage,
-            },
-        ),
-    )
-        .into_response()
+    let page = SecurityPage {
+        user: viewer.login(),
+        csrf,
+        error: shown.error,
+        totp,
+        has_factor: !factors.is_empty(),
+        keys: factors
+            .into_iter()
+            .filter(|f| f.kind == builtin::WEBAUTHN)
+            .collect(),
+        webauthn_enabled: app.config.webauthn.enable,
+        registering: shown.registering,
+        backup_codes: shown.backup_codes,
+    };
+    (jar, render(status, page)).into_response()
+}
+
+/// A refusal the user can act on, shown on the page; anything else is a 500.
+async fn refused(app: &App, viewer: &Viewer, user: &User, e: Error) -> Response {
+    let status = match &e {
+        Error::AlreadyEnrolled => StatusCode::CONFLICT,
+        Error::NotFound => StatusCode::NOT_FOUND,
+        Error::Rejected | Error::NotPending | Error::BadName => StatusCode::UNPROCESSABLE_ENTITY,
+        Error::Disabled => StatusCode::FORBIDDEN,
+        Error::Unavailable(cause) => {
+            tracing::error!("second factor unavailable: {cause}");
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        Error::Db(_) => return internal(e),
+    };
+    let shown = Shown {
+        error: Some(format!("Not done: {e}.")),
+        ..Shown::default()
+    };
+    page(app, viewer, user, status, shown).await
 }
 
 /// The QR code of an `otpauth://` URI, as inline SVG.
@@ -60,14 +115,23 @@ fn qr_svg(uri: &str) -> Result<String, String> {
         .build())
 }
 
+/// The signed-in user of a settings request whose CSRF token checks out.
+fn settings_user(app: &App, viewer: &Viewer, csrf: Option<&str>) -> Result<User, Box<Response>> {
+    if let Some(token) = csrf
+        && !viewer.csrf_ok(token)
+    {
+        return Err(Box::new(super::refuse_csrf(viewer, app)));
+    }
+    viewer
+        .user
+        .clone()
+        .ok_or_else(|| Box::new(Redirect::to("/user/login").into_response()))
+}
+
 pub(crate) async fn show(State(app): State<App>, viewer: Viewer) -> Response {
-    let Some(user) = viewer.user.clone() else {
-        return Redirect::to("/user/login").into_response();
-    };
-    match second_factor::enrolled(&app.db, user.id).await {
-        Ok(true) => page(&app, &viewer, StatusCode::OK, SecurityStage::Enabled, None),
-        Ok(false) => page(&app, &viewer, StatusCode::OK, SecurityStage::Off, None),
-        Err(e) => internal(e),
+    match settings_user(&app, &viewer, None) {
+        Ok(user) => page(&app, &viewer, &user, StatusCode::OK, Shown::default()).await,
+        Err(r) => *r,
     }
 }
 
@@ -82,31 +146,22 @@ pub(crate) async fn begin(
     viewer: Viewer,
     Form(form): Form<CsrfOnly>,
 ) -> Response {
-    if !viewer.csrf_ok(&form.csrf) {
-        return super::refuse_csrf(&viewer, &app);
-    }
-    let Some(user) = viewer.user.clone() else {
-        return Redirect::to("/user/login").into_response();
+    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
+        Ok(u) => u,
+        Err(r) => return *r,
     };
     match second_factor::begin_totp(&app, &user).await {
         Ok(uri) => match qr_svg(&uri) {
-            Ok(svg) => page(
-                &app,
-                &viewer,
-                StatusCode::OK,
-                SecurityStage::Enrolling { qr_svg: svg, uri },
-                None,
-            ),
+            Ok(svg) => {
+                let shown = Shown {
+                    enrolling: Some((svg, uri)),
+                    ..Shown::default()
+                };
+                page(&app, &viewer, &user, StatusCode::OK, shown).await
+            }
             Err(e) => internal(e),
         },
-        Err(Error::AlreadyEnrolled) => page(
-            &app,
-            &viewer,
-            StatusCode::CONFLICT,
-            SecurityStage::Enabled,
-            None,
-        ),
-        Err(e) => internal(e),
+        Err(e) => refused(&app, &viewer, &user, e).await,
     }
 }
 
@@ -123,27 +178,145 @@ pub(crate) async fn confirm(
     viewer: Viewer,
     Form(form): Form<ConfirmForm>,
 ) -> Response {
-    if !viewer.csrf_ok(&form.csrf) {
-        return super::refuse_csrf(&viewer, &app);
-    }
-    let Some(user) = viewer.user.clone() else {
-        return Redirect::to("/user/login").into_response();
+    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
+        Ok(u) => u,
+        Err(r) => return *r,
     };
     match second_factor::confirm_totp(&app, &user, &form.passcode).await {
-        Ok(codes) => page(
-            &app,
-            &viewer,
-            StatusCode::OK,
-            SecurityStage::BackupCodes(codes),
-            None,
-        ),
-        Err(e @ (Error::Rejected | Error::NotPending)) => page(
-            &app,
-            &viewer,
-            StatusCode::UNPROCESSABLE_ENTITY,
-            SecurityStage::Off,
-            Some(format!("Not enabled: {e}.")),
-        ),
-        Err(e) => internal(e),
+        Ok(codes) => {
+            let shown = Shown {
+                backup_codes: (!codes.is_empty()).then_some(codes),
+                ..Shown::default()
+            };
+            page(&app, &viewer, &user, StatusCode::OK, shown).await
+        }
+        Err(e) => refused(&app, &viewer, &user, e).await,
+    }
+}
+
+pub(crate) async fn disable_totp(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<CsrfOnly>,
+) -> Response {
+    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
+        Ok(u) => u,
+        Err(r) => return *r,
+    };
+    match second_factor::disable_totp(&app, &user).await {
+        Ok(()) => Redirect::to("/user/settings/security").into_response(),
+        Err(e) => refused(&app, &viewer, &user, e).await,
+    }
+}
+
+pub(crate) async fn regenerate_codes(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<CsrfOnly>,
+) -> Response {
+    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
+        Ok(u) => u,
+        Err(r) => return *r,
+    };
+    match second_factor::enrolled(&app.db, user.id).await {
+        Ok(true) => {}
+        Ok(false) => return refused(&app, &viewer, &user, Error::NotFound).await,
+        Err(e) => return internal(e),
+    }
+    match second_factor::regenerate_backup_codes(&app.db, user.id).await {
+        Ok(codes) => {
+            let shown = Shown {
+                backup_codes: Some(codes),
+                ..Shown::default()
+            };
+            page(&app, &viewer, &user, StatusCode::OK, shown).await
+        }
+        Err(e) => refused(&app, &viewer, &user, e).await,
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct KeyForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    credential: String,
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+/// Starts adding a key: the page comes back with the options for the
+/// browser, and a button that asks the key.
+pub(crate) async fn begin_key(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<KeyForm>,
+) -> Response {
+    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
+        Ok(u) => u,
+        Err(r) => return *r,
+    };
+    let name = form.name.trim();
+    if name.is_empty() || name.chars().count() > 64 {
+        return refused(&app, &viewer, &user, Error::BadName).await;
+    }
+    match second_factor::begin_enrollment(&app, &user, builtin::WEBAUTHN).await {
+        Ok(options) => {
+            let shown = Shown {
+                registering: Some(Registering {
+                    name: name.to_string(),
+                    options,
+                }),
+                ..Shown::default()
+            };
+            page(&app, &viewer, &user, StatusCode::OK, shown).await
+        }
+        Err(e) => refused(&app, &viewer, &user, e).await,
+    }
+}
+
+pub(crate) async fn confirm_key(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<KeyForm>,
+) -> Response {
+    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
+        Ok(u) => u,
+        Err(r) => return *r,
+    };
+    match second_factor::confirm_enrollment(
+        &app,
+        &user,
+        builtin::WEBAUTHN,
+        &form.name,
+        &form.credential,
+    )
+    .await
+    {
+        Ok(enrolled) => {
+            let codes = enrolled.backup_codes;
+            let shown = Shown {
+                backup_codes: (!codes.is_empty()).then_some(codes),
+                ..Shown::default()
+            };
+            page(&app, &viewer, &user, StatusCode::OK, shown).await
+        }
+        Err(e) => refused(&app, &viewer, &user, e).await,
+    }
+}
+
+pub(crate) async fn remove_key(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+    Form(form): Form<CsrfOnly>,
+) -> Response {
+    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
+        Ok(u) => u,
+        Err(r) => return *r,
+    };
+    match second_factor::remove(&app, &user, id).await {
+        Ok(()) => Redirect::to("/user/settings/security").into_response(),
+        Err(e) => refused(&app, &viewer, &user, e).await,
     }
 }

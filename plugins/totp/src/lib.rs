@@ -8,7 +8,7 @@
 //! guard), so a code works once.
 
 use postern_plugin_api::second_factor::{
-    Account, Enrollment, FactorError, SecondFactor, Setting, kv, setting,
+    Account, Ceremony, FactorError, SecondFactor, Setting, kv, setting,
 };
 
 const SECRET_BYTES: usize = 20;
@@ -64,7 +64,7 @@ pub fn matching_step(totp: &totp_rs::Totp, code: &str, time: u64) -> Option<u64>
 }
 
 impl SecondFactor for Totp {
-    fn begin_enrollment(user: Account, settings: Vec<Setting>) -> Result<Enrollment, FactorError> {
+    fn begin_enrollment(user: Account, settings: Vec<Setting>) -> Result<Ceremony, FactorError> {
         let mut secret = [0u8; SECRET_BYTES];
         getrandom::fill(&mut secret)
             .map_err(|e| FactorError::Internal(format!("no randomness: {e}")))?;
@@ -73,7 +73,7 @@ impl SecondFactor for Totp {
         let uri = totp
             .to_url()
             .map_err(|e| FactorError::Internal(format!("{e:?}")))?;
-        Ok(Enrollment {
+        Ok(Ceremony {
             display: uri,
             pending_state: secret.to_vec(),
         })
@@ -84,16 +84,24 @@ impl SecondFactor for Totp {
         pending_state: Vec<u8>,
         response: String,
         settings: Vec<Setting>,
-    ) -> Result<(), FactorError> {
+    ) -> Result<String, FactorError> {
         let totp = generator(&pending_state, &user.login, &issuer(&settings))
             .map_err(FactorError::Misconfigured)?;
         let step = matching_step(&totp, &response, now()).ok_or(FactorError::Rejected)?;
         kv::set(&secret_key(&user), &pending_state).map_err(kv_error)?;
         kv::set(&last_step_key(&user), &step.to_be_bytes()).map_err(kv_error)?;
-        Ok(())
+        // One secret per user: no handle needed.
+        Ok(String::new())
     }
 
-    fn verify(user: Account, response: String, settings: Vec<Setting>) -> Result<(), FactorError> {
+    fn verify(
+        user: Option<Account>,
+        _pending_state: Vec<u8>,
+        response: String,
+        settings: Vec<Setting>,
+    ) -> Result<i64, FactorError> {
+        // A code does not say whose it is.
+        let user = user.ok_or(FactorError::NotSupported)?;
         let secret = kv::get(&secret_key(&user))
             .map_err(kv_error)?
             .ok_or(FactorError::NotEnrolled)?;
@@ -109,7 +117,12 @@ impl SecondFactor for Totp {
             return Err(FactorError::Rejected);
         }
         kv::set(&last_step_key(&user), &step.to_be_bytes()).map_err(kv_error)?;
-        Ok(())
+        Ok(user.id)
+    }
+
+    fn remove(user: Account, _handle: String, _settings: Vec<Setting>) -> Result<(), FactorError> {
+        kv::delete(&secret_key(&user)).map_err(kv_error)?;
+        kv::delete(&last_step_key(&user)).map_err(kv_error)
     }
 }
 

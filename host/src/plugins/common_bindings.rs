@@ -1,0 +1,230 @@
+//! What every WIT version's bindings share: the identity-source conversions,
+//! the identity-source calls and the capability interfaces, whose shapes have
+//! not changed between versions. Each `since_vX` module expands
+//! `common_bindings!()` with its own generated `types`, `source` (as `wit`),
+//! `log`, `credentials` and `kv` in scope, so one version's types never leak
+//! into another's.
+
+macro_rules! common_bindings {
+    () => {
+        use crate::identity::{
+            Identity, KnownAccount, NewAccount, PasswordSignIn, Registration, RegistrationRefusal,
+            SignInRefusal,
+        };
+        use crate::plugins::capabilities::{CallState, CredentialsError, KvError, LogLevel};
+
+        pub(crate) fn settings(list: &[(String, String)]) -> Vec<types::Setting> {
+            list.iter()
+                .map(|(key, value)| types::Setting {
+                    key: key.clone(),
+                    value: value.clone(),
+                })
+                .collect()
+        }
+
+        impl From<&KnownAccount> for types::Account {
+            fn from(a: &KnownAccount) -> Self {
+                types::Account {
+                    id: a.id,
+                    login: a.login.clone(),
+                    email: a.email.clone(),
+                    full_name: a.full_name.clone(),
+                    password_hash: a.password_hash.clone(),
+                    is_active: a.is_active,
+                }
+            }
+        }
+
+        impl From<&PasswordSignIn> for wit::PasswordSignIn {
+            fn from(r: &PasswordSignIn) -> Self {
+                wit::PasswordSignIn {
+                    login: r.login.clone(),
+                    password: r.password.clone(),
+                    known_account: r.known_account.as_ref().map(Into::into),
+                    settings: settings(&r.settings),
+                }
+            }
+        }
+
+        impl From<types::Identity> for Identity {
+            fn from(i: types::Identity) -> Self {
+                Identity {
+                    external_id: i.external_id,
+                    login: i.login,
+                    full_name: i.full_name,
+                    email: i.email,
+                    ssh_keys: i.ssh_keys,
+                    groups: i.groups,
+                }
+            }
+        }
+
+        impl From<wit::SignInError> for SignInRefusal {
+            fn from(e: wit::SignInError) -> Self {
+                match e {
+                    wit::SignInError::InvalidCredentials => SignInRefusal::InvalidCredentials,
+                    wit::SignInError::NotSupported => SignInRefusal::NotSupported,
+                    wit::SignInError::AccountDisabled(why) => SignInRefusal::AccountDisabled(why),
+                    wit::SignInError::Misconfigured(why) => SignInRefusal::Misconfigured(why),
+                    wit::SignInError::Unavailable(why) => SignInRefusal::Unavailable(why),
+                }
+            }
+        }
+
+        impl From<&Registration> for wit::Registration {
+            fn from(r: &Registration) -> Self {
+                wit::Registration {
+                    login: r.login.clone(),
+                    email: r.email.clone(),
+                    password: r.password.clone(),
+                    settings: settings(&r.settings),
+                }
+            }
+        }
+
+        impl From<wit::RegistrationError> for RegistrationRefusal {
+            fn from(e: wit::RegistrationError) -> Self {
+                match e {
+                    wit::RegistrationError::NotSupported => RegistrationRefusal::NotSupported,
+                    wit::RegistrationError::InvalidLogin(why) => {
+                        RegistrationRefusal::InvalidLogin(why)
+                    }
+                    wit::RegistrationError::InvalidEmail(why) => {
+                        RegistrationRefusal::InvalidEmail(why)
+                    }
+                    wit::RegistrationError::WeakPassword(why) => {
+                        RegistrationRefusal::WeakPassword(why)
+                    }
+                    wit::RegistrationError::Internal(why) => RegistrationRefusal::Internal(why),
+                }
+            }
+        }
+
+        impl From<wit::NewAccount> for NewAccount {
+            fn from(a: wit::NewAccount) -> Self {
+                NewAccount {
+                    login: a.login,
+                    email: a.email,
+                    password_hash: a.password_hash,
+                }
+            }
+        }
+
+        /// `authenticate` on a fresh instance.
+        pub(crate) fn authenticate(
+            pre: &identity_source::IdentitySourcePre<CallState>,
+            store: &mut wasmtime::Store<CallState>,
+            request: &PasswordSignIn,
+        ) -> wasmtime::Result<Result<Identity, SignInRefusal>> {
+            let bindings = pre.instantiate(&mut *store)?;
+            let out = bindings
+                .postern_plugin_source()
+                .call_authenticate(store, &request.into())?;
+            Ok(out.map(Into::into).map_err(Into::into))
+        }
+
+        /// `register` on a fresh instance.
+        pub(crate) fn register(
+            pre: &identity_source::IdentitySourcePre<CallState>,
+            store: &mut wasmtime::Store<CallState>,
+            request: &Registration,
+        ) -> wasmtime::Result<Result<NewAccount, RegistrationRefusal>> {
+            let bindings = pre.instantiate(&mut *store)?;
+            let out = bindings
+                .postern_plugin_source()
+                .call_register(store, &request.into())?;
+            Ok(out.map(Into::into).map_err(Into::into))
+        }
+
+        impl types::Host for CallState {}
+
+        impl log::Host for CallState {
+            fn write(&mut self, level: log::Level, message: String) {
+                let level = match level {
+                    log::Level::Trace => LogLevel::Trace,
+                    log::Level::Debug => LogLevel::Debug,
+                    log::Level::Info => LogLevel::Info,
+                    log::Level::Warn => LogLevel::Warn,
+                    log::Level::Error => LogLevel::Error,
+                };
+                self.log_write(level, message)
+            }
+        }
+
+        impl From<CredentialsError> for credentials::Error {
+            fn from(e: CredentialsError) -> Self {
+                match e {
+                    CredentialsError::MalformedHash => credentials::Error::MalformedHash,
+                    CredentialsError::TooLong => credentials::Error::TooLong,
+                    CredentialsError::Internal(why) => credentials::Error::Internal(why),
+                }
+            }
+        }
+
+        impl credentials::Host for CallState {
+            fn hash_password(&mut self, password: String) -> Result<String, credentials::Error> {
+                Ok(self.credentials_hash(&password)?)
+            }
+
+            fn verify_password(
+                &mut self,
+                password: String,
+                hash: String,
+            ) -> Result<bool, credentials::Error> {
+                Ok(self.credentials_verify(&password, &hash)?)
+            }
+
+            fn equalize_timing(&mut self, password: String) {
+                self.credentials_equalize(&password)
+            }
+        }
+
+        impl From<KvError> for kv::Error {
+            fn from(e: KvError) -> Self {
+                match e {
+                    KvError::TooLarge => kv::Error::TooLarge,
+                    KvError::Unavailable(why) => kv::Error::Unavailable(why),
+                }
+            }
+        }
+
+        impl kv::Host for CallState {
+            fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, kv::Error> {
+                Ok(self.kv_get(&key)?)
+            }
+
+            fn set(&mut self, key: String, value: Vec<u8>) -> Result<(), kv::Error> {
+                Ok(self.kv_set(&key, &value)?)
+            }
+
+            fn delete(&mut self, key: String) -> Result<(), kv::Error> {
+                Ok(self.kv_delete(&key)?)
+            }
+        }
+
+        /// Adds this version's `types` and the granted capabilities to a
+        /// linker.
+        pub(crate) fn add_to_linker(
+            linker: &mut wasmtime::component::Linker<CallState>,
+            grants: &[crate::plugins::Capability],
+        ) -> wasmtime::Result<()> {
+            use crate::plugins::Capability;
+            use wasmtime::component::HasSelf;
+            types::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?;
+            for grant in grants {
+                match grant {
+                    Capability::Log => {
+                        log::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?
+                    }
+                    Capability::Credentials => {
+                        credentials::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?
+                    }
+                    Capability::Kv => {
+                        kv::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?
+                    }
+                }
+            }
+            Ok(())
+        }
+    };
+}

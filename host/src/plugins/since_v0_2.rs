@@ -1,0 +1,152 @@
+//! Bindings for `postern:plugin@0.2.0` (`plugin-api/wit`), and conversions
+//! between its types and the host's own.
+
+use crate::second_factor::{Ceremony, FactorRefusal};
+
+pub(crate) const WIT_VERSION: &str = "0.2.0";
+
+pub(crate) mod identity_source {
+    wasmtime::component::bindgen!({
+        path: "../plugin-api/wit",
+        world: "identity-source",
+    });
+}
+
+pub(crate) mod second_factor {
+    wasmtime::component::bindgen!({
+        path: "../plugin-api/wit",
+        world: "second-factor",
+        with: {
+            "postern:plugin/types": super::identity_source::postern::plugin::types,
+            "postern:plugin/log": super::identity_source::postern::plugin::log,
+            "postern:plugin/kv": super::identity_source::postern::plugin::kv,
+        },
+    });
+}
+
+pub(crate) mod webhook_transport {
+    wasmtime::component::bindgen!({
+        path: "../plugin-api/wit",
+        world: "webhook-transport",
+        with: {
+            "postern:plugin/types": super::identity_source::postern::plugin::types,
+            "postern:plugin/log": super::identity_source::postern::plugin::log,
+            "postern:plugin/kv": super::identity_source::postern::plugin::kv,
+        },
+    });
+}
+
+use identity_source::exports::postern::plugin::source as wit;
+use identity_source::postern::plugin::{credentials, kv, log, types};
+use second_factor::exports::postern::plugin::factor as factor_wit;
+
+common_bindings!();
+
+impl From<factor_wit::FactorError> for FactorRefusal {
+    fn from(e: factor_wit::FactorError) -> Self {
+        match e {
+            factor_wit::FactorError::Rejected => FactorRefusal::Rejected,
+            factor_wit::FactorError::NotEnrolled => FactorRefusal::NotEnrolled,
+            factor_wit::FactorError::NotSupported => FactorRefusal::NotSupported,
+            factor_wit::FactorError::Misconfigured(why) => FactorRefusal::Misconfigured(why),
+            factor_wit::FactorError::Internal(why) => FactorRefusal::Internal(why),
+        }
+    }
+}
+
+impl From<factor_wit::Ceremony> for Ceremony {
+    fn from(c: factor_wit::Ceremony) -> Self {
+        Ceremony {
+            display: c.display,
+            pending_state: c.pending_state,
+        }
+    }
+}
+
+type FactorPre = second_factor::SecondFactorPre<CallState>;
+type Store = wasmtime::Store<CallState>;
+
+pub(crate) fn begin_enrollment(
+    pre: &FactorPre,
+    store: &mut Store,
+    user: &KnownAccount,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<Ceremony, FactorRefusal>> {
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings.postern_plugin_factor().call_begin_enrollment(
+        store,
+        &user.into(),
+        &settings(list),
+    )?;
+    Ok(out.map(Into::into).map_err(Into::into))
+}
+
+pub(crate) fn confirm_enrollment(
+    pre: &FactorPre,
+    store: &mut Store,
+    user: &KnownAccount,
+    pending: &[u8],
+    response: &str,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<String, FactorRefusal>> {
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings.postern_plugin_factor().call_confirm_enrollment(
+        store,
+        &user.into(),
+        pending,
+        response,
+        &settings(list),
+    )?;
+    Ok(out.map_err(Into::into))
+}
+
+pub(crate) fn begin_verification(
+    pre: &FactorPre,
+    store: &mut Store,
+    user: Option<&KnownAccount>,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<Ceremony, FactorRefusal>> {
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings.postern_plugin_factor().call_begin_verification(
+        store,
+        user.map(Into::into).as_ref(),
+        &settings(list),
+    )?;
+    Ok(out.map(Into::into).map_err(Into::into))
+}
+
+pub(crate) fn verify(
+    pre: &FactorPre,
+    store: &mut Store,
+    user: Option<&KnownAccount>,
+    pending: &[u8],
+    response: &str,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<i64, FactorRefusal>> {
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings.postern_plugin_factor().call_verify(
+        store,
+        user.map(Into::into).as_ref(),
+        pending,
+        response,
+        &settings(list),
+    )?;
+    Ok(out.map_err(Into::into))
+}
+
+pub(crate) fn remove(
+    pre: &FactorPre,
+    store: &mut Store,
+    user: &KnownAccount,
+    handle: &str,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<(), FactorRefusal>> {
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings.postern_plugin_factor().call_remove(
+        store,
+        &user.into(),
+        handle,
+        &settings(list),
+    )?;
+    Ok(out.map_err(Into::into))
+}

@@ -1,0 +1,167 @@
+//! The WebAuthn sign-in pages: the second step with a security key
+//! (`/user/webauthn`), and passkey sign-in without a password
+//! (`/user/passkey`). Each GET begins a ceremony; the page's form carries the
+//! ceremony's token and the key's answer back.
+
+use askama::Template;
+use axum::Form;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::{Viewer, awaiting, internal, render};
+use crate::app::App;
+use crate::plugins::builtin;
+use crate::second_factor::{self, Error};
+use crate::users::User;
+
+#[derive(Template)]
+#[template(path = "webauthn.html")]
+struct WebAuthnPage {
+    user: Option<String>,
+    csrf: String,
+    error: Option<String>,
+    passkey: bool,
+    action: &'static str,
+    login: String,
+    /// Options for `navigator.credentials.get`, as JSON; none when no
+    /// ceremony could begin.
+    options: Option<String>,
+    ceremony: String,
+    offer_remember: bool,
+}
+
+/// Begins a ceremony and renders the page for it. `user` is the user in
+/// their second step, or none for a passkey sign-in.
+async fn page(app: &App, viewer: &Viewer, user: Option<&User>, error: Option<String>) -> Response {
+    let status = if error.is_some() {
+        StatusCode::UNAUTHORIZED
+    } else {
+        StatusCode::OK
+    };
+    let (options, ceremony, error, status) =
+        match second_factor::begin_verification(app, user, builtin::WEBAUTHN).await {
+            Ok((options, token)) => (Some(options), token, error, status),
+            Err(Error::Db(e)) => return internal(e),
+            Err(e) => {
+                if let Error::Unavailable(cause) = &e {
+                    tracing::error!("webauthn unavailable: {cause}");
+                }
+                (
+                    None,
+                    String::new(),
+                    Some(format!("Security keys cannot be used: {e}.")),
+                    StatusCode::SERVICE_UNAVAILABLE,
+                )
+            }
+        };
+    let (csrf, jar) = viewer.csrf(app);
+    let page = WebAuthnPage {
+        user: None,
+        csrf,
+        error,
+        passkey: user.is_none(),
+        action: if user.is_some() {
+            "/user/webauthn"
+        } else {
+            "/user/passkey"
+        },
+        login: user.map(|u| u.login.clone()).unwrap_or_default(),
+        options,
+        ceremony,
+        offer_remember: user.is_some() && app.config.security.enable_remember_me_2fa,
+    };
+    (jar, render(status, page)).into_response()
+}
+
+#[derive(Deserialize)]
+pub(crate) struct AnswerForm {
+    #[serde(default)]
+    ceremony: String,
+    #[serde(default)]
+    credential: String,
+    #[serde(default)]
+    remember_device: Option<String>,
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+fn failure_text(e: &Error) -> String {
+    match e {
+        Error::Rejected => "The key's answer was not accepted.".into(),
+        Error::NotPending => "That sign-in took too long or was already used; try again.".into(),
+        other => format!("Security keys cannot be used: {other}."),
+    }
+}
+
+pub(crate) async fn second_step_form(State(app): State<App>, viewer: Viewer) -> Response {
+    match awaiting(&app, &viewer).await {
+        Ok(Some(user)) => page(&app, &viewer, Some(&user), None).await,
+        Ok(None) => Redirect::to("/user/login").into_response(),
+        Err(r) => r,
+    }
+}
+
+pub(crate) async fn second_step(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<AnswerForm>,
+) -> Response {
+    if !viewer.csrf_ok(&form.csrf) {
+        return super::refuse_csrf(&viewer, &app);
+    }
+    let user = match awaiting(&app, &viewer).await {
+        Ok(Some(u)) => u,
+        Ok(None) => return Redirect::to("/user/login").into_response(),
+        Err(r) => return r,
+    };
+    match second_factor::finish_verification(
+        &app,
+        Some(&user),
+        builtin::WEBAUTHN,
+        &form.ceremony,
+        &form.credential,
+    )
+    .await
+    {
+        Ok(_) => {
+            super::complete_second_step(&app, viewer, &user, form.remember_device.is_some()).await
+        }
+        Err(Error::Db(e)) => internal(e),
+        Err(e) => page(&app, &viewer, Some(&user), Some(failure_text(&e))).await,
+    }
+}
+
+pub(crate) async fn passkey_form(State(app): State<App>, viewer: Viewer) -> Response {
+    page(&app, &viewer, None, None).await
+}
+
+/// A passkey asks for user verification (PIN or biometric) on the key, so it
+/// stands for both factors: the session opens in full.
+pub(crate) async fn passkey(
+    State(app): State<App>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    Form(form): Form<AnswerForm>,
+) -> Response {
+    if !viewer.csrf_ok(&form.csrf) {
+        return super::refuse_csrf(&viewer, &app);
+    }
+    match second_factor::finish_verification(
+        &app,
+        None,
+        builtin::WEBAUTHN,
+        &form.ceremony,
+        &form.credential,
+    )
+    .await
+    {
+        Ok(user) => {
+            tracing::info!(login = %user.login, "signed in with a passkey");
+            super::start_session(&app, viewer, &headers, &user, false).await
+        }
+        Err(Error::Db(e)) => internal(e),
+        Err(e) => page(&app, &viewer, None, Some(failure_text(&e))).await,
+    }
+}
