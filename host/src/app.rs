@@ -118,6 +118,21 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     for key in &config.unknown_keys {
         tracing::warn!("unknown configuration key {key}: it is ignored");
     }
+    // Not a refusal to start: everything but security keys works, and a
+    // first start on an IP address is common. The warning says what to do.
+    if config.webauthn.enable
+        && config
+            .webauthn
+            .domain
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok()
+    {
+        tracing::warn!(
+            "[webauthn] DOMAIN is the IP address {}: browsers refuse WebAuthn there, so security keys and passkeys will not work; set it (or ROOT_URL) to a host name",
+            config.webauthn.domain
+        );
+    }
     let addr = config.listen_addr();
     let app = App::open(config).await?;
     let listener = tokio::net::TcpListener::bind(&addr)

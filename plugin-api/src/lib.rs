@@ -67,11 +67,11 @@ pub mod identity_source {
     use core::marker::PhantomData;
 
     pub use bindings::exports::postern::plugin::source::{
-        NewAccount, PasswordSignIn, Registration, RegistrationError, SignInError,
+        ListedUser, NewAccount, PasswordSignIn, Registration, RegistrationError, SignInError,
     };
     pub use bindings::postern::plugin::types::{Account, Identity, Setting};
     /// Capabilities an identity source may import, when granted.
-    pub use bindings::postern::plugin::{credentials, kv, log};
+    pub use bindings::postern::plugin::{credentials, directory, kv, log};
 
     setting_helpers!(Setting);
 
@@ -91,6 +91,18 @@ pub mod identity_source {
             let _ = request;
             Err(RegistrationError::NotSupported)
         }
+
+        /// Lists every user, for a full sync; an error means "incomplete".
+        fn list_users(settings: Vec<Setting>) -> Result<Vec<ListedUser>, SignInError> {
+            let _ = settings;
+            Err(SignInError::NotSupported)
+        }
+
+        /// Checks the connection and settings; returns a short report.
+        fn test_connection(settings: Vec<Setting>) -> Result<String, SignInError> {
+            let _ = settings;
+            Err(SignInError::NotSupported)
+        }
     }
 
     #[doc(hidden)]
@@ -103,6 +115,14 @@ pub mod identity_source {
 
         fn register(request: Registration) -> Result<NewAccount, RegistrationError> {
             T::register(request)
+        }
+
+        fn list_users(settings: Vec<Setting>) -> Result<Vec<ListedUser>, SignInError> {
+            T::list_users(settings)
+        }
+
+        fn test_connection(settings: Vec<Setting>) -> Result<String, SignInError> {
+            T::test_connection(settings)
         }
     }
 }

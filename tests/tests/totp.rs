@@ -681,3 +681,121 @@ async fn remember_me_skips_the_second_step_until_revoked() {
         );
     }
 }
+
+#[tokio::test]
+async fn factors_are_listed_and_disabling_the_last_one_ends_the_second_step() {
+    for backend in backends() {
+        // A host name as the relying party: WebAuthn has none on an IP.
+        let env = vec![
+            (
+                "POSTERN__SERVER__ROOT_URL".to_string(),
+                "http://localhost/".to_string(),
+            ),
+            (
+                "POSTERN__WEBAUTHN__DOMAIN".to_string(),
+                "localhost".to_string(),
+            ),
+        ];
+        let server = Server::start(
+            &backend,
+            Options {
+                env,
+                ..Options::default()
+            },
+        )
+        .await;
+        server.create_user("dana", PW, false);
+        let token = token(&server, "dana").await;
+        let (_, backup) = enrol(&server, "dana").await;
+        let api = |method: reqwest::Method, path: &str| {
+            reqwest::Client::new()
+                .request(method, server.url(path))
+                .header("authorization", format!("token {token}"))
+        };
+
+        let list: Value = api(reqwest::Method::GET, "/api/v1/user/2fa")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let list = list.as_array().unwrap();
+        assert_eq!(list.len(), 1, "{backend}: {list:?}");
+        assert_eq!(list[0]["kind"], "totp", "{backend}");
+        assert_eq!(list[0]["name"], "authenticator app", "{backend}");
+
+        // A key registration begins with options for this site's browser.
+        let res = api(reqwest::Method::POST, "/api/v1/user/2fa/webauthn")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED, "{backend}");
+        let begun: Value = res.json().await.unwrap();
+        let public_key = &begun["options"]["publicKey"];
+        assert_eq!(public_key["rp"]["id"], "localhost", "{backend}: {begun}");
+        assert_eq!(public_key["user"]["name"], "dana", "{backend}");
+        assert_eq!(
+            public_key["authenticatorSelection"]["residentKey"], "required",
+            "{backend}"
+        );
+        // A made-up answer is refused and registers nothing.
+        let res = api(reqwest::Method::POST, "/api/v1/user/2fa/webauthn/confirm")
+            .json(&json!({"name": "fake", "credential": {"id": "AAAA", "rawId": "AAAA", "type": "public-key", "response": {}}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{backend}");
+
+        // Someone else's factor is not found.
+        server.create_user("eve", PW, false);
+        let (s, _) = post(&server, "/api/v1/user/2fa/totp", ("eve", PW), None).await;
+        assert_eq!(s, StatusCode::CREATED);
+        let id = list[0]["id"].as_i64().unwrap();
+        let res = reqwest::Client::new()
+            .delete(server.url(&format!("/api/v1/user/2fa/{id}")))
+            .basic_auth("eve", Some(PW))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::NOT_FOUND,
+            "{backend}: {}\n{}",
+            res.text().await.unwrap(),
+            server.log()
+        );
+
+        // Disabling TOTP, dana's only factor: the password works on the API
+        // again, and the backup codes are gone with it.
+        let res = api(reqwest::Method::DELETE, "/api/v1/user/2fa/totp")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NO_CONTENT, "{backend}");
+        let res = reqwest::Client::new()
+            .get(server.url("/api/v1/user"))
+            .basic_auth("dana", Some(PW))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        let http = client();
+        let res = sign_in(&http, &server, "dana", PW).await;
+        assert_eq!(res.headers()["location"], "/", "{backend}: no second step");
+        let res = api(reqwest::Method::DELETE, "/api/v1/user/2fa/totp")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{backend}");
+        // Enrolled again, the old backup codes do not pass the second step.
+        enrol(&server, "dana").await;
+        let http = client();
+        sign_in(&http, &server, "dana", PW).await;
+        assert_eq!(
+            two_factor(&http, &server, &backup[0]).await.status(),
+            StatusCode::UNAUTHORIZED,
+            "{backend}"
+        );
+    }
+}

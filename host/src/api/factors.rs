@@ -177,6 +177,12 @@ pub(crate) async fn list(
     ))
 }
 
+/// Named, not positional: the versioned route has `{version}` too.
+#[derive(Deserialize)]
+pub(crate) struct FactorPath {
+    id: i64,
+}
+
 /// Removes one second factor (a security key, or the authenticator app).
 /// When it was the last, the backup codes and remembered browsers go too.
 #[utoipa::path(
@@ -193,10 +199,10 @@ pub(crate) async fn list(
 pub(crate) async fn remove(
     State(app): State<App>,
     who: Principal,
-    Path(id): Path<i64>,
+    Path(path): Path<FactorPath>,
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    second_factor::remove(&app, &who.user, id)
+    second_factor::remove(&app, &who.user, path.id)
         .await
         .map_err(factor_error)?;
     Ok(StatusCode::NO_CONTENT)
