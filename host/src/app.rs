@@ -120,16 +120,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     // Not a refusal to start: everything but security keys works, and a
     // first start on an IP address is common. The warning says what to do.
-    if config.webauthn.enable
-        && config
-            .webauthn
-            .domain
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok()
-    {
+    if config.webauthn.enable && config.webauthn.domain_is_ip() {
         tracing::warn!(
-            "[webauthn] DOMAIN is the IP address {}: browsers refuse WebAuthn there, so security keys and passkeys will not work; set it (or ROOT_URL) to a host name",
+            "[webauthn] DOMAIN is the IP address {}: browsers refuse WebAuthn there, so security keys and passkeys are off; set it (or ROOT_URL) to a host name",
             config.webauthn.domain
         );
     }

@@ -166,6 +166,23 @@ pub struct WebAuthn {
     pub attestation_preference: String,
 }
 
+impl WebAuthn {
+    /// Whether the relying-party id is an IP address, where browsers refuse
+    /// WebAuthn.
+    pub fn domain_is_ip(&self) -> bool {
+        self.domain
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok()
+    }
+
+    /// Whether security keys and passkeys can work on this site: turned on,
+    /// and served on a host name.
+    pub fn usable(&self) -> bool {
+        self.enable && !self.domain_is_ip()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Repository {
     pub root: PathBuf,

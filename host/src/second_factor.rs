@@ -53,8 +53,9 @@ pub enum Error {
     /// A name for a key that is empty or too long.
     #[error("a key's name must be 1 to 64 characters")]
     BadName,
-    /// The factor is turned off (`[webauthn] ENABLE = false`).
-    #[error("this factor is turned off on this site")]
+    /// The factor is turned off (`[webauthn] ENABLE = false`, or a site
+    /// served on an IP address, where browsers refuse WebAuthn).
+    #[error("this factor is not available on this site")]
     Disabled,
     /// The plugin failed or is misconfigured.
     #[error("the second factor is unavailable right now")]
@@ -187,9 +188,8 @@ fn origin_of(url: &str) -> String {
 
 fn refused(refusal: FactorRefusal) -> Error {
     match refusal {
-        FactorRefusal::Rejected | FactorRefusal::NotEnrolled | FactorRefusal::NotSupported => {
-            Error::Rejected
-        }
+        FactorRefusal::Rejected | FactorRefusal::NotSupported => Error::Rejected,
+        FactorRefusal::NotEnrolled => Error::NotFound,
         FactorRefusal::Misconfigured(why) | FactorRefusal::Internal(why) => Error::Unavailable(why),
     }
 }
@@ -204,7 +204,7 @@ fn outcome<T>(r: crate::plugins::Result<std::result::Result<T, FactorRefusal>>) 
 }
 
 fn plugin(app: &App, kind: &str) -> Result<std::sync::Arc<crate::plugins::Plugin>> {
-    if kind == builtin::WEBAUTHN && !app.config.webauthn.enable {
+    if kind == builtin::WEBAUTHN && !app.config.webauthn.usable() {
         return Err(Error::Disabled);
     }
     app.plugins
@@ -397,11 +397,6 @@ pub async fn disable_totp(app: &App, user: &User) -> Result<()> {
     remove(app, user, id).await
 }
 
-/// The sha256 of a ceremony token, as stored.
-fn challenge_hash(token: &str) -> String {
-    token_hash(token)
-}
-
 /// Begins a verification with `kind`: for a known user's second step, or
 /// (`user` = `None`) a passkey sign-in. Returns what to hand the browser and
 /// the token that names the ceremony; the challenge state stays with the
@@ -426,7 +421,7 @@ pub async fn begin_verification(
     sqlx::query(
         "INSERT INTO factor_challenges (token_hash, user_id, kind, state, expires) VALUES ($1, $2, $3, $4, $5)",
     )
-    .bind(challenge_hash(&token))
+    .bind(token_hash(&token))
     .bind(user.map(|u| u.id))
     .bind(kind)
     .bind(app.key.seal(&challenge_slot(&token), &ceremony.pending_state))
@@ -437,7 +432,7 @@ pub async fn begin_verification(
 }
 
 fn challenge_slot(token: &str) -> String {
-    format!("factor_challenge/{}", challenge_hash(token))
+    format!("factor_challenge/{}", token_hash(token))
 }
 
 /// Finishes a verification begun by [`begin_verification`] with the
@@ -453,7 +448,7 @@ pub async fn finish_verification(
     let row = sqlx::query(
         "SELECT user_id, state FROM factor_challenges WHERE token_hash = $1 AND kind = $2 AND expires > $3",
     )
-    .bind(challenge_hash(token))
+    .bind(token_hash(token))
     .bind(kind)
     .bind(now())
     .fetch_optional(app.db.pool())
@@ -466,7 +461,7 @@ pub async fn finish_verification(
     // Used once: of two racing answers only the one that deletes the row
     // goes on.
     let taken = sqlx::query("DELETE FROM factor_challenges WHERE token_hash = $1")
-        .bind(challenge_hash(token))
+        .bind(token_hash(token))
         .execute(app.db.pool())
         .await?;
     if taken.rows_affected() != 1 {

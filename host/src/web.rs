@@ -241,7 +241,7 @@ async fn login_form(State(app): State<App>, viewer: Viewer) -> Response {
         error: None,
         user_name: String::new(),
         registration_open: !app.config.service.disable_registration,
-        passkeys: app.config.webauthn.enable,
+        passkeys: app.config.webauthn.usable(),
     };
     (jar, render(StatusCode::OK, page)).into_response()
 }
@@ -296,7 +296,7 @@ async fn login(
                 error: Some(e.to_string()),
                 user_name: form.user_name,
                 registration_open: !app.config.service.disable_registration,
-                passkeys: app.config.webauthn.enable,
+                passkeys: app.config.webauthn.usable(),
             };
             (jar, render(status, page)).into_response()
         }
@@ -375,7 +375,7 @@ async fn start_second_step(
 
 /// Whether the user has a WebAuthn key (and keys are on).
 async fn has_keys(app: &App, user_id: i64) -> Result<bool, crate::second_factor::Error> {
-    Ok(app.config.webauthn.enable
+    Ok(app.config.webauthn.usable()
         && crate::second_factor::list(&app.db, user_id)
             .await?
             .iter()

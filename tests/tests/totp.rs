@@ -77,6 +77,12 @@ async fn totp_enrolment_second_step_and_replay_guard() {
 
         let token = token(&server, "alice").await;
 
+        // This server is reached on 127.0.0.1: browsers refuse WebAuthn on
+        // an IP address, so keys are not offered, with a reason.
+        let (s, b) = post(&server, "/api/v1/user/2fa/webauthn", ("alice", PW), None).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{backend}: {b}");
+        assert_eq!(b["message"], "this factor is not available on this site");
+
         // Enrol: the URI carries the secret an authenticator app reads.
         let (s, b) = post(&server, "/api/v1/user/2fa/totp", ("alice", PW), None).await;
         assert_eq!(s, StatusCode::CREATED, "{backend}: {b}");

@@ -79,7 +79,7 @@ async fn page(
             .into_iter()
             .filter(|f| f.kind == builtin::WEBAUTHN)
             .collect(),
-        webauthn_enabled: app.config.webauthn.enable,
+        webauthn_enabled: app.config.webauthn.usable(),
         registering: shown.registering,
         backup_codes: shown.backup_codes,
     };
