@@ -8,6 +8,7 @@ const BUILTINS: &[(&str, &str)] = &[
     ("LOCAL", "postern_plugin_local"),
     ("TOTP", "postern_plugin_totp"),
     ("WEBAUTHN", "postern_plugin_webauthn"),
+    ("LDAP", "postern_plugin_ldap"),
 ];
 
 fn main() {

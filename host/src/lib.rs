@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod credentials;
 pub mod db;
+pub mod directory;
 pub mod git;
 pub mod identity;
 pub mod keys;

@@ -50,6 +50,10 @@ pub const WASMTIME_VERSION: &str = "48.0.8";
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 const DEFAULT_MEMORY_MB: u32 = 64;
 const DEFAULT_TIMEOUT_MS: u64 = 5000;
+/// A directory source's deadline covers the server's answers too, and a
+/// full listing of a large directory takes a while.
+const DIRECTORY_TIMEOUT: Duration = Duration::from_secs(300);
+const DIRECTORY_MEMORY_MB: usize = 128;
 
 /// Why a plugin could not be loaded or called.
 #[derive(Debug, thiserror::Error)]
@@ -337,10 +341,15 @@ impl Plugins {
             .unwrap_or(0);
         let engine = engine(max_memory)?;
         let cache_dir = cfg.server.app_data_path.join("plugin-cache");
+        let directories = specs
+            .iter()
+            .filter_map(|s| Some((s.id.clone(), s.directory.clone()?)))
+            .collect();
         let lender = Arc::new(Lender {
             db,
             runtime: tokio::runtime::Handle::current(),
             key,
+            directories,
         });
         let loader_engine = engine.clone();
         let plugins = tokio::task::spawn_blocking(move || {
@@ -641,6 +650,11 @@ struct Spec {
     limits: Limits,
     settings: Vec<(String, String)>,
     enabled: bool,
+    /// The server of a directory source, lent through `directory`.
+    directory: Option<Arc<crate::directory::Directory>>,
+    /// Why the plugin cannot be loaded although its file is fine (a
+    /// directory source whose CA file is unreadable, say).
+    problem: Option<String>,
 }
 
 enum SpecSource {
@@ -685,7 +699,41 @@ fn specs(cfg: &Config) -> Vec<Spec> {
             limits: limits(s),
             settings: settings(s),
             enabled: s.is_none_or(|s| s.enabled),
+            directory: None,
+            problem: None,
         });
+    }
+    // Each `[source.<n>]` is an instance of the built-in `ldap` plugin, with
+    // its own settings and directory server.
+    if cfg.source.enable_ldap {
+        for d in &cfg.directory_sources {
+            let (directory, problem) = match crate::directory::Directory::new(
+                crate::directory::Settings::from_section(&d.settings),
+            ) {
+                Ok(dir) => (Some(Arc::new(dir)), None),
+                Err(why) => (None, Some(format!("[source.{}] {why}", d.number))),
+            };
+            out.push(Spec {
+                id: format!("source.{}", d.number),
+                kind: Ok(Kind::IdentitySource),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                source: SpecSource::BuiltIn(builtin::ldap_wasm()),
+                grants: vec![Capability::Log, Capability::Directory],
+                limits: Limits {
+                    memory_bytes: DIRECTORY_MEMORY_MB * 1024 * 1024,
+                    timeout: DIRECTORY_TIMEOUT,
+                },
+                settings: d
+                    .settings
+                    .iter()
+                    .filter(|(k, _)| !crate::directory::HOST_ONLY_KEYS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                enabled: true,
+                directory,
+                problem,
+            });
+        }
     }
     for s in cfg.plugins.iter().filter(|s| s.path.is_some()) {
         let kind = s.kind.as_deref().unwrap_or("");
@@ -701,6 +749,8 @@ fn specs(cfg: &Config) -> Vec<Spec> {
             limits: limits(Some(s)),
             settings: settings(Some(s)),
             enabled: s.enabled,
+            directory: None,
+            problem: None,
         });
     }
     out
@@ -788,6 +838,12 @@ fn prepare(
     sha256: &str,
 ) -> Result<Prepared> {
     let bytes = bytes?;
+    if let Some(reason) = &spec.problem {
+        return Err(Error::Unavailable {
+            plugin: spec.id.clone(),
+            reason: reason.clone(),
+        });
+    }
     if let SpecSource::Path {
         path,
         sha256: expected,

@@ -427,6 +427,18 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
             k("HOST", STR, "", "Directory server host."),
             k("PORT", PORT, "389", "Directory server port."),
             k(
+                "CA_FILE",
+                STR,
+                "",
+                "PEM file of the CA that signed the server's certificate (ldaps, starttls); empty means the system's CAs.",
+            ),
+            k(
+                "TIMEOUT",
+                Kind::Int { min: 1, max: 600 },
+                "10",
+                "Seconds to wait for the directory server (connect and each answer).",
+            ),
+            k(
                 "USER_DN",
                 STR,
                 "",

@@ -9,6 +9,14 @@ pub const LOCAL: &str = "local";
 pub const TOTP: &str = "totp";
 /// The WebAuthn second factor (security keys and passkeys).
 pub const WEBAUTHN: &str = "webauthn";
+/// The directory identity source (LDAP, Active Directory): not loaded by
+/// itself, but once per `[source.<n>]`, under that section's name.
+pub const LDAP: &str = "ldap";
+
+/// The directory source's component.
+pub fn ldap_wasm() -> &'static [u8] {
+    wasm::LDAP
+}
 
 mod wasm {
     include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
@@ -52,5 +60,5 @@ pub fn all() -> Vec<Builtin> {
 
 /// The ids of the built-in plugins; a third-party plugin may not take one.
 pub fn ids() -> &'static [&'static str] {
-    &[LOCAL, TOTP, WEBAUTHN]
+    &[LOCAL, TOTP, WEBAUTHN, LDAP]
 }

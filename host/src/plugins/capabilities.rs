@@ -21,6 +21,8 @@ pub enum Capability {
     Log,
     Credentials,
     Kv,
+    /// LDAP for a directory source (WIT 0.2.0 on).
+    Directory,
 }
 
 impl Capability {
@@ -29,6 +31,7 @@ impl Capability {
             Capability::Log => "log",
             Capability::Credentials => "credentials",
             Capability::Kv => "kv",
+            Capability::Directory => "directory",
         }
     }
 
@@ -37,6 +40,7 @@ impl Capability {
             "log" => Some(Capability::Log),
             "credentials" => Some(Capability::Credentials),
             "kv" => Some(Capability::Kv),
+            "directory" => Some(Capability::Directory),
             _ => None,
         }
     }
@@ -61,6 +65,7 @@ fn classify(name: &str) -> Import {
         "postern:plugin/log" => Import::Capability(Capability::Log),
         "postern:plugin/credentials" => Import::Capability(Capability::Credentials),
         "postern:plugin/kv" => Import::Capability(Capability::Kv),
+        "postern:plugin/directory" => Import::Capability(Capability::Directory),
         // Rust's standard library on wasm32-wasip2 imports these even when a
         // plugin never touches a file or a clock. They are linked against an
         // empty context: no preopened directories, no environment, no
@@ -127,6 +132,7 @@ pub(crate) fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<Ca
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(link)?;
     since_v0_1::add_to_linker(&mut linker, grants).map_err(link)?;
     since_v0_2::add_to_linker(&mut linker, grants).map_err(link)?;
+    since_v0_2::add_directory_to_linker(&mut linker, grants).map_err(link)?;
     Ok(linker)
 }
 
@@ -136,6 +142,8 @@ pub(crate) struct Lender {
     pub runtime: tokio::runtime::Handle,
     /// Seals `kv` values at rest.
     pub key: Arc<crate::secrets::InstanceKey>,
+    /// The directory servers of directory sources, by plugin id.
+    pub directories: std::collections::HashMap<String, Arc<crate::directory::Directory>>,
 }
 
 /// The state of one call's store. Made fresh for every call and dropped after
@@ -306,6 +314,48 @@ impl CallState {
             .runtime
             .block_on(lender.db.kv_delete(&self.plugin, key))
             .map_err(|e| KvError::Unavailable(e.to_string()))
+    }
+}
+
+/// The `directory` capability: the calling plugin's own source, and only it.
+impl CallState {
+    fn directory(
+        &self,
+    ) -> std::result::Result<Arc<crate::directory::Directory>, crate::directory::Error> {
+        self.lender
+            .directories
+            .get(&*self.plugin)
+            .cloned()
+            .ok_or_else(|| {
+                crate::directory::Error::Misconfigured(
+                    "this plugin is not a directory source ([source.<n>])".into(),
+                )
+            })
+    }
+
+    pub(crate) fn directory_bind_check(
+        &mut self,
+        dn: &str,
+        password: &str,
+    ) -> std::result::Result<bool, crate::directory::Error> {
+        let directory = self.directory()?;
+        self.lender
+            .runtime
+            .block_on(directory.bind_check(dn, password))
+    }
+
+    pub(crate) fn directory_search(
+        &mut self,
+        base: &str,
+        scope: crate::directory::SearchScope,
+        filter: &str,
+        attributes: &[String],
+        size_limit: usize,
+    ) -> std::result::Result<Vec<crate::directory::Entry>, crate::directory::Error> {
+        let directory = self.directory()?;
+        self.lender
+            .runtime
+            .block_on(directory.search(base, scope, filter, attributes, size_limit))
     }
 }
 

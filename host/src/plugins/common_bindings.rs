@@ -222,6 +222,8 @@ macro_rules! common_bindings {
                     Capability::Kv => {
                         kv::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?
                     }
+                    // Versions that have it link it themselves.
+                    Capability::Directory => {}
                 }
             }
             Ok(())

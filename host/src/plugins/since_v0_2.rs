@@ -37,10 +37,70 @@ pub(crate) mod webhook_transport {
 }
 
 use identity_source::exports::postern::plugin::source as wit;
-use identity_source::postern::plugin::{credentials, kv, log, types};
+use identity_source::postern::plugin::{credentials, directory, kv, log, types};
 use second_factor::exports::postern::plugin::factor as factor_wit;
 
 common_bindings!();
+
+impl From<crate::directory::Error> for directory::Error {
+    fn from(e: crate::directory::Error) -> Self {
+        use crate::directory::Error as E;
+        match e {
+            E::Unavailable(why) => directory::Error::Unavailable(why),
+            E::BindFailed(why) => directory::Error::BindFailed(why),
+            E::Refused(why) => directory::Error::Refused(why),
+            E::SizeLimitExceeded => directory::Error::SizeLimitExceeded,
+            E::Misconfigured(why) => directory::Error::Misconfigured(why),
+        }
+    }
+}
+
+impl directory::Host for CallState {
+    fn bind_check(&mut self, dn: String, password: String) -> Result<bool, directory::Error> {
+        Ok(self.directory_bind_check(&dn, &password)?)
+    }
+
+    fn search(
+        &mut self,
+        base: String,
+        scope: directory::Scope,
+        filter: String,
+        attributes: Vec<String>,
+        size_limit: u32,
+    ) -> Result<Vec<directory::Entry>, directory::Error> {
+        use crate::directory::SearchScope;
+        let scope = match scope {
+            directory::Scope::Base => SearchScope::Base,
+            directory::Scope::OneLevel => SearchScope::OneLevel,
+            directory::Scope::Subtree => SearchScope::Subtree,
+        };
+        let found =
+            self.directory_search(&base, scope, &filter, &attributes, size_limit as usize)?;
+        Ok(found
+            .into_iter()
+            .map(|e| directory::Entry {
+                dn: e.dn,
+                attributes: e
+                    .attributes
+                    .into_iter()
+                    .map(|(name, values)| directory::Attribute { name, values })
+                    .collect(),
+            })
+            .collect())
+    }
+}
+
+/// Links 0.2.0's own capabilities (those 0.1.0 lacks) when granted.
+pub(crate) fn add_directory_to_linker(
+    linker: &mut wasmtime::component::Linker<CallState>,
+    grants: &[crate::plugins::Capability],
+) -> wasmtime::Result<()> {
+    if grants.contains(&crate::plugins::Capability::Directory) {
+        use wasmtime::component::HasSelf;
+        directory::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?;
+    }
+    Ok(())
+}
 
 impl From<factor_wit::FactorError> for FactorRefusal {
     fn from(e: factor_wit::FactorError) -> Self {
