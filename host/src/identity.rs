@@ -226,15 +226,25 @@ async fn link_or_provision(app: &App, source: &Plugin, identity: Identity) -> Re
     if let Some(user) = users::find_linked(&app.db, &source.id, &identity.external_id).await? {
         return Ok(user);
     }
-    let auto_register = source
-        .settings
-        .iter()
-        .any(|(k, v)| k == "AUTO_REGISTER" && crate::config::schema::parse_bool(v) == Some(true));
-    if !auto_register {
+    let flag = |key: &str| {
+        source
+            .settings
+            .iter()
+            .any(|(k, v)| k == key && crate::config::schema::parse_bool(v) == Some(true))
+    };
+    // A directory source creates users only when both switches say so (the
+    // spec's rule, as in Gitea); other sources need AUTO_REGISTER alone.
+    let directory = source.id.starts_with("source.");
+    if !(flag("AUTO_REGISTER") && (!directory || flag("ALLOW_USER_CREATE"))) {
+        let needed = if directory {
+            "AUTO_REGISTER or ALLOW_USER_CREATE is not true"
+        } else {
+            "AUTO_REGISTER is not true"
+        };
         tracing::warn!(
             source = %source.id,
             login = %identity.login,
-            "the source accepted the sign-in but no local user is linked and AUTO_REGISTER is not true; no user was created"
+            "the source accepted the sign-in but no local user is linked and {needed}; no user was created"
         );
         return Err(Error::InvalidCredentials);
     }

@@ -4,6 +4,7 @@
 //! peers the tests need.
 
 pub mod browser;
+pub mod ldap;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

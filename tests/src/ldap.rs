@@ -1,0 +1,303 @@
+//! A private OpenLDAP `slapd` (Debian package `slapd`) for the directory
+//! tests: its own config, database and CA in a temp dir, listening on
+//! loopback ports (plain LDAP, which also offers StartTLS, and LDAPS).
+//!
+//! The directory has `dc=example,dc=org` with `ou=people` and `ou=groups`,
+//! a read-only bind account `cn=reader` and an administrator `cn=admin` the
+//! tests use to change entries, with `ldapmodify` (package `ldap-utils`).
+//! `msuser.schema` is loaded, so entries can carry Active Directory's
+//! attributes.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::browser::free_port;
+
+pub const BASE: &str = "dc=example,dc=org";
+pub const PEOPLE: &str = "ou=people,dc=example,dc=org";
+pub const GROUPS: &str = "ou=groups,dc=example,dc=org";
+pub const READER_DN: &str = "cn=reader,dc=example,dc=org";
+pub const READER_PASSWORD: &str = "reader-secret";
+const ADMIN_DN: &str = "cn=admin,dc=example,dc=org";
+const ADMIN_PASSWORD: &str = "admin-secret";
+
+/// The OpenSSH LPK schema: `sshPublicKey` on `ldapPublicKey` entries.
+const OPENSSH_LPK: &str = "\
+attributetype ( 1.3.6.1.4.1.24552.500.1.1.1.13 NAME 'sshPublicKey'
+  DESC 'OpenSSH public key' EQUALITY octetStringMatch
+  SYNTAX 1.3.6.1.4.1.1466.115.121.1.40 )
+objectclass ( 1.3.6.1.4.1.24552.500.1.1.2.0 NAME 'ldapPublicKey' SUP top AUXILIARY
+  DESC 'OpenSSH LPK objectclass' MAY ( sshPublicKey $ uid ) )
+";
+
+const BASE_LDIF: &str = "\
+dn: dc=example,dc=org
+objectClass: dcObject
+objectClass: organization
+o: Example
+dc: example
+
+dn: cn=reader,dc=example,dc=org
+objectClass: organizationalRole
+objectClass: simpleSecurityObject
+cn: reader
+userPassword: reader-secret
+
+dn: ou=people,dc=example,dc=org
+objectClass: organizationalUnit
+ou: people
+
+dn: ou=groups,dc=example,dc=org
+objectClass: organizationalUnit
+ou: groups
+";
+
+pub struct Slapd {
+    pub dir: tempfile::TempDir,
+    /// Plain LDAP (StartTLS offered).
+    pub port: u16,
+    /// LDAPS.
+    pub ldaps_port: u16,
+    /// The CA that signed the server's certificate (PEM).
+    pub ca: PathBuf,
+    /// A CA that did not: for "wrong CA" tests.
+    pub other_ca: PathBuf,
+    child: Option<Child>,
+}
+
+fn run(cmd: &mut Command, what: &str) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA, and (when `server` is given) a certificate it signs for
+/// 127.0.0.1 and localhost, made with the `openssl` command.
+fn make_ca(dir: &Path, name: &str) -> PathBuf {
+    let key = dir.join(format!("{name}.key"));
+    let pem = dir.join(format!("{name}.pem"));
+    run(
+        Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+            ])
+            .arg(format!("/CN=Postern test {name}"))
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&pem),
+        "openssl makes a CA",
+    );
+    pem
+}
+
+fn make_server_cert(dir: &Path) {
+    let ext = dir.join("server.ext");
+    std::fs::write(&ext, "subjectAltName=IP:127.0.0.1,DNS:localhost\n").expect("write ext");
+    run(
+        Command::new("openssl")
+            .args([
+                "req",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-subj",
+                "/CN=127.0.0.1",
+            ])
+            .arg("-keyout")
+            .arg(dir.join("server.key"))
+            .arg("-out")
+            .arg(dir.join("server.csr")),
+        "openssl makes a server key",
+    );
+    run(
+        Command::new("openssl")
+            .args(["x509", "-req", "-days", "2", "-CAcreateserial"])
+            .arg("-in")
+            .arg(dir.join("server.csr"))
+            .arg("-CA")
+            .arg(dir.join("ca.pem"))
+            .arg("-CAkey")
+            .arg(dir.join("ca.key"))
+            .arg("-extfile")
+            .arg(&ext)
+            .arg("-out")
+            .arg(dir.join("server.pem")),
+        "openssl signs the server certificate",
+    );
+}
+
+impl Slapd {
+    /// Seeds a new directory with the base entries and `ldif`, and starts
+    /// slapd on it.
+    pub fn start(ldif: &str) -> Slapd {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path();
+        std::fs::create_dir(d.join("db")).expect("db dir");
+        std::fs::write(d.join("openssh-lpk.schema"), OPENSSH_LPK).expect("schema");
+        let ca = make_ca(d, "ca");
+        let other_ca = make_ca(d, "other-ca");
+        make_server_cert(d);
+        let conf = format!(
+            "include /etc/ldap/schema/core.schema
+include /etc/ldap/schema/cosine.schema
+include /etc/ldap/schema/nis.schema
+include /etc/ldap/schema/inetorgperson.schema
+include /etc/ldap/schema/msuser.schema
+include {d}/openssh-lpk.schema
+pidfile {d}/slapd.pid
+argsfile {d}/slapd.args
+modulepath /usr/lib/ldap
+moduleload back_mdb
+TLSCACertificateFile {d}/ca.pem
+TLSCertificateFile {d}/server.pem
+TLSCertificateKeyFile {d}/server.key
+sizelimit 500
+
+database mdb
+maxsize 1073741824
+suffix \"{BASE}\"
+rootdn \"{ADMIN_DN}\"
+rootpw {ADMIN_PASSWORD}
+directory {d}/db
+index objectClass eq
+index uid eq
+index member eq
+limits dn.exact=\"{READER_DN}\" size=unlimited time=unlimited
+access to attrs=userPassword
+  by anonymous auth
+  by * none
+access to *
+  by dn.exact=\"{READER_DN}\" read
+  by users read
+  by * none
+",
+            d = d.display()
+        );
+        std::fs::write(d.join("slapd.conf"), conf).expect("slapd.conf");
+        let seed = d.join("seed.ldif");
+        std::fs::write(&seed, format!("{BASE_LDIF}\n{ldif}")).expect("seed");
+        run(
+            Command::new("slapadd")
+                .arg("-f")
+                .arg(d.join("slapd.conf"))
+                .arg("-l")
+                .arg(&seed),
+            "slapadd seeds the directory",
+        );
+        let mut slapd = Slapd {
+            port: free_port(),
+            ldaps_port: free_port(),
+            ca,
+            other_ca,
+            child: None,
+            dir,
+        };
+        slapd.resume();
+        slapd
+    }
+
+    /// Starts (again) slapd on the same database and ports.
+    pub fn resume(&mut self) {
+        let d = self.dir.path();
+        let log = std::fs::File::create(d.join("slapd.log")).expect("log");
+        let child = Command::new("slapd")
+            .arg("-f")
+            .arg(d.join("slapd.conf"))
+            .arg("-h")
+            .arg(format!(
+                "ldap://127.0.0.1:{}/ ldaps://127.0.0.1:{}/",
+                self.port, self.ldaps_port
+            ))
+            // In the foreground, logging nothing but what slapd must.
+            .args(["-d", "0"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("slapd is installed (Debian package slapd)");
+        self.child = Some(child);
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "slapd did not start: {}",
+                std::fs::read_to_string(d.join("slapd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops slapd, as a crash would (SIGKILL).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Applies an LDIF of changes as the directory's administrator.
+    pub fn modify(&self, ldif: &str) {
+        let mut child = Command::new("ldapmodify")
+            .args(["-x", "-H"])
+            .arg(format!("ldap://127.0.0.1:{}", self.port))
+            .args(["-D", ADMIN_DN, "-w", ADMIN_PASSWORD])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ldapmodify is installed (Debian package ldap-utils)");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(ldif.as_bytes())
+            .expect("write ldif");
+        let out = child.wait_with_output().expect("ldapmodify runs");
+        assert!(
+            out.status.success(),
+            "ldapmodify failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// `[source] ENABLE_LDAP` and a `[source.<n>]` for this server, bound as
+    /// the reader, people under `ou=people` by `uid`; `extra` is appended
+    /// to the section.
+    pub fn source_ini(&self, n: u32, extra: &str) -> String {
+        format!(
+            "[source]\nENABLE_LDAP = true\n\n[source.{n}]\nNAME = Example directory\nTYPE = ldap\nHOST = 127.0.0.1\nPORT = {port}\nUSER_DN = {READER_DN}\nUSER_PASSWD = {READER_PASSWORD}\nUSER_SEARCH_BASE_DN = {PEOPLE}\nUSER_FILTER = (&(objectClass=inetOrgPerson)(uid=%s))\nATTRIBUTE_USERNAME = uid\nATTRIBUTE_NAME = givenName\nATTRIBUTE_SURNAME = sn\nATTRIBUTE_MAIL = mail\nATTRIBUTE_SSH_PUBLIC_KEY = sshPublicKey\n{extra}\n",
+            port = self.port
+        )
+    }
+}
+
+impl Drop for Slapd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An `inetOrgPerson` under `ou=people`, with a password and an e-mail.
+pub fn person(uid: &str, given: &str, sn: &str, password: &str) -> String {
+    format!(
+        "dn: uid={uid},{PEOPLE}\nobjectClass: inetOrgPerson\nobjectClass: ldapPublicKey\nuid: {uid}\ncn: {given} {sn}\ngivenName: {given}\nsn: {sn}\nmail: {uid}@example.org\nuserPassword: {password}\n"
+    )
+}
