@@ -155,6 +155,11 @@ fn unavailable(source: &Plugin, reason: String) -> Error {
 /// identity source in configuration order; the first that knows the user
 /// wins, and its identity is linked to a local user.
 pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
+    // No account has a NUL in its login, and PostgreSQL refuses the byte in
+    // a query: such a login is simply wrong.
+    if login.contains('\0') {
+        return Err(Error::InvalidCredentials);
+    }
     let account = users::find_by_login_or_email(&app.db, login).await?;
     let local = app.plugins.get(builtin::LOCAL).cloned();
 
