@@ -55,6 +55,36 @@ enum Admin {
     /// API helpers.
     #[command(subcommand)]
     Api(ApiCmd),
+    /// Identity sources: directory sources' connection test and sync.
+    #[command(subcommand)]
+    Auth(AuthCmd),
+}
+
+#[derive(Subcommand)]
+enum AuthCmd {
+    /// List the directory sources and their last sync.
+    List,
+    /// Bind with a directory source's service account and run its user
+    /// search; says `LDAP connection failed` and why when that fails.
+    Test {
+        /// The source, as `source.<n>` (or just `<n>`).
+        #[arg(long)]
+        id: String,
+    },
+    /// Directory (LDAP) commands.
+    #[command(subcommand)]
+    Ldap(LdapCmd),
+}
+
+#[derive(Subcommand)]
+enum LdapCmd {
+    /// Synchronise users from every directory source with ENABLE_SYNC, with
+    /// a progress bar on a terminal and a summary per source.
+    SyncAll {
+        /// Every directory source, ENABLE_SYNC or not.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -177,6 +207,84 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Admin(Admin::User(cmd)) => user(App::open(config).await?, cmd).await,
         Command::Admin(Admin::Plugin(PluginCmd::List { json })) => {
             plugin_list(App::open(config).await?, json).await
+        }
+        Command::Admin(Admin::Auth(cmd)) => auth(App::open(config).await?, cmd).await,
+    }
+}
+
+async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
+    match cmd {
+        AuthCmd::List => {
+            for s in identity::directory_sources(&app).await? {
+                println!("{}\t{}\t{}\t{}", s.id, s.name, s.host, s.last_sync);
+            }
+            Ok(())
+        }
+        AuthCmd::Test { id } => {
+            let id = if id.starts_with("source.") {
+                id
+            } else {
+                format!("source.{id}")
+            };
+            match identity::test_source(&app, &id).await {
+                Ok(report) => {
+                    println!("{report}");
+                    Ok(())
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+        AuthCmd::Ldap(LdapCmd::SyncAll { all }) => {
+            use std::io::IsTerminal;
+            // A bar on a terminal; nothing in a pipe or a log.
+            let bar = std::io::stderr().is_terminal().then(|| {
+                let bar = indicatif::ProgressBar::new(0);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} users")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                bar
+            });
+            let progress = |source: &str, done: usize, total: usize| {
+                if let Some(bar) = &bar {
+                    bar.set_message(source.to_string());
+                    bar.set_length(total as u64);
+                    bar.set_position(done as u64);
+                }
+            };
+            let results = identity::sync::sync_all(&app, all, &progress).await;
+            if let Some(bar) = &bar {
+                bar.finish_and_clear();
+            }
+            if results.is_empty() {
+                println!(
+                    "No directory source to synchronise (ENABLE_SYNC is off everywhere; --all syncs them anyway)."
+                );
+            }
+            let mut failed = false;
+            for (id, s) in &results {
+                println!(
+                    "{id}: created {}, updated {}, deactivated {}, unchanged {}, errors {}{}",
+                    s.created,
+                    s.updated,
+                    s.deactivated,
+                    s.unchanged,
+                    s.errors,
+                    if s.complete {
+                        String::new()
+                    } else {
+                        format!(" (incomplete, nobody deactivated: {})", s.message)
+                    }
+                );
+                failed |= !s.complete;
+            }
+            if failed {
+                std::process::exit(1);
+            }
+            Ok(())
         }
     }
 }

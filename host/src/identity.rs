@@ -8,6 +8,10 @@
 
 use std::sync::Arc;
 
+use sqlx::Row;
+
+pub mod sync;
+
 use crate::app::App;
 use crate::plugins::{Plugin, builtin};
 use crate::users::{self, LOCAL_SOURCE, NewUser, User};
@@ -41,6 +45,14 @@ pub struct Identity {
     pub email: String,
     pub ssh_keys: Vec<String>,
     pub groups: Vec<String>,
+}
+
+/// A user in a source's full listing, for a sync.
+#[derive(Debug, Clone)]
+pub struct ListedUser {
+    pub identity: Identity,
+    /// The source says the account may not sign in.
+    pub disabled: bool,
 }
 
 /// A source's "no".
@@ -193,7 +205,19 @@ pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
             settings: source.settings.clone(),
         };
         if let Some(identity) = ask(app, source, &request).await? {
-            let user = link_or_provision(app, source, identity).await?;
+            let (user, created) = link_or_provision(app, source, &identity).await?;
+            // Keys and teams come with a new directory user; later sign-ins
+            // refresh them when SYNC_ON_LOGIN (or [service]
+            // LDAP_SYNC_ON_LOGIN) asks.
+            let directory = source.id.starts_with("source.");
+            let sync_on_login = source.settings.iter().any(|(k, v)| {
+                k == "SYNC_ON_LOGIN" && crate::config::schema::parse_bool(v) == Some(true)
+            }) || app.config.service.ldap_sync_on_login;
+            if directory && user.is_active && (created || sync_on_login) {
+                if let Err(e) = sync::refresh(app, source, &user, &identity).await {
+                    tracing::warn!(source = %source.id, login = %user.login, "refresh at sign-in: {e}");
+                }
+            }
             if !user.is_active {
                 return Err(Error::AccountDisabled(
                     "This account is prohibited from signing in, please contact your site administrator.".into(),
@@ -227,9 +251,16 @@ async fn ask(
 
 /// The local user an identity from `source` belongs to, created on first
 /// sign-in when the source's `AUTO_REGISTER` allows it.
-async fn link_or_provision(app: &App, source: &Plugin, identity: Identity) -> Result<User> {
-    if let Some(user) = users::find_linked(&app.db, &source.id, &identity.external_id).await? {
-        return Ok(user);
+async fn link_or_provision(
+    app: &App,
+    source: &Plugin,
+    identity: &Identity,
+) -> Result<(User, bool)> {
+    if let Some(user) =
+        users::find_linked_or_relink(&app.db, &source.id, &identity.external_id, &identity.login)
+            .await?
+    {
+        return Ok((user, false));
     }
     let flag = |key: &str| {
         source
@@ -267,7 +298,7 @@ async fn link_or_provision(app: &App, source: &Plugin, identity: Identity) -> Re
     .await?;
     users::link(&app.db, &source.id, &identity.external_id, user.id).await?;
     tracing::info!(source = %source.id, login = %user.login, "user created on first sign-in");
-    Ok(user)
+    Ok((user, true))
 }
 
 /// Creates a local account with a password: the `local` plugin applies its
@@ -332,5 +363,109 @@ fn capitalise(s: &str) -> String {
                 + if s.ends_with('.') { "" } else { "." }
         }
         None => String::new(),
+    }
+}
+
+/// A directory source as the administrator sees it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct DirectorySourceView {
+    /// `source.<n>`.
+    pub id: String,
+    pub name: String,
+    pub host: String,
+    pub port: String,
+    pub security_protocol: String,
+    pub user_search_base_dn: String,
+    pub enable_sync: bool,
+    /// Where it is defined: `ini` (read-only here).
+    pub origin: String,
+    /// The last sync, in words; "never" before the first.
+    pub last_sync: String,
+    /// The plugin's state: `ready`, or why not.
+    pub state: String,
+}
+
+/// The directory sources, with their last sync.
+pub async fn directory_sources(app: &App) -> Result<Vec<DirectorySourceView>> {
+    let mut out = Vec::new();
+    for p in app.plugins.directory_sources() {
+        let get = |k: &str| {
+            p.settings
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        let row = sqlx::query(
+            "SELECT finished, complete, created, updated, deactivated, unchanged, errors, message FROM source_syncs WHERE source = $1",
+        )
+        .bind(p.id.to_string())
+        .fetch_optional(app.db.pool())
+        .await
+        .map_err(|e| Error::Store(users::Error::Db(e.into())))?;
+        let last_sync = match row {
+            None => "never".to_string(),
+            Some(r) => {
+                let n = |i: usize| r.try_get::<i64, _>(i).unwrap_or(0);
+                let message: String = r.try_get(7).unwrap_or_default();
+                format!(
+                    "at {} (unix): {}, created {}, updated {}, deactivated {}, unchanged {}, errors {}{}",
+                    n(0),
+                    if n(1) == 1 { "complete" } else { "incomplete" },
+                    n(2),
+                    n(3),
+                    n(4),
+                    n(5),
+                    n(6),
+                    if message.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {message}")
+                    }
+                )
+            }
+        };
+        let info = p.info_state();
+        out.push(DirectorySourceView {
+            id: p.id.to_string(),
+            name: get("NAME"),
+            host: get("HOST"),
+            port: get("PORT"),
+            security_protocol: get("SECURITY_PROTOCOL"),
+            user_search_base_dn: get("USER_SEARCH_BASE_DN"),
+            enable_sync: crate::config::schema::parse_bool(&get("ENABLE_SYNC")) == Some(true),
+            origin: "ini".into(),
+            last_sync,
+            state: info,
+        });
+    }
+    Ok(out)
+}
+
+/// The connection test of a directory source: binds with the service
+/// account and runs the user search. The error text starts with the spec's
+/// `LDAP connection failed`.
+pub async fn test_source(app: &App, id: &str) -> std::result::Result<String, String> {
+    let Some(source) = app
+        .plugins
+        .directory_sources()
+        .find(|p| &*p.id == id)
+        .cloned()
+    else {
+        return Err(format!("no directory source {id:?}"));
+    };
+    match app.plugins.test_connection(&source).await {
+        Ok(Ok(report)) => Ok(report),
+        Ok(Err(refusal)) => Err(format!(
+            "LDAP connection failed: {}",
+            match refusal {
+                SignInRefusal::Unavailable(why)
+                | SignInRefusal::Misconfigured(why)
+                | SignInRefusal::AccountDisabled(why) => why,
+                SignInRefusal::NotSupported => "this source cannot test its connection".into(),
+                SignInRefusal::InvalidCredentials => "the bind account was refused".into(),
+            }
+        )),
+        Err(e) => Err(format!("LDAP connection failed: {e}")),
     }
 }

@@ -169,3 +169,71 @@ mod tests {
         assert!(parse("ssh-ed25519 not-base64").is_err());
     }
 }
+
+/// Makes a user's keys from `source` equal `lines` (OpenSSH one-line keys):
+/// adds the missing, removes the rest. Keys the user added themself are left
+/// alone, and a key another account already has is skipped. Returns whether
+/// anything changed.
+pub async fn sync_from_source(
+    db: &Db,
+    user_id: i64,
+    source: &str,
+    lines: &[String],
+) -> Result<bool> {
+    let rows =
+        sqlx::query("SELECT id, fingerprint FROM ssh_keys WHERE user_id = $1 AND source = $2")
+            .bind(user_id)
+            .bind(source)
+            .fetch_all(db.pool())
+            .await?;
+    let mut held: Vec<(i64, String)> = Vec::new();
+    for r in &rows {
+        held.push((r.try_get(0)?, r.try_get(1)?));
+    }
+    let mut wanted = Vec::new();
+    for line in lines {
+        match parse(line) {
+            Ok(parsed) => wanted.push(parsed),
+            Err(e) => tracing::warn!(source, user_id, "a directory SSH key is unreadable: {e}"),
+        }
+    }
+    let mut changed = false;
+    for (id, fingerprint) in &held {
+        if !wanted.iter().any(|(_, f, _)| f == fingerprint) {
+            sqlx::query("DELETE FROM ssh_keys WHERE id = $1")
+                .bind(id)
+                .execute(db.pool())
+                .await?;
+            changed = true;
+        }
+    }
+    for (public_key, fingerprint, comment) in wanted {
+        if held.iter().any(|(_, f)| *f == fingerprint) {
+            continue;
+        }
+        let taken = sqlx::query("SELECT id FROM ssh_keys WHERE fingerprint = $1")
+            .bind(&fingerprint)
+            .fetch_optional(db.pool())
+            .await?;
+        if taken.is_some() {
+            tracing::warn!(source, user_id, %fingerprint, "a directory SSH key is already another key; skipped");
+            continue;
+        }
+        let title = if comment.is_empty() {
+            format!("from {source}")
+        } else {
+            comment
+        };
+        sqlx::query("INSERT INTO ssh_keys (user_id, title, public_key, fingerprint, created, source) VALUES ($1, $2, $3, $4, $5, $6)")
+            .bind(user_id)
+            .bind(title)
+            .bind(public_key)
+            .bind(fingerprint)
+            .bind(now())
+            .bind(source)
+            .execute(db.pool())
+            .await?;
+        changed = true;
+    }
+    Ok(changed)
+}

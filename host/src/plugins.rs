@@ -251,11 +251,7 @@ impl Plugin {
             },
             sha256: self.sha256.clone(),
             grants: self.grants.iter().map(|g| g.name().to_string()).collect(),
-            state: match &self.state {
-                State::Ready(_) => "ready".into(),
-                State::Refused(why) => format!("refused: {why}"),
-                State::Disabled => "disabled".into(),
-            },
+            state: self.info_state(),
             calls: self.stats.calls.load(Ordering::Relaxed),
             traps: self.stats.traps.load(Ordering::Relaxed),
             last_error: self
@@ -264,6 +260,15 @@ impl Plugin {
                 .lock()
                 .expect("stats lock poisoned")
                 .clone(),
+        }
+    }
+
+    /// `ready`, `disabled`, or `refused: <why>`.
+    pub fn info_state(&self) -> String {
+        match &self.state {
+            State::Ready(_) => "ready".into(),
+            State::Refused(why) => format!("refused: {why}"),
+            State::Disabled => "disabled".into(),
         }
     }
 
@@ -384,6 +389,13 @@ impl Plugins {
         self.plugins.iter().map(|p| p.info()).collect()
     }
 
+    /// The directory sources (`[source.<n>]`), by number.
+    pub fn directory_sources(&self) -> impl Iterator<Item = &Arc<Plugin>> {
+        self.plugins
+            .iter()
+            .filter(|p| p.kind == Kind::IdentitySource && p.id.starts_with("source."))
+    }
+
     /// Identity sources other than `local`, in configuration order.
     pub fn extra_identity_sources(&self) -> impl Iterator<Item = &Arc<Plugin>> {
         self.plugins
@@ -423,6 +435,43 @@ impl Plugins {
             move |store, prepared| match prepared {
                 Prepared::Identity01(pre) => since_v0_1::register(pre, store, &request),
                 Prepared::Identity02(pre) => since_v0_2::register(pre, store, &request),
+                _ => unreachable!("call() checked the kind"),
+            },
+        )
+        .await
+    }
+
+    /// Every user of an identity source, for a full sync. 0.1.0 sources
+    /// cannot list.
+    pub async fn list_users(
+        &self,
+        plugin: &Arc<Plugin>,
+    ) -> Result<std::result::Result<Vec<crate::identity::ListedUser>, SignInRefusal>> {
+        let settings = plugin.settings.clone();
+        self.call(
+            plugin,
+            Kind::IdentitySource,
+            move |store, prepared| match prepared {
+                Prepared::Identity01(_) => Ok(Err(SignInRefusal::NotSupported)),
+                Prepared::Identity02(pre) => since_v0_2::list_users(pre, store, &settings),
+                _ => unreachable!("call() checked the kind"),
+            },
+        )
+        .await
+    }
+
+    /// An identity source's own check of its connection and settings.
+    pub async fn test_connection(
+        &self,
+        plugin: &Arc<Plugin>,
+    ) -> Result<std::result::Result<String, SignInRefusal>> {
+        let settings = plugin.settings.clone();
+        self.call(
+            plugin,
+            Kind::IdentitySource,
+            move |store, prepared| match prepared {
+                Prepared::Identity01(_) => Ok(Err(SignInRefusal::NotSupported)),
+                Prepared::Identity02(pre) => since_v0_2::test_connection(pre, store, &settings),
                 _ => unreachable!("call() checked the kind"),
             },
         )

@@ -323,3 +323,49 @@ pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
         .await?
         .expect("the user was just updated"))
 }
+
+/// The user of `source` named `login` (case-insensitive), whatever external
+/// id it was linked under: a directory entry deleted and made again gets a
+/// new id but is the same account.
+pub async fn find_by_source_login(db: &Db, source: &str, login: &str) -> Result<Option<User>> {
+    match find_by_login(db, login).await? {
+        Some(u) if u.login_source == source => Ok(Some(u)),
+        _ => Ok(None),
+    }
+}
+
+/// Points a user's link to `source` at a new external id.
+pub async fn relink(db: &Db, source: &str, external_id: &str, user_id: i64) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE external_identities SET external_id = $1 WHERE source = $2 AND user_id = $3",
+    )
+    .bind(external_id)
+    .bind(source)
+    .bind(user_id)
+    .execute(db.pool())
+    .await?;
+    if done.rows_affected() == 0 {
+        link(db, source, external_id, user_id).await?;
+    }
+    Ok(())
+}
+
+/// The user linked to `(source, external_id)`, or else the source's user
+/// with that login, relinked to the new id.
+pub async fn find_linked_or_relink(
+    db: &Db,
+    source: &str,
+    external_id: &str,
+    login: &str,
+) -> Result<Option<User>> {
+    if let Some(u) = find_linked(db, source, external_id).await? {
+        return Ok(Some(u));
+    }
+    match find_by_source_login(db, source, login).await? {
+        Some(u) => {
+            relink(db, source, external_id, u.id).await?;
+            Ok(Some(u))
+        }
+        None => Ok(None),
+    }
+}

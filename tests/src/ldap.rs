@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::browser::free_port;
 
 pub const BASE: &str = "dc=example,dc=org";
@@ -217,6 +220,12 @@ access to *
 
     /// Starts (again) slapd on the same database and ports.
     pub fn resume(&mut self) {
+        if let Some(child) = &mut self.child {
+            if matches!(child.try_wait(), Ok(None)) {
+                return;
+            }
+            self.child = None;
+        }
         let d = self.dir.path();
         let log = std::fs::File::create(d.join("slapd.log")).expect("log");
         let child = Command::new("slapd")
@@ -253,6 +262,60 @@ access to *
         }
     }
 
+    /// A relay to the plain LDAP port that, once armed, kills slapd
+    /// (SIGKILL) in the middle of an answer: a directory that dies during a
+    /// search.
+    pub fn tripwire(&self) -> Tripwire {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind relay");
+        let port = listener.local_addr().expect("addr").port();
+        let target = self.port;
+        let pid = self.child.as_ref().expect("slapd runs").id();
+        let passed = Arc::new(AtomicUsize::new(0));
+        let limit = Arc::new(AtomicUsize::new(usize::MAX));
+        let (p, l) = (passed.clone(), limit.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let (Ok(mut up_from), Ok(mut up_to)) = (client.try_clone(), server.try_clone())
+                else {
+                    continue;
+                };
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut up_from, &mut up_to);
+                });
+                let (mut down_from, mut down_to) = (server, client);
+                let (passed, limit) = (p.clone(), l.clone());
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 64];
+                    loop {
+                        let n = match std::io::Read::read(&mut down_from, &mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        if passed.fetch_add(n, Ordering::SeqCst) + n >= limit.load(Ordering::SeqCst)
+                        {
+                            let _ = Command::new("kill")
+                                .args(["-KILL", &pid.to_string()])
+                                .status();
+                            let _ = down_to.shutdown(std::net::Shutdown::Both);
+                            break;
+                        }
+                        if down_to.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        Tripwire {
+            port,
+            passed,
+            limit,
+        }
+    }
+
     /// Applies an LDIF of changes as the directory's administrator.
     pub fn modify(&self, ldif: &str) {
         let mut child = Command::new("ldapmodify")
@@ -286,6 +349,21 @@ access to *
             "[source]\nENABLE_LDAP = true\n\n[source.{n}]\nNAME = Example directory\nTYPE = ldap\nHOST = 127.0.0.1\nPORT = {port}\nUSER_DN = {READER_DN}\nUSER_PASSWD = {READER_PASSWORD}\nUSER_SEARCH_BASE_DN = {PEOPLE}\nUSER_FILTER = (&(objectClass=inetOrgPerson)(uid=%s))\nATTRIBUTE_USERNAME = uid\nATTRIBUTE_NAME = givenName\nATTRIBUTE_SURNAME = sn\nATTRIBUTE_MAIL = mail\nATTRIBUTE_SSH_PUBLIC_KEY = sshPublicKey\n{extra}\n",
             port = self.port
         )
+    }
+}
+
+/// See [`Slapd::tripwire`].
+pub struct Tripwire {
+    pub port: u16,
+    passed: Arc<AtomicUsize>,
+    limit: Arc<AtomicUsize>,
+}
+
+impl Tripwire {
+    /// Kills slapd once `bytes` more bytes of answers have passed.
+    pub fn arm(&self, bytes: usize) {
+        self.limit
+            .store(self.passed.load(Ordering::SeqCst) + bytes, Ordering::SeqCst);
     }
 }
 

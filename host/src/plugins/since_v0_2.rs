@@ -210,3 +210,38 @@ pub(crate) fn remove(
     )?;
     Ok(out.map_err(Into::into))
 }
+
+/// A user as a source's full listing shows them.
+pub(crate) fn list_users(
+    pre: &identity_source::IdentitySourcePre<CallState>,
+    store: &mut Store,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<Vec<crate::identity::ListedUser>, SignInRefusal>> {
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings
+        .postern_plugin_source()
+        .call_list_users(store, &settings(list))?;
+    Ok(out
+        .map(|users| {
+            users
+                .into_iter()
+                .map(|u| crate::identity::ListedUser {
+                    identity: u.identity.into(),
+                    disabled: u.disabled,
+                })
+                .collect()
+        })
+        .map_err(Into::into))
+}
+
+pub(crate) fn test_connection(
+    pre: &identity_source::IdentitySourcePre<CallState>,
+    store: &mut Store,
+    list: &[(String, String)],
+) -> wasmtime::Result<Result<String, SignInRefusal>> {
+    let bindings = pre.instantiate(&mut *store)?;
+    let out = bindings
+        .postern_plugin_source()
+        .call_test_connection(store, &settings(list))?;
+    Ok(out.map_err(Into::into))
+}

@@ -1,0 +1,352 @@
+//! Directory sync: make the users linked to a directory source match the
+//! source's full listing.
+//!
+//! The rule that keeps a bad night from locking everybody out: nobody's
+//! active state changes unless the listing was complete. A source that
+//! fails, times out or is cut off part-way gives an error, and the sync
+//! stops there. Users missing from a complete listing are deactivated, and
+//! reactivated when they come back; a user an administrator deactivated stays
+//! so.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+
+use sqlx::Row;
+
+use super::{Identity, ListedUser, SignInRefusal};
+use crate::app::App;
+use crate::db::now;
+use crate::plugins::Plugin;
+use crate::users::{self, NewUser, User};
+
+/// What one source's sync did.
+#[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
+pub struct Summary {
+    pub created: u64,
+    pub updated: u64,
+    pub deactivated: u64,
+    pub unchanged: u64,
+    pub errors: u64,
+    /// The listing was complete, so deactivations were applied.
+    pub complete: bool,
+    /// Why the sync stopped, when it did.
+    pub message: String,
+}
+
+/// What became of one listed user.
+enum Outcome {
+    Created,
+    Updated,
+    Deactivated,
+    Unchanged,
+    Skipped,
+}
+
+fn flag(source: &Plugin, key: &str) -> bool {
+    source
+        .settings
+        .iter()
+        .any(|(k, v)| k == key && crate::config::schema::parse_bool(v) == Some(true))
+}
+
+fn setting<'a>(source: &'a Plugin, key: &str) -> Option<&'a str> {
+    source
+        .settings
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Syncs one directory source. `progress(done, total)` is called as users
+/// are applied.
+pub async fn sync_source(
+    app: &App,
+    source: &Arc<Plugin>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Summary {
+    let started = now();
+    let mut summary = Summary::default();
+    let listed = match app.plugins.list_users(source).await {
+        Ok(Ok(listed)) => listed,
+        Ok(Err(refusal)) => {
+            summary.errors = 1;
+            summary.message = match refusal {
+                SignInRefusal::Unavailable(why) | SignInRefusal::Misconfigured(why) => why,
+                SignInRefusal::AccountDisabled(why) => why,
+                SignInRefusal::NotSupported => "this source cannot list its users".into(),
+                SignInRefusal::InvalidCredentials => "the source refused the listing".into(),
+            };
+            return finish(app, source, started, summary).await;
+        }
+        Err(e) => {
+            summary.errors = 1;
+            summary.message = e.to_string();
+            return finish(app, source, started, summary).await;
+        }
+    };
+    let total = listed.len();
+    let mut seen = HashSet::new();
+    for (i, user) in listed.iter().enumerate() {
+        seen.insert(user.identity.external_id.clone());
+        match apply(app, source, user).await {
+            Ok(Outcome::Created) => summary.created += 1,
+            Ok(Outcome::Updated) => summary.updated += 1,
+            Ok(Outcome::Deactivated) => summary.deactivated += 1,
+            Ok(Outcome::Unchanged) | Ok(Outcome::Skipped) => summary.unchanged += 1,
+            Err(e) => {
+                summary.errors += 1;
+                tracing::warn!(source = %source.id, login = %user.identity.login, "sync: {e}");
+            }
+        }
+        progress(i + 1, total);
+    }
+    // The listing was complete: whoever is linked and was not in it has
+    // left the directory.
+    summary.complete = true;
+    match gone(app, source, &seen).await {
+        Ok(n) => summary.deactivated += n,
+        Err(e) => {
+            summary.errors += 1;
+            summary.message = e.to_string();
+        }
+    }
+    finish(app, source, started, summary).await
+}
+
+/// Records the outcome where `admin auth` and the panel read it.
+async fn finish(app: &App, source: &Plugin, started: i64, summary: Summary) -> Summary {
+    if !summary.message.is_empty() {
+        tracing::error!(source = %source.id, "sync: {}", summary.message);
+    }
+    let done = sqlx::query(
+        "INSERT INTO source_syncs (source, started, finished, complete, created, updated, deactivated, unchanged, errors, message) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+         ON CONFLICT (source) DO UPDATE SET started = excluded.started, finished = excluded.finished, complete = excluded.complete, \
+         created = excluded.created, updated = excluded.updated, deactivated = excluded.deactivated, unchanged = excluded.unchanged, \
+         errors = excluded.errors, message = excluded.message",
+    )
+    .bind(source.id.to_string())
+    .bind(started)
+    .bind(now())
+    .bind(i64::from(summary.complete))
+    .bind(summary.created as i64)
+    .bind(summary.updated as i64)
+    .bind(summary.deactivated as i64)
+    .bind(summary.unchanged as i64)
+    .bind(summary.errors as i64)
+    .bind(&summary.message)
+    .execute(app.db.pool())
+    .await;
+    if let Err(e) = done {
+        tracing::warn!(source = %source.id, "could not record the sync: {e}");
+    }
+    summary
+}
+
+async fn set_active(app: &App, user_id: i64, active: bool, by: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE users SET is_active = $1, deactivated_by = $2, updated = $3 WHERE id = $4")
+        .bind(i64::from(active))
+        .bind(if active { "" } else { by })
+        .bind(now())
+        .bind(user_id)
+        .execute(app.db.pool())
+        .await?;
+    Ok(())
+}
+
+async fn deactivated_by(app: &App, user_id: i64) -> sqlx::Result<String> {
+    let row = sqlx::query("SELECT deactivated_by FROM users WHERE id = $1")
+        .bind(user_id)
+        .fetch_one(app.db.pool())
+        .await?;
+    row.try_get(0)
+}
+
+/// Applies one listed user.
+async fn apply(app: &App, source: &Arc<Plugin>, listed: &ListedUser) -> anyhow::Result<Outcome> {
+    let identity = &listed.identity;
+    let Some(user) =
+        users::find_linked_or_relink(&app.db, &source.id, &identity.external_id, &identity.login)
+            .await?
+    else {
+        if listed.disabled || !(flag(source, "AUTO_REGISTER") && flag(source, "ALLOW_USER_CREATE"))
+        {
+            return Ok(Outcome::Skipped);
+        }
+        let user = users::insert(
+            &app.db,
+            NewUser {
+                login: identity.login.clone(),
+                full_name: identity.full_name.clone(),
+                email: identity.email.clone(),
+                password_hash: None,
+                login_source: source.id.to_string(),
+                is_admin: false,
+            },
+        )
+        .await?;
+        users::link(&app.db, &source.id, &identity.external_id, user.id).await?;
+        refresh_extras(app, source, &user, identity).await?;
+        return Ok(Outcome::Created);
+    };
+    if listed.disabled {
+        if user.is_active {
+            set_active(app, user.id, false, &source.id).await?;
+            return Ok(Outcome::Deactivated);
+        }
+        return Ok(Outcome::Unchanged);
+    }
+    let mut changed = refresh(app, source, &user, identity).await?;
+    if !user.is_active && deactivated_by(app, user.id).await? == *source.id {
+        set_active(app, user.id, true, "").await?;
+        changed = true;
+    }
+    Ok(if changed {
+        Outcome::Updated
+    } else {
+        Outcome::Unchanged
+    })
+}
+
+/// Brings a linked user up to date with the source: name, e-mail, SSH keys
+/// and (with `SYNC_GROUPS`) team memberships. Used by the sync and, with
+/// `SYNC_ON_LOGIN`, at sign-in. Returns whether anything changed.
+pub async fn refresh(
+    app: &App,
+    source: &Arc<Plugin>,
+    user: &User,
+    identity: &Identity,
+) -> anyhow::Result<bool> {
+    let mut changes = users::Changes::default();
+    if !identity.full_name.is_empty() && identity.full_name != user.full_name {
+        changes.full_name = Some(identity.full_name.clone());
+    }
+    if !identity.email.is_empty() && !identity.email.eq_ignore_ascii_case(&user.email) {
+        changes.email = Some(identity.email.clone());
+    }
+    let mut changed = changes.full_name.is_some() || changes.email.is_some();
+    if changed {
+        users::update(&app.db, user, &changes).await?;
+    }
+    changed |= refresh_extras(app, source, user, identity).await?;
+    Ok(changed)
+}
+
+async fn refresh_extras(
+    app: &App,
+    source: &Arc<Plugin>,
+    user: &User,
+    identity: &Identity,
+) -> anyhow::Result<bool> {
+    let mut changed = false;
+    if setting(source, "ATTRIBUTE_SSH_PUBLIC_KEY").is_some_and(|a| !a.is_empty()) {
+        changed |=
+            crate::keys::sync_from_source(&app.db, user.id, &source.id, &identity.ssh_keys).await?;
+    }
+    if flag(source, "SYNC_GROUPS") {
+        changed |= sync_teams(app, source, user, &identity.groups).await?;
+    }
+    Ok(changed)
+}
+
+/// `GROUP_TEAM_MAP`: directory group → organization → teams.
+type TeamMap = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
+/// Adds the user to the teams their groups map to and removes them from
+/// mapped teams their groups no longer give. Teams the map does not name
+/// are never touched.
+async fn sync_teams(
+    app: &App,
+    source: &Plugin,
+    user: &User,
+    groups: &[String],
+) -> anyhow::Result<bool> {
+    let Some(map) = setting(source, "GROUP_TEAM_MAP").filter(|m| !m.trim().is_empty()) else {
+        return Ok(false);
+    };
+    let map: TeamMap = serde_json::from_str(map).map_err(|e| {
+        anyhow::anyhow!("GROUP_TEAM_MAP is not a JSON map of group → org → teams: {e}")
+    })?;
+    let groups: BTreeSet<String> = groups.iter().map(|g| g.to_lowercase()).collect();
+    // Every mapped (org, team), and whether the user's groups give it.
+    let mut wanted: BTreeMap<(String, String), bool> = BTreeMap::new();
+    for (group, orgs) in &map {
+        let member = groups.contains(&group.to_lowercase());
+        for (org, teams) in orgs {
+            for team in teams {
+                let slot = wanted.entry((org.clone(), team.clone())).or_default();
+                *slot |= member;
+            }
+        }
+    }
+    let mut changed = false;
+    for ((org_name, team_name), should) in wanted {
+        let Some(org) = crate::orgs::find(&app.db, &org_name).await? else {
+            tracing::warn!(source = %source.id, "GROUP_TEAM_MAP names the organization {org_name:?}, which does not exist");
+            continue;
+        };
+        let teams = crate::orgs::teams(&app.db, org.id).await?;
+        let Some(team) = teams
+            .iter()
+            .find(|t| t.name.eq_ignore_ascii_case(&team_name))
+        else {
+            tracing::warn!(source = %source.id, "GROUP_TEAM_MAP names the team {org_name}/{team_name}, which does not exist");
+            continue;
+        };
+        let members = crate::orgs::members(&app.db, team.id).await?;
+        let is = members.iter().any(|m| m.eq_ignore_ascii_case(&user.login));
+        if should && !is {
+            crate::orgs::add_member(&app.db, team.id, user.id).await?;
+            changed = true;
+        } else if !should && is {
+            crate::orgs::remove_member(&app.db, team, user.id).await?;
+            changed = true;
+        }
+    }
+    Ok(changed)
+}
+
+/// Deactivates the active users linked to `source` whose external ids the
+/// complete listing did not have. Returns how many.
+async fn gone(app: &App, source: &Plugin, seen: &HashSet<String>) -> anyhow::Result<u64> {
+    let rows = sqlx::query(
+        "SELECT e.external_id, u.id FROM external_identities e JOIN users u ON u.id = e.user_id \
+         WHERE e.source = $1 AND u.is_active = 1",
+    )
+    .bind(source.id.to_string())
+    .fetch_all(app.db.pool())
+    .await?;
+    let mut n = 0;
+    for r in rows {
+        let external_id: String = r.try_get(0)?;
+        let user_id: i64 = r.try_get(1)?;
+        if !seen.contains(&external_id) {
+            set_active(app, user_id, false, &source.id).await?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Syncs every directory source with `ENABLE_SYNC` (or, with `all`, every
+/// directory source), one after the other.
+pub async fn sync_all(
+    app: &App,
+    all: bool,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Vec<(String, Summary)> {
+    let mut out = Vec::new();
+    let sources: Vec<Arc<Plugin>> = app
+        .plugins
+        .directory_sources()
+        .filter(|s| all || flag(s, "ENABLE_SYNC"))
+        .cloned()
+        .collect();
+    for source in sources {
+        let id = source.id.to_string();
+        let report = |done: usize, total: usize| progress(&id, done, total);
+        let summary = sync_source(app, &source, &report).await;
+        out.push((id, summary));
+    }
+    out
+}

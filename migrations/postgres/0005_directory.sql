@@ -1,0 +1,25 @@
+-- Directory sync. The PostgreSQL file beside this one holds the same schema.
+
+-- The identity source an SSH key came from ('' for keys the user added):
+-- a sync adds and removes only its own source's keys.
+ALTER TABLE ssh_keys ADD COLUMN source TEXT NOT NULL DEFAULT '';
+
+-- The outcome of each source's last sync, for `admin auth` and the panel.
+CREATE TABLE source_syncs (
+    source TEXT PRIMARY KEY,
+    started BIGINT NOT NULL,
+    finished BIGINT NOT NULL,
+    -- 1 when the listing was complete and applied.
+    complete BIGINT NOT NULL,
+    created BIGINT NOT NULL,
+    updated BIGINT NOT NULL,
+    deactivated BIGINT NOT NULL,
+    unchanged BIGINT NOT NULL,
+    errors BIGINT NOT NULL,
+    message TEXT NOT NULL DEFAULT ''
+);
+
+-- The source whose sync deactivated a user ('' otherwise): a sync
+-- reactivates only users it deactivated itself, never one an administrator
+-- turned off.
+ALTER TABLE users ADD COLUMN deactivated_by TEXT NOT NULL DEFAULT '';
