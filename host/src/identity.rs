@@ -213,10 +213,12 @@ pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
             let sync_on_login = source.settings.iter().any(|(k, v)| {
                 k == "SYNC_ON_LOGIN" && crate::config::schema::parse_bool(v) == Some(true)
             }) || app.config.service.ldap_sync_on_login;
-            if directory && user.is_active && (created || sync_on_login) {
-                if let Err(e) = sync::refresh(app, source, &user, &identity).await {
-                    tracing::warn!(source = %source.id, login = %user.login, "refresh at sign-in: {e}");
-                }
+            if directory
+                && user.is_active
+                && (created || sync_on_login)
+                && let Err(e) = sync::refresh(app, source, &user, &identity).await
+            {
+                tracing::warn!(source = %source.id, login = %user.login, "refresh at sign-in: {e}");
             }
             if !user.is_active {
                 return Err(Error::AccountDisabled(

@@ -151,25 +151,6 @@ pub async fn delete(db: &Db, user_id: i64, id: i64) -> Result<bool> {
     Ok(done.rows_affected() > 0)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_and_fingerprints_like_ssh_keygen() {
-        // ssh-keygen -l -E sha256 prints this fingerprint for this key.
-        let line = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl carol@laptop";
-        let (key, fp, comment) = parse(line).unwrap();
-        assert_eq!(
-            key,
-            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
-        );
-        assert_eq!(fp, "SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU");
-        assert_eq!(comment, "carol@laptop");
-        assert!(parse("ssh-ed25519 not-base64").is_err());
-    }
-}
-
 /// Makes a user's keys from `source` equal `lines` (OpenSSH one-line keys):
 /// adds the missing, removes the rest. Keys the user added themself are left
 /// alone, and a key another account already has is skipped. Returns whether
@@ -236,4 +217,23 @@ pub async fn sync_from_source(
         changed = true;
     }
     Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_fingerprints_like_ssh_keygen() {
+        // ssh-keygen -l -E sha256 prints this fingerprint for this key.
+        let line = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl carol@laptop";
+        let (key, fp, comment) = parse(line).unwrap();
+        assert_eq!(
+            key,
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+        );
+        assert_eq!(fp, "SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU");
+        assert_eq!(comment, "carol@laptop");
+        assert!(parse("ssh-ed25519 not-base64").is_err());
+    }
 }
