@@ -5,8 +5,11 @@
 //! The directory has `dc=example,dc=org` with `ou=people` and `ou=groups`,
 //! a read-only bind account `cn=reader` and an administrator `cn=admin` the
 //! tests use to change entries, with `ldapmodify` (package `ldap-utils`).
-//! `msuser.schema` is loaded, so entries can carry Active Directory's
-//! attributes.
+//! A small schema with Active Directory's own OIDs and names (`user`,
+//! `sAMAccountName`, `userPrincipalName`, `userAccountControl`, `memberOf`,
+//! `objectGUID`) lets entries look as AD shows them; Debian's
+//! `msuser.schema` declares these without matching rules, so no filter
+//! could find them.
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -34,6 +37,24 @@ attributetype ( 1.3.6.1.4.1.24552.500.1.1.1.13 NAME 'sshPublicKey'
   SYNTAX 1.3.6.1.4.1.1466.115.121.1.40 )
 objectclass ( 1.3.6.1.4.1.24552.500.1.1.2.0 NAME 'ldapPublicKey' SUP top AUXILIARY
   DESC 'OpenSSH LPK objectclass' MAY ( sshPublicKey $ uid ) )
+";
+
+/// Active Directory's attributes, with matching rules so filters work.
+const AD_SCHEMA: &str = "\
+attributetype ( 1.2.840.113556.1.4.221 NAME 'sAMAccountName'
+  EQUALITY caseIgnoreMatch SUBSTR caseIgnoreSubstringsMatch
+  SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.2.840.113556.1.4.656 NAME 'userPrincipalName'
+  EQUALITY caseIgnoreMatch SUBSTR caseIgnoreSubstringsMatch
+  SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
+attributetype ( 1.2.840.113556.1.4.8 NAME 'userAccountControl'
+  EQUALITY integerMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.27 SINGLE-VALUE )
+attributetype ( 1.2.840.113556.1.2.102 NAME 'memberOf'
+  EQUALITY distinguishedNameMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.12 )
+attributetype ( 1.2.840.113556.1.4.2 NAME 'objectGUID'
+  EQUALITY octetStringMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.40 SINGLE-VALUE )
+objectclass ( 1.2.840.113556.1.5.9 NAME 'user' SUP top AUXILIARY
+  MAY ( sAMAccountName $ userPrincipalName $ userAccountControl $ memberOf $ objectGUID ) )
 ";
 
 const BASE_LDIF: &str = "\
@@ -156,6 +177,7 @@ impl Slapd {
         let d = dir.path();
         std::fs::create_dir(d.join("db")).expect("db dir");
         std::fs::write(d.join("openssh-lpk.schema"), OPENSSH_LPK).expect("schema");
+        std::fs::write(d.join("ad.schema"), AD_SCHEMA).expect("schema");
         let ca = make_ca(d, "ca");
         let other_ca = make_ca(d, "other-ca");
         make_server_cert(d);
@@ -164,8 +186,8 @@ impl Slapd {
 include /etc/ldap/schema/cosine.schema
 include /etc/ldap/schema/nis.schema
 include /etc/ldap/schema/inetorgperson.schema
-include /etc/ldap/schema/msuser.schema
 include {d}/openssh-lpk.schema
+include {d}/ad.schema
 pidfile {d}/slapd.pid
 argsfile {d}/slapd.args
 modulepath /usr/lib/ldap
@@ -183,6 +205,8 @@ rootpw {ADMIN_PASSWORD}
 directory {d}/db
 index objectClass eq
 index uid eq
+index sAMAccountName eq
+index userPrincipalName eq
 index member eq
 limits dn.exact=\"{READER_DN}\" size=unlimited time=unlimited
 access to attrs=userPassword
@@ -378,4 +402,24 @@ pub fn person(uid: &str, given: &str, sn: &str, password: &str) -> String {
     format!(
         "dn: uid={uid},{PEOPLE}\nobjectClass: inetOrgPerson\nobjectClass: ldapPublicKey\nuid: {uid}\ncn: {given} {sn}\ngivenName: {given}\nsn: {sn}\nmail: {uid}@example.org\nuserPassword: {password}\n"
     )
+}
+
+/// An Active Directory style user under `ou=people`: `sAMAccountName`,
+/// `userPrincipalName` (`<sam>@corp.example.org`), `userAccountControl`
+/// (512 is a normal account, 514 a disabled one), a binary `objectGUID`
+/// (base64 in LDIF) and `memberOf` DNs.
+pub fn ad_user(
+    sam: &str,
+    password: &str,
+    control: u32,
+    guid_b64: &str,
+    member_of: &[&str],
+) -> String {
+    let mut ldif = format!(
+        "dn: cn={sam},{PEOPLE}\nobjectClass: inetOrgPerson\nobjectClass: user\ncn: {sam}\nsn: {sam}\nmail: {sam}@corp.example.org\nsAMAccountName: {sam}\nuserPrincipalName: {sam}@corp.example.org\nuserAccountControl: {control}\nobjectGUID:: {guid_b64}\nuserPassword: {password}\n"
+    );
+    for group in member_of {
+        ldif.push_str(&format!("memberOf: {group}\n"));
+    }
+    ldif
 }

@@ -331,3 +331,246 @@ async fn sync_all_creates_updates_deactivates_and_reactivates_and_a_dying_direct
         assert_eq!(active(&server, "frank"), Some(true), "{backend}: {text}");
     }
 }
+
+const SSH_INI: &str = "[server]\nSTART_SSH_SERVER = true\nSSH_LISTEN_PORT = 0\nSSH_PORT = 2222\n";
+const PW: &str = "a-long-password";
+
+fn keygen(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, String) {
+    let path = dir.join(name);
+    let status = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&path)
+        .status()
+        .expect("ssh-keygen is installed (Debian package openssh-client)");
+    assert!(status.success());
+    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
+    (path, public.trim().to_string())
+}
+
+fn ssh_clone(dir: &std::path::Path, key: &std::path::Path, url: &str) -> (bool, String) {
+    let command = format!(
+        "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes",
+        key.display()
+    );
+    postern_tests::git_env(
+        dir,
+        &["clone", "-q", url, "wc"],
+        &[("GIT_SSH_COMMAND", &command)],
+    )
+}
+
+async fn as_boss(
+    server: &Server,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> reqwest::Response {
+    let mut req = reqwest::Client::new()
+        .request(method, server.url(path))
+        .basic_auth("boss", Some(PW));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req.send().await.unwrap()
+}
+
+async fn team_members(server: &Server, team: i64) -> Vec<String> {
+    let res = as_boss(
+        server,
+        reqwest::Method::GET,
+        &format!("/api/v1/teams/{team}/members"),
+        None,
+    )
+    .await;
+    let body: serde_json::Value = res.json().await.unwrap();
+    let list = body
+        .get("results")
+        .unwrap_or(&body)
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    list.iter()
+        .map(|m| {
+            m["login"]
+                .as_str()
+                .or(m.as_str())
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn directory_groups_make_team_members_and_directory_keys_open_ssh_until_removed() {
+    let keys = tempfile::tempdir().unwrap();
+    let (gina_key, gina_public) = keygen(keys.path(), "gina");
+    let group = |cn: &str, members: &[&str]| {
+        let mut ldif = format!(
+            "dn: cn={cn},ou=groups,dc=example,dc=org\nobjectClass: groupOfNames\ncn: {cn}\n"
+        );
+        // groupOfNames needs a member; the reader keeps each group valid.
+        ldif.push_str("member: cn=reader,dc=example,dc=org\n");
+        for m in members {
+            ldif.push_str(&format!("member: uid={m},ou=people,dc=example,dc=org\n"));
+        }
+        ldif
+    };
+    let seed = [
+        format!(
+            "{}sshPublicKey: {gina_public}\n",
+            person("gina", "Gina", "Linetti", "gina-pw-123")
+        ),
+        person("hal", "Hal", "Nine", "hal-pw-123"),
+        group("devs", &["gina"]),
+        group("ops", &["hal"]),
+    ]
+    .join("\n");
+    for backend in backends() {
+        let slapd = Slapd::start(&seed);
+        let extra = "AUTO_REGISTER = true\nALLOW_USER_CREATE = true\nENABLE_SYNC = true\nSYNC_GROUPS = true\nGROUP_SEARCH_BASE_DN = ou=groups,dc=example,dc=org\nGROUP_FILTER = (objectClass=groupOfNames)\nGROUP_NAME_ATTRIBUTE = cn\nGROUP_MEMBER_ATTRIBUTE = member\nUSER_GROUP_ATTRIBUTE = dn\nGROUP_TEAM_MAP = {\"devs\": {\"corp\": [\"developers\"]}}";
+        let server = server_with(
+            &backend,
+            format!("{}\n{SSH_INI}", slapd.source_ini(1, extra)),
+        )
+        .await;
+        server.create_user("boss", PW, false);
+        let s = &server;
+        assert_eq!(
+            as_boss(
+                s,
+                reqwest::Method::POST,
+                "/api/v1/orgs",
+                Some(serde_json::json!({"username": "corp"}))
+            )
+            .await
+            .status(),
+            StatusCode::CREATED
+        );
+        assert_eq!(
+            as_boss(
+                s,
+                reqwest::Method::POST,
+                "/api/v1/orgs/corp/repos",
+                Some(serde_json::json!({"name": "app", "private": true}))
+            )
+            .await
+            .status(),
+            StatusCode::CREATED
+        );
+        let res = as_boss(
+            s,
+            reqwest::Method::POST,
+            "/api/v1/orgs/corp/teams",
+            Some(serde_json::json!({"name": "developers", "permission": "read"})),
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let team = res.json::<serde_json::Value>().await.unwrap()["id"]
+            .as_i64()
+            .unwrap();
+
+        let (ok, text) = sync_all(s);
+        assert!(ok, "{backend}: {text}");
+        assert_eq!(
+            team_members(s, team).await,
+            vec!["gina".to_string()],
+            "{backend}: devs → corp/developers; hal is in ops, which maps to nothing"
+        );
+
+        // gina's key from the directory opens the organization's repository.
+        let ssh = s.ssh.clone().expect("the SSH server started");
+        let port = ssh.rsplit(':').next().unwrap().to_string();
+        let url = format!("ssh://git@127.0.0.1:{port}/corp/app.git");
+        let work = tempfile::tempdir().unwrap();
+        let (ok, out) = ssh_clone(work.path(), &gina_key, &url);
+        assert!(
+            ok,
+            "{backend}: gina clones over SSH with the directory's key: {out}"
+        );
+
+        // Out of the group and without the key in the directory: after the
+        // sync she is out of the team and the key no longer works.
+        slapd.modify(
+            "dn: cn=devs,ou=groups,dc=example,dc=org\nchangetype: modify\ndelete: member\nmember: uid=gina,ou=people,dc=example,dc=org\n\ndn: uid=gina,ou=people,dc=example,dc=org\nchangetype: modify\ndelete: sshPublicKey\n",
+        );
+        let (ok, text) = sync_all(s);
+        assert!(ok, "{backend}: {text}");
+        assert!(
+            team_members(s, team).await.is_empty(),
+            "{backend}: removed from the team"
+        );
+        let work = tempfile::tempdir().unwrap();
+        let (ok, out) = ssh_clone(work.path(), &gina_key, &url);
+        assert!(!ok, "{backend}: the removed key is refused: {out}");
+    }
+}
+
+#[tokio::test]
+async fn the_active_directory_variant_signs_in_by_account_name_or_upn_and_refuses_disabled_accounts()
+ {
+    use postern_tests::ldap::ad_user;
+    let devs = "CN=Developers,OU=Groups,DC=corp";
+    let seed = [
+        ad_user(
+            "ivan",
+            "ivan-ad-pw",
+            512,
+            "AAECAwQFBgcICQoLDA0ODw==",
+            &[devs],
+        ),
+        ad_user("judy", "judy-ad-pw", 514, "EBESExQVFhcYGRobHB0eHw==", &[]),
+    ]
+    .join("\n");
+    let slapd = Slapd::start(&seed);
+    for backend in backends() {
+        // TYPE = 6 is the directory-service variant; its default filter
+        // takes sAMAccountName or userPrincipalName.
+        let ini = slapd
+            .source_ini(1, "TYPE = 6\nAUTO_REGISTER = true\nALLOW_USER_CREATE = true\nATTRIBUTE_USERNAME = sAMAccountName\nATTRIBUTE_NAME =\nATTRIBUTE_SURNAME =")
+            .replace("TYPE = ldap\n", "")
+            .replace("USER_FILTER = (&(objectClass=inetOrgPerson)(uid=%s))\n", "");
+        let server = server_with(&backend, ini).await;
+        let http = client();
+        let res = sign_in(&http, &server, "ivan@corp.example.org", "ivan-ad-pw").await;
+        assert_eq!(
+            res.status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: by UPN: {}",
+            server.log()
+        );
+        let me = me(&http, &server).await;
+        assert_eq!(
+            me["login"], "ivan",
+            "{backend}: the login is the sAMAccountName"
+        );
+        let http = client();
+        let res = sign_in(&http, &server, "ivan", "ivan-ad-pw").await;
+        assert_eq!(
+            res.status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: by sAMAccountName"
+        );
+        assert_eq!(
+            self::me(&http, &server).await["id"],
+            me["id"],
+            "{backend}: one account, linked by objectGUID"
+        );
+
+        // The disabled bit of userAccountControl refuses the sign-in, with
+        // the right password, and creates nobody.
+        let res = sign_in(&client(), &server, "judy", "judy-ad-pw").await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{backend}");
+        assert!(!users_listed(&server).contains("judy"), "{backend}");
+        assert_eq!(
+            sign_in(&client(), &server, "ivan", "wrong").await.status(),
+            StatusCode::UNAUTHORIZED,
+            "{backend}"
+        );
+        // The sync lists judy as disabled and creates nobody for her.
+        let out = server.cli(&["admin", "auth", "ldap", "sync-all", "--all"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{backend}: {text}");
+        assert!(text.contains("created 0"), "{backend}: {text}");
+        assert!(!users_listed(&server).contains("judy"), "{backend}");
+    }
+}
