@@ -168,6 +168,31 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         });
     }
 
+    // [server] CRON_SYNC_LDAP: the directory sources with ENABLE_SYNC, on
+    // the schedule. The first run is one period after start, as in Gitea.
+    let sync_app = app.clone();
+    let every = app.config.server.cron_sync_ldap;
+    let syncer = tokio::spawn(async move {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            for (source, s) in
+                crate::identity::sync::sync_all(&sync_app, false, &|_, _, _| {}).await
+            {
+                tracing::info!(
+                    %source,
+                    "scheduled sync: created {}, updated {}, deactivated {}, unchanged {}, errors {}{}",
+                    s.created,
+                    s.updated,
+                    s.deactivated,
+                    s.unchanged,
+                    s.errors,
+                    if s.complete { "" } else { " (incomplete, nobody deactivated)" }
+                );
+            }
+        }
+    });
     let plugins = app.plugins.clone();
     let flusher = tokio::spawn(async move {
         let mut tick = tokio::time::interval(STATS_FLUSH);
@@ -181,6 +206,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown())
         .await?;
     flusher.abort();
+    syncer.abort();
     plugins.flush_stats().await;
     Ok(())
 }

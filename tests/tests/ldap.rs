@@ -574,3 +574,32 @@ async fn the_active_directory_variant_signs_in_by_account_name_or_upn_and_refuse
         assert!(!users_listed(&server).contains("judy"), "{backend}");
     }
 }
+
+#[tokio::test]
+async fn the_schedule_syncs_sources_with_enable_sync() {
+    let slapd = Slapd::start(&person("kate", "Kate", "Austen", "kate-pw-123"));
+    for backend in backends() {
+        let ini = format!(
+            "{}\n[server]\nCRON_SYNC_LDAP = @every 1s\n",
+            slapd.source_ini(
+                1,
+                "AUTO_REGISTER = true\nALLOW_USER_CREATE = true\nENABLE_SYNC = true"
+            )
+        );
+        let server = server_with(&backend, ini).await;
+        // Nobody signed in: only the scheduled sync can create kate.
+        let started = std::time::Instant::now();
+        while !server.log().contains("scheduled sync: created 1") {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "{backend}: no scheduled sync: {}",
+                server.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        assert!(
+            server.log().contains("scheduled sync: created 1"),
+            "{backend}"
+        );
+    }
+}
