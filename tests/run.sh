@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine with Rust.
 # Installs what is missing (Debian's chromium, chromium-driver, git,
-# openssh-client and oathtool, the wasm32-wasip2 target), then: cargo fmt --check, clippy -D warnings, the
+# openssh-client, oathtool, slapd, ldap-utils and openssl, the wasm32-wasip2
+# target), then: cargo fmt --check, clippy -D warnings, the
 # plugins' own tests, and the workspace tests. The suite runs on SQLite, and
 # on PostgreSQL too when POSTERN_TEST_PG is set
 # (e.g. postgres://postgres@127.0.0.1:5432/test).
@@ -16,6 +17,11 @@ command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
 command -v oathtool >/dev/null 2>&1 || missing+=(oathtool)
+# The directory tests start a private slapd of their own; the package's own
+# server is not used.
+command -v slapd >/dev/null 2>&1 || [ -x /usr/sbin/slapd ] || missing+=(slapd)
+command -v ldapmodify >/dev/null 2>&1 || missing+=(ldap-utils)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   as_root apt-get update -qq

@@ -17,6 +17,7 @@ mod plugins;
 mod protections;
 mod repos;
 mod sessions;
+mod sources;
 mod tokens;
 mod users;
 pub mod version;
@@ -59,6 +60,9 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             get(users::admin_get).patch(users::admin_edit),
         ),
         ("/admin/plugins", get(plugins::list)),
+        ("/admin/sources", get(sources::list)),
+        ("/admin/sources/{id}/test", post(sources::test)),
+        ("/admin/sources/{id}/sync", post(sources::sync)),
         ("/user/repos", get(repos::list_mine).post(repos::create)),
         (
             "/users/{username}/tokens",

@@ -207,6 +207,49 @@ async fn the_connection_test_says_ldap_connection_failed_for_a_wrong_bind_passwo
             "{backend}: {text}"
         );
 
+        // The same over the API, for a site administrator.
+        good.create_user("root", PW, true);
+        let api = |method: reqwest::Method, path: &str| {
+            reqwest::Client::new()
+                .request(method, good.url(path))
+                .basic_auth("root", Some(PW))
+        };
+        let list: serde_json::Value = api(reqwest::Method::GET, "/api/v1/admin/sources")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(list[0]["id"], "source.1", "{backend}: {list}");
+        assert_eq!(list[0]["name"], "Example directory", "{backend}");
+        assert_eq!(list[0]["last_sync"], "never", "{backend}");
+        let tested: serde_json::Value =
+            api(reqwest::Method::POST, "/api/v1/admin/sources/source.1/test")
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+        assert_eq!(tested["ok"], true, "{backend}: {tested}");
+        let res = api(reqwest::Method::POST, "/api/v1/admin/sources/source.1/sync")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        let summary: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(summary["complete"], true, "{backend}: {summary}");
+        assert_eq!(
+            summary["unchanged"], 1,
+            "{backend}: dave is not created (no AUTO_REGISTER): {summary}"
+        );
+        let res = api(reqwest::Method::POST, "/api/v1/admin/sources/source.9/test")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{backend}");
+
         let ini = slapd.source_ini(1, "").replace(
             "USER_PASSWD = reader-secret",
             "USER_PASSWD = not-the-password",

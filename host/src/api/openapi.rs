@@ -7,7 +7,8 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    __path_health, factors, keys, orgs, plugins, protections, repos, sessions, tokens, users,
+    __path_health, factors, keys, orgs, plugins, protections, repos, sessions, sources, tokens,
+    users,
 };
 
 #[derive(OpenApi)]
@@ -28,6 +29,9 @@ use super::{
         sessions::get,
         sessions::revoke,
         plugins::list,
+        sources::list,
+        sources::test,
+        sources::sync,
         tokens::create,
         tokens::list,
         tokens::delete,

@@ -1,0 +1,112 @@
+//! Directory sources for administrators: the list with each source's last
+//! sync, the connection test and a sync now. The same as `postern admin auth`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::users::require_admin;
+use super::{ApiError, ErrorBody, Principal};
+use crate::app::App;
+use crate::identity::sync::Summary;
+use crate::identity::{self, DirectorySourceView};
+use crate::tokens::{Access, Area};
+
+/// Named, not positional: the versioned route has `{version}` too.
+#[derive(Deserialize)]
+pub(crate) struct SourcePath {
+    id: String,
+}
+
+/// The directory sources (`[source.<n>]`), each with its last sync.
+/// Permission: site administrator.
+#[utoipa::path(
+    get, path = "/api/v1/admin/sources", tag = "admin",
+    responses(
+        (status = 200, description = "The directory sources", body = [DirectorySourceView]),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn list(
+    State(app): State<App>,
+    who: Principal,
+) -> Result<Json<Vec<DirectorySourceView>>, ApiError> {
+    who.require_scope(Access::Read, Area::Admin)?;
+    require_admin(&who.user)?;
+    identity::directory_sources(&app)
+        .await
+        .map(Json)
+        .map_err(ApiError::internal)
+}
+
+/// What a connection test found.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectionTest {
+    pub ok: bool,
+    /// The source's report, or `LDAP connection failed: <cause>`.
+    pub message: String,
+}
+
+/// Binds with the source's service account and runs its user search.
+/// Permission: site administrator.
+#[utoipa::path(
+    post, path = "/api/v1/admin/sources/{id}/test", tag = "admin",
+    params(("id" = String, Path, description = "The source: source.<n>")),
+    responses(
+        (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn test(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<SourcePath>,
+) -> Result<Json<ConnectionTest>, ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    find(&app, &path.id)?;
+    Ok(Json(match identity::test_source(&app, &path.id).await {
+        Ok(message) => ConnectionTest { ok: true, message },
+        Err(message) => ConnectionTest { ok: false, message },
+    }))
+}
+
+/// Synchronises one directory source now and returns the summary (also when
+/// it is incomplete: `complete` says so). Permission: site administrator.
+#[utoipa::path(
+    post, path = "/api/v1/admin/sources/{id}/sync", tag = "admin",
+    params(("id" = String, Path, description = "The source: source.<n>")),
+    responses(
+        (status = 200, description = "The sync's summary", body = Summary),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn sync(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<SourcePath>,
+) -> Result<Json<Summary>, ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    let source = find(&app, &path.id)?;
+    Ok(Json(
+        identity::sync::sync_source(&app, &source, &|_, _| {}).await,
+    ))
+}
+
+fn find(app: &App, id: &str) -> Result<std::sync::Arc<crate::plugins::Plugin>, ApiError> {
+    app.plugins
+        .directory_sources()
+        .find(|p| &*p.id == id)
+        .cloned()
+        .ok_or_else(|| ApiError::NotFound(format!("no directory source {id:?}")))
+}
