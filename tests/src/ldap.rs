@@ -92,6 +92,16 @@ pub struct Slapd {
     child: Option<Child>,
 }
 
+/// Debian puts the server's tools in /usr/sbin, which a user's PATH may lack.
+fn sbin(tool: &str) -> PathBuf {
+    let path = Path::new("/usr/sbin").join(tool);
+    if path.exists() {
+        path
+    } else {
+        PathBuf::from(tool)
+    }
+}
+
 fn run(cmd: &mut Command, what: &str) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
@@ -223,7 +233,7 @@ access to *
         let seed = d.join("seed.ldif");
         std::fs::write(&seed, format!("{BASE_LDIF}\n{ldif}")).expect("seed");
         run(
-            Command::new("slapadd")
+            Command::new(sbin("slapadd"))
                 .arg("-f")
                 .arg(d.join("slapd.conf"))
                 .arg("-l")
@@ -252,7 +262,7 @@ access to *
         }
         let d = self.dir.path();
         let log = std::fs::File::create(d.join("slapd.log")).expect("log");
-        let child = Command::new("slapd")
+        let child = Command::new(sbin("slapd"))
             .arg("-f")
             .arg(d.join("slapd.conf"))
             .arg("-h")
