@@ -286,6 +286,17 @@ async fn link_or_provision(
         );
         return Err(Error::InvalidCredentials);
     }
+    let user = provision(app, source, identity).await?;
+    tracing::info!(source = %source.id, login = %user.login, "user created on first sign-in");
+    Ok((user, true))
+}
+
+/// Creates the local user of an identity from `source`, linked to it.
+pub(crate) async fn provision(
+    app: &App,
+    source: &Plugin,
+    identity: &Identity,
+) -> std::result::Result<User, users::Error> {
     let user = users::insert(
         &app.db,
         NewUser {
@@ -299,8 +310,7 @@ async fn link_or_provision(
     )
     .await?;
     users::link(&app.db, &source.id, &identity.external_id, user.id).await?;
-    tracing::info!(source = %source.id, login = %user.login, "user created on first sign-in");
-    Ok((user, true))
+    Ok(user)
 }
 
 /// Creates a local account with a password: the `local` plugin applies its

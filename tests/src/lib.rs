@@ -486,3 +486,27 @@ pub fn flash_error(html: &str) -> Option<String> {
     let start = html.find(marker)? + marker.len();
     Some(html[start..].split('<').next()?.trim().to_string())
 }
+
+/// A new ed25519 key pair `dir/name` (and `.pub`), made with `ssh-keygen`;
+/// returns the private key's path and the public key's line.
+pub fn ssh_keygen(dir: &Path, name: &str) -> (PathBuf, String) {
+    let path = dir.join(name);
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&path)
+        .status()
+        .expect("ssh-keygen is installed (Debian package openssh-client)");
+    assert!(status.success());
+    let public = std::fs::read_to_string(path.with_extension("pub")).expect("the public key");
+    (path, public.trim().to_string())
+}
+
+/// Runs git in `dir` over SSH with only `key`, trusting the server's host
+/// key.
+pub fn ssh_git(dir: &Path, key: &Path, args: &[&str]) -> (bool, String) {
+    let command = format!(
+        "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes",
+        key.display()
+    );
+    git_env(dir, args, &[("GIT_SSH_COMMAND", &command)])
+}

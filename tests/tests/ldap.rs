@@ -378,28 +378,8 @@ async fn sync_all_creates_updates_deactivates_and_reactivates_and_a_dying_direct
 const SSH_INI: &str = "[server]\nSTART_SSH_SERVER = true\nSSH_LISTEN_PORT = 0\nSSH_PORT = 2222\n";
 const PW: &str = "a-long-password";
 
-fn keygen(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, String) {
-    let path = dir.join(name);
-    let status = std::process::Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-        .arg(&path)
-        .status()
-        .expect("ssh-keygen is installed (Debian package openssh-client)");
-    assert!(status.success());
-    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
-    (path, public.trim().to_string())
-}
-
 fn ssh_clone(dir: &std::path::Path, key: &std::path::Path, url: &str) -> (bool, String) {
-    let command = format!(
-        "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes",
-        key.display()
-    );
-    postern_tests::git_env(
-        dir,
-        &["clone", "-q", url, "wc"],
-        &[("GIT_SSH_COMMAND", &command)],
-    )
+    postern_tests::ssh_git(dir, key, &["clone", "-q", url, "wc"])
 }
 
 async fn as_boss(
@@ -446,7 +426,7 @@ async fn team_members(server: &Server, team: i64) -> Vec<String> {
 #[tokio::test]
 async fn directory_groups_make_team_members_and_directory_keys_open_ssh_until_removed() {
     let keys = tempfile::tempdir().unwrap();
-    let (gina_key, gina_public) = keygen(keys.path(), "gina");
+    let (gina_key, gina_public) = postern_tests::ssh_keygen(keys.path(), "gina");
     let group = |cn: &str, members: &[&str]| {
         let mut ldif = format!(
             "dn: cn={cn},ou=groups,dc=example,dc=org\nobjectClass: groupOfNames\ncn: {cn}\n"

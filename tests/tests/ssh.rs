@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use postern_tests::{Options, Server, backends, git, git_env};
+use postern_tests::{Options, Server, backends, git, ssh_git};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -14,14 +14,7 @@ const PW: &str = "a-long-password";
 const SSH_INI: &str = "[server]\nSTART_SSH_SERVER = true\nSSH_LISTEN_PORT = 0\nSSH_PORT = 2222\n";
 
 fn keygen(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(name);
-    let status = std::process::Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-        .arg(&path)
-        .status()
-        .expect("ssh-keygen is installed (Debian package openssh-client)");
-    assert!(status.success());
-    path
+    postern_tests::ssh_keygen(dir, name).0
 }
 
 async fn call(
@@ -39,15 +32,6 @@ async fn call(
         .await
         .unwrap()
         .status()
-}
-
-/// Runs git with an SSH command that uses only `key` and trusts the server.
-fn ssh_git(dir: &Path, key: &Path, args: &[&str]) -> (bool, String) {
-    let command = format!(
-        "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes",
-        key.display()
-    );
-    git_env(dir, args, &[("GIT_SSH_COMMAND", &command)])
 }
 
 #[tokio::test]

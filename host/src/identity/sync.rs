@@ -17,7 +17,7 @@ use super::{Identity, ListedUser, SignInRefusal};
 use crate::app::App;
 use crate::db::now;
 use crate::plugins::Plugin;
-use crate::users::{self, NewUser, User};
+use crate::users::{self, User};
 
 /// What one source's sync did.
 #[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
@@ -173,19 +173,7 @@ async fn apply(app: &App, source: &Arc<Plugin>, listed: &ListedUser) -> anyhow::
         {
             return Ok(Outcome::Skipped);
         }
-        let user = users::insert(
-            &app.db,
-            NewUser {
-                login: identity.login.clone(),
-                full_name: identity.full_name.clone(),
-                email: identity.email.clone(),
-                password_hash: None,
-                login_source: source.id.to_string(),
-                is_admin: false,
-            },
-        )
-        .await?;
-        users::link(&app.db, &source.id, &identity.external_id, user.id).await?;
+        let user = super::provision(app, source, identity).await?;
         refresh_extras(app, source, &user, identity).await?;
         return Ok(Outcome::Created);
     };

@@ -302,31 +302,25 @@ impl IdentitySource for Ldap {
             &src.user_attributes(),
             2,
         );
-        let found = match found {
-            Ok(found) => found,
-            // Two entries or more: the filter does not pick one user.
-            Err(directory::Error::SizeLimitExceeded) => {
-                log::write(
-                    log::Level::Warn,
-                    &format!(
-                        "USER_FILTER matches several entries for {:?}; refusing the sign-in",
-                        request.login
-                    ),
-                );
-                return Err(SignInError::InvalidCredentials);
-            }
-            Err(e) => return Err(unavailable(e)),
+        // More than one entry (two found, or the size limit reached): the
+        // filter does not pick one user, and guessing could sign in the
+        // wrong one.
+        let several = match &found {
+            Ok(found) => found.len() > 1,
+            Err(e) => matches!(e, directory::Error::SizeLimitExceeded),
         };
+        if several {
+            log::write(
+                log::Level::Warn,
+                &format!(
+                    "USER_FILTER matches several entries for {:?}; refusing the sign-in",
+                    request.login
+                ),
+            );
+            return Err(SignInError::InvalidCredentials);
+        }
+        let found = found.map_err(unavailable)?;
         let [entry] = found.as_slice() else {
-            if found.len() > 1 {
-                log::write(
-                    log::Level::Warn,
-                    &format!(
-                        "USER_FILTER matches several entries for {:?}; refusing the sign-in",
-                        request.login
-                    ),
-                );
-            }
             return Err(SignInError::InvalidCredentials);
         };
         if !directory::bind_check(&entry.dn, &request.password).map_err(unavailable)? {
