@@ -39,7 +39,7 @@ impl App {
         let plugins = Plugins::load(&config, db.clone(), key.clone())
             .await
             .context("loading plugins")?;
-        for source in plugins.extra_identity_sources() {
+        for source in &plugins.extra_identity_sources() {
             db.register_source(&source.id, &source.id)
                 .await
                 .context("recording identity sources")?;

@@ -341,3 +341,66 @@ fn tls_config(file: &std::path::Path) -> std::result::Result<rustls::ClientConfi
         .map_err(|e| e.to_string())
         .map(|b| b.with_root_certificates(roots).with_no_client_auth())
 }
+
+/// The directory sources stored in the database, with their bind passwords
+/// opened: `(number, [source.<n>] keys)`.
+pub async fn stored(
+    db: &crate::db::Db,
+    key: &crate::secrets::InstanceKey,
+) -> std::result::Result<Vec<(u32, BTreeMap<String, String>)>, String> {
+    use sqlx::Row;
+    let rows = sqlx::query(
+        "SELECT number, settings, bind_password FROM directory_sources ORDER BY number",
+    )
+    .fetch_all(db.pool())
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for r in rows {
+        let number: i64 = r.try_get(0).map_err(|e| e.to_string())?;
+        let settings: String = r.try_get(1).map_err(|e| e.to_string())?;
+        let sealed: Vec<u8> = r.try_get(2).map_err(|e| e.to_string())?;
+        let mut section: BTreeMap<String, String> =
+            serde_json::from_str(&settings).map_err(|e| e.to_string())?;
+        let password = key
+            .open(&password_slot(number as u32), &sealed)
+            .ok_or_else(|| {
+                format!(
+                    "the bind password of source.{number} does not open with this instance's key"
+                )
+            })?;
+        section.insert(
+            "USER_PASSWD".into(),
+            String::from_utf8(password).map_err(|e| e.to_string())?,
+        );
+        out.push((number as u32, section));
+    }
+    Ok(out)
+}
+
+fn password_slot(number: u32) -> String {
+    format!("directory_source/{number}/USER_PASSWD")
+}
+
+/// Stores a directory source added in the panel or over the API, the bind
+/// password sealed.
+pub async fn store(
+    db: &crate::db::Db,
+    key: &crate::secrets::InstanceKey,
+    number: u32,
+    section: &BTreeMap<String, String>,
+) -> std::result::Result<(), String> {
+    let mut settings = section.clone();
+    let password = settings.remove("USER_PASSWD").unwrap_or_default();
+    sqlx::query(
+        "INSERT INTO directory_sources (number, settings, bind_password, created) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(i64::from(number))
+    .bind(serde_json::to_string(&settings).map_err(|e| e.to_string())?)
+    .bind(key.seal(&password_slot(number), password.as_bytes()))
+    .bind(crate::db::now())
+    .execute(db.pool())
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(())
+}

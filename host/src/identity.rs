@@ -173,7 +173,7 @@ pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
         return Err(Error::InvalidCredentials);
     }
     let account = users::find_by_login_or_email(&app.db, login).await?;
-    let local = app.plugins.get(builtin::LOCAL).cloned();
+    let local = app.plugins.get(builtin::LOCAL);
 
     let owner = account.as_ref().map(|a| a.login_source.as_str());
     if owner.is_none() || owner == Some(LOCAL_SOURCE) {
@@ -194,7 +194,7 @@ pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
         }
     }
 
-    for source in app.plugins.extra_identity_sources() {
+    for source in &app.plugins.extra_identity_sources() {
         if owner.is_some_and(|o| o != &*source.id) {
             continue;
         }
@@ -322,14 +322,13 @@ pub async fn register(
     password: &str,
     is_admin: bool,
 ) -> Result<User> {
-    let local =
-        app.plugins
-            .get(builtin::LOCAL)
-            .cloned()
-            .ok_or_else(|| Error::SourceUnavailable {
-                source_id: builtin::LOCAL.into(),
-                reason: "the local plugin is not loaded".into(),
-            })?;
+    let local = app
+        .plugins
+        .get(builtin::LOCAL)
+        .ok_or_else(|| Error::SourceUnavailable {
+            source_id: builtin::LOCAL.into(),
+            reason: "the local plugin is not loaded".into(),
+        })?;
     let request = Registration {
         login: login.to_string(),
         email: email.to_string(),
@@ -389,7 +388,8 @@ pub struct DirectorySourceView {
     pub security_protocol: String,
     pub user_search_base_dn: String,
     pub enable_sync: bool,
-    /// Where it is defined: `ini` (read-only here).
+    /// Where it is defined: `ini` (read-only in the panel) or `database`
+    /// (added in the panel or over the API).
     pub origin: String,
     /// The last sync, in words; "never" before the first.
     pub last_sync: String,
@@ -400,7 +400,7 @@ pub struct DirectorySourceView {
 /// The directory sources, with their last sync.
 pub async fn directory_sources(app: &App) -> Result<Vec<DirectorySourceView>> {
     let mut out = Vec::new();
-    for p in app.plugins.directory_sources() {
+    for p in &app.plugins.directory_sources() {
         let get = |k: &str| {
             p.settings
                 .iter()
@@ -446,7 +446,7 @@ pub async fn directory_sources(app: &App) -> Result<Vec<DirectorySourceView>> {
             security_protocol: get("SECURITY_PROTOCOL"),
             user_search_base_dn: get("USER_SEARCH_BASE_DN"),
             enable_sync: crate::config::schema::parse_bool(&get("ENABLE_SYNC")) == Some(true),
-            origin: "ini".into(),
+            origin: get("DEFINED_IN"),
             last_sync,
             state: info,
         });
@@ -461,8 +461,8 @@ pub async fn test_source(app: &App, id: &str) -> std::result::Result<String, Str
     let Some(source) = app
         .plugins
         .directory_sources()
+        .into_iter()
         .find(|p| &*p.id == id)
-        .cloned()
     else {
         return Err(format!("no directory source {id:?}"));
     };
@@ -480,4 +480,71 @@ pub async fn test_source(app: &App, id: &str) -> std::result::Result<String, Str
         )),
         Err(e) => Err(format!("LDAP connection failed: {e}")),
     }
+}
+
+/// Why a directory source could not be added.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// A key's value is not what the key takes; the text names both.
+    #[error("{0}")]
+    Invalid(String),
+    /// Stored, but its plugin could not be loaded; the text says why.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Adds a directory source (the panel's form, `POST /api/v1/admin/sources`):
+/// checks every key against the `[source.<n>]` schema, stores it with the
+/// bind password sealed, and serves it at once as `source.<n>`, `n` one more
+/// than the highest in use.
+pub async fn add_directory_source(
+    app: &App,
+    section: std::collections::BTreeMap<String, String>,
+) -> std::result::Result<String, SourceError> {
+    use crate::config::schema;
+    if !app.config.source.enable_ldap {
+        return Err(SourceError::Invalid(
+            "directory sign-in is off: set [source] ENABLE_LDAP = true".into(),
+        ));
+    }
+    let mut section: std::collections::BTreeMap<String, String> = section
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_uppercase(), v.trim().to_string()))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    for (key, value) in &section {
+        let spec = schema::key_spec("source.<n>", key).ok_or_else(|| {
+            SourceError::Invalid(format!("{key} is not a key of a directory source"))
+        })?;
+        spec.kind.check(value).map_err(|expected| {
+            SourceError::Invalid(format!("{key} = {value:?}: expected {expected}"))
+        })?;
+    }
+    for required in ["HOST", "USER_SEARCH_BASE_DN", "USER_FILTER"] {
+        if !section.contains_key(required) {
+            return Err(SourceError::Invalid(format!("{required} is required")));
+        }
+    }
+    section
+        .entry("TYPE".into())
+        .or_insert_with(|| "ldap".into());
+    let number = app
+        .plugins
+        .directory_sources()
+        .iter()
+        .filter_map(|p| p.id.strip_prefix("source.")?.parse::<u32>().ok())
+        .chain(app.config.directory_sources.iter().map(|d| d.number))
+        .max()
+        .unwrap_or(0)
+        + 1;
+    crate::directory::store(&app.db, &app.key, number, &section)
+        .await
+        .map_err(SourceError::Unavailable)?;
+    let plugin = app
+        .plugins
+        .add_directory_source(number, &section)
+        .await
+        .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+    tracing::info!(source = %plugin.id, "directory source added");
+    Ok(plugin.id.to_string())
 }

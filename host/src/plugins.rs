@@ -326,7 +326,9 @@ impl Plugin {
 pub struct Plugins {
     engine: Engine,
     lender: Arc<Lender>,
-    plugins: Vec<Arc<Plugin>>,
+    cache_dir: PathBuf,
+    /// Written only when an administrator adds a directory source.
+    plugins: std::sync::RwLock<Vec<Arc<Plugin>>>,
 }
 
 impl Plugins {
@@ -338,7 +340,25 @@ impl Plugins {
         db: Db,
         key: Arc<crate::secrets::InstanceKey>,
     ) -> Result<Plugins> {
-        let specs = specs(cfg);
+        let mut specs = specs(cfg);
+        // Directory sources an administrator added in the panel.
+        if cfg.source.enable_ldap {
+            let taken: Vec<u32> = cfg.directory_sources.iter().map(|d| d.number).collect();
+            match crate::directory::stored(&db, &key).await {
+                Ok(stored) => {
+                    for (number, settings) in stored {
+                        if taken.contains(&number) {
+                            tracing::warn!(
+                                "the stored directory source {number} has the number of an ini section; the ini file wins"
+                            );
+                            continue;
+                        }
+                        specs.push(directory_spec(number, &settings, "database"));
+                    }
+                }
+                Err(e) => tracing::error!("cannot read the stored directory sources: {e}"),
+            }
+        }
         let max_memory = specs
             .iter()
             .map(|s| s.limits.memory_bytes)
@@ -354,7 +374,7 @@ impl Plugins {
             db,
             runtime: tokio::runtime::Handle::current(),
             key,
-            directories,
+            directories: std::sync::RwLock::new(directories),
         });
         let loader_engine = engine.clone();
         let plugins = tokio::task::spawn_blocking(move || {
@@ -373,34 +393,121 @@ impl Plugins {
         Ok(Plugins {
             engine,
             lender,
-            plugins,
+            cache_dir: cfg.server.app_data_path.join("plugin-cache"),
+            plugins: std::sync::RwLock::new(plugins),
         })
     }
 
-    pub fn get(&self, id: &str) -> Option<&Arc<Plugin>> {
-        self.plugins.iter().find(|p| &*p.id == id)
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Plugin>>> {
+        self.plugins.read().expect("plugin list lock poisoned")
     }
 
-    pub fn all(&self) -> &[Arc<Plugin>] {
-        &self.plugins
+    pub fn get(&self, id: &str) -> Option<Arc<Plugin>> {
+        self.read().iter().find(|p| &*p.id == id).cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Plugin>> {
+        self.read().clone()
     }
 
     pub fn list(&self) -> Vec<PluginInfo> {
-        self.plugins.iter().map(|p| p.info()).collect()
+        self.read().iter().map(|p| p.info()).collect()
     }
 
-    /// The directory sources (`[source.<n>]`), by number.
-    pub fn directory_sources(&self) -> impl Iterator<Item = &Arc<Plugin>> {
+    /// Loads a directory source an administrator added, and serves it from
+    /// now on.
+    pub async fn add_directory_source(
+        &self,
+        number: u32,
+        section: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Arc<Plugin>> {
+        let plugin = self
+            .load_directory_source(number, section, "database")
+            .await?;
         self.plugins
+            .write()
+            .expect("plugin list lock poisoned")
+            .push(plugin.clone());
+        Ok(plugin)
+    }
+
+    /// Runs a directory source's connection test with settings not saved
+    /// yet (the panel's Test connection button).
+    pub async fn probe_directory_source(
+        &self,
+        section: &std::collections::BTreeMap<String, String>,
+    ) -> std::result::Result<String, String> {
+        // A number no saved source has; the probe is never listed.
+        let number = u32::MAX - rand::random::<u16>() as u32;
+        let plugin = self
+            .load_directory_source(number, section, "probe")
+            .await
+            .map_err(|e| e.to_string())?;
+        let out = self.test_connection(&plugin).await;
+        self.lender
+            .directories
+            .write()
+            .expect("directory map lock poisoned")
+            .remove(&*plugin.id);
+        match out {
+            Ok(Ok(report)) => Ok(report),
+            Ok(Err(refusal)) => Err(match refusal {
+                SignInRefusal::Unavailable(why)
+                | SignInRefusal::Misconfigured(why)
+                | SignInRefusal::AccountDisabled(why) => why,
+                SignInRefusal::NotSupported | SignInRefusal::InvalidCredentials => {
+                    "the source refused the test".into()
+                }
+            }),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn load_directory_source(
+        &self,
+        number: u32,
+        section: &std::collections::BTreeMap<String, String>,
+        origin: &str,
+    ) -> Result<Arc<Plugin>> {
+        let spec = directory_spec(number, section, origin);
+        let directory = spec.directory.clone();
+        let (engine, cache_dir) = (self.engine.clone(), self.cache_dir.clone());
+        let plugin =
+            tokio::task::spawn_blocking(move || Arc::new(load_one(&engine, &cache_dir, spec)))
+                .await
+                .map_err(|e| Error::Runtime(e.to_string()))?;
+        if let State::Refused(reason) = &plugin.state {
+            return Err(Error::Unavailable {
+                plugin: plugin.id.to_string(),
+                reason: reason.clone(),
+            });
+        }
+        if let Some(directory) = directory {
+            self.lender
+                .directories
+                .write()
+                .expect("directory map lock poisoned")
+                .insert(plugin.id.to_string(), directory);
+        }
+        Ok(plugin)
+    }
+
+    /// The directory sources (`[source.<n>]`), in the order they were added.
+    pub fn directory_sources(&self) -> Vec<Arc<Plugin>> {
+        self.read()
             .iter()
             .filter(|p| p.kind == Kind::IdentitySource && p.id.starts_with("source."))
+            .cloned()
+            .collect()
     }
 
     /// Identity sources other than `local`, in configuration order.
-    pub fn extra_identity_sources(&self) -> impl Iterator<Item = &Arc<Plugin>> {
-        self.plugins
+    pub fn extra_identity_sources(&self) -> Vec<Arc<Plugin>> {
+        self.read()
             .iter()
             .filter(|p| p.kind == Kind::IdentitySource && &*p.id != builtin::LOCAL)
+            .cloned()
+            .collect()
     }
 
     /// Calls `authenticate` of an identity source.
@@ -663,7 +770,7 @@ impl Plugins {
     /// Writes the counts gathered since the last flush to the database, where
     /// `admin plugin list` reads them.
     pub async fn flush_stats(&self) {
-        for p in &self.plugins {
+        for p in self.all() {
             let calls = p.stats.pending_calls.swap(0, Ordering::Relaxed);
             let traps = p.stats.pending_traps.swap(0, Ordering::Relaxed);
             if calls == 0 && traps == 0 {
@@ -686,6 +793,42 @@ impl Plugins {
                 p.stats.pending_traps.fetch_add(traps, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// A directory source's spec: the `ldap` plugin, its settings (without the
+/// bind password, which only its directory server holds), granted `log` and
+/// `directory`.
+fn directory_spec(
+    number: u32,
+    section: &std::collections::BTreeMap<String, String>,
+    origin: &str,
+) -> Spec {
+    let (directory, problem) =
+        match crate::directory::Directory::new(crate::directory::Settings::from_section(section)) {
+            Ok(dir) => (Some(Arc::new(dir)), None),
+            Err(why) => (None, Some(format!("[source.{number}] {why}"))),
+        };
+    let mut settings: Vec<(String, String)> = section
+        .iter()
+        .filter(|(k, _)| !crate::directory::HOST_ONLY_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    settings.push(("DEFINED_IN".into(), origin.into()));
+    Spec {
+        id: format!("source.{number}"),
+        kind: Ok(Kind::IdentitySource),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        source: SpecSource::BuiltIn(builtin::ldap_wasm()),
+        grants: vec![Capability::Log, Capability::Directory],
+        limits: Limits {
+            memory_bytes: DIRECTORY_MEMORY_MB * 1024 * 1024,
+            timeout: DIRECTORY_TIMEOUT,
+        },
+        settings,
+        enabled: true,
+        directory,
+        problem,
     }
 }
 
@@ -756,32 +899,7 @@ fn specs(cfg: &Config) -> Vec<Spec> {
     // its own settings and directory server.
     if cfg.source.enable_ldap {
         for d in &cfg.directory_sources {
-            let (directory, problem) = match crate::directory::Directory::new(
-                crate::directory::Settings::from_section(&d.settings),
-            ) {
-                Ok(dir) => (Some(Arc::new(dir)), None),
-                Err(why) => (None, Some(format!("[source.{}] {why}", d.number))),
-            };
-            out.push(Spec {
-                id: format!("source.{}", d.number),
-                kind: Ok(Kind::IdentitySource),
-                version: env!("CARGO_PKG_VERSION").to_string(),
-                source: SpecSource::BuiltIn(builtin::ldap_wasm()),
-                grants: vec![Capability::Log, Capability::Directory],
-                limits: Limits {
-                    memory_bytes: DIRECTORY_MEMORY_MB * 1024 * 1024,
-                    timeout: DIRECTORY_TIMEOUT,
-                },
-                settings: d
-                    .settings
-                    .iter()
-                    .filter(|(k, _)| !crate::directory::HOST_ONLY_KEYS.contains(&k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-                enabled: true,
-                directory,
-                problem,
-            });
+            out.push(directory_spec(d.number, &d.settings, "ini"));
         }
     }
     for s in cfg.plugins.iter().filter(|s| s.path.is_some()) {

@@ -209,7 +209,6 @@ fn plugin(app: &App, kind: &str) -> Result<std::sync::Arc<crate::plugins::Plugin
     }
     app.plugins
         .get(kind)
-        .cloned()
         .ok_or_else(|| Error::Unavailable(format!("no {kind} plugin")))
 }
 
@@ -369,7 +368,7 @@ pub async fn remove(app: &App, user: &User, factor_id: i64) -> Result<()> {
         .await?
         .ok_or(Error::NotFound)?;
     let (kind, handle): (String, String) = (row.try_get(0)?, row.try_get(1)?);
-    if let Some(plugin) = app.plugins.get(&kind).cloned() {
+    if let Some(plugin) = app.plugins.get(&kind) {
         outcome(
             app.plugins
                 .remove_factor(&plugin, &account(user), &handle, &settings(app, &kind))

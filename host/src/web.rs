@@ -17,6 +17,7 @@ use axum_extra::extract::cookie::{Cookie, SameSite};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
+mod admin;
 mod orgs;
 mod repos;
 mod security;
@@ -71,6 +72,10 @@ pub(crate) fn routes() -> Router<App> {
             "/user/settings/security/webauthn/{id}/delete",
             post(security::remove_key),
         )
+        .route("/admin/auths", get(admin::list))
+        .route("/admin/auths/new", get(admin::new_form).post(admin::create))
+        .route("/admin/auths/{id}/test", post(admin::test))
+        .route("/admin/auths/{id}/sync", post(admin::sync))
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))
 }

@@ -23,3 +23,13 @@ CREATE TABLE source_syncs (
 -- reactivates only users it deactivated itself, never one an administrator
 -- turned off.
 ALTER TABLE users ADD COLUMN deactivated_by TEXT NOT NULL DEFAULT '';
+
+-- Directory sources added in the admin panel or over the API (those of the
+-- ini file are not stored). The settings are the [source.<n>] keys as JSON,
+-- without the bind password, which is sealed with the instance key.
+CREATE TABLE directory_sources (
+    number BIGINT PRIMARY KEY,
+    settings TEXT NOT NULL,
+    bind_password BLOB NOT NULL,
+    created BIGINT NOT NULL
+);

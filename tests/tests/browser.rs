@@ -301,3 +301,169 @@ async fn a_security_key_registers_signs_in_as_second_step_and_as_passkey_then_is
         browser.close().await;
     }
 }
+
+#[tokio::test]
+async fn the_admin_panel_adds_a_directory_source_tests_it_saves_it_and_synchronises() {
+    use postern_tests::ldap::{PEOPLE, READER_DN, READER_PASSWORD, Slapd, person};
+    let slapd = Slapd::start(&person("lena", "Lena", "Oxton", "lena-directory-pw"));
+    for backend in backends() {
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: "[source]\nENABLE_LDAP = true\n".into(),
+                ..Options::default()
+            },
+        )
+        .await;
+        server.create_user("root", "a-long-admin-password", true);
+        let browser = Browser::start().await;
+        let c = &browser.client;
+        let wait = |l: Locator<'static>| c.wait().at_most(Duration::from_secs(20)).for_element(l);
+        browser
+            .sign_in(&server.url("/user/login"), "root", "a-long-admin-password")
+            .await;
+        wait(Locator::Id("signed-in-user")).await.unwrap();
+
+        c.goto(&server.url("/admin/auths")).await.unwrap();
+        wait(Locator::Id("no-sources")).await.unwrap();
+        wait(Locator::Id("add-source"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let fill = |id: &'static str, value: String| async move {
+            let field = wait(Locator::Id(id)).await.unwrap();
+            field.clear().await.unwrap();
+            field.send_keys(&value).await.unwrap();
+        };
+        fill("NAME", "Corporate directory".into()).await;
+        fill("HOST", "127.0.0.1".into()).await;
+        fill("PORT", slapd.port.to_string()).await;
+        fill("USER_DN", READER_DN.into()).await;
+        fill("USER_PASSWD", "not-the-password".into()).await;
+        fill("USER_SEARCH_BASE_DN", PEOPLE.into()).await;
+        fill(
+            "USER_FILTER",
+            "(&(objectClass=inetOrgPerson)(uid=%s))".into(),
+        )
+        .await;
+        fill("ATTRIBUTE_USERNAME", "uid".into()).await;
+        fill("ATTRIBUTE_NAME", "givenName".into()).await;
+        fill("ATTRIBUTE_SURNAME", "sn".into()).await;
+        fill("ATTRIBUTE_MAIL", "mail".into()).await;
+        c.find(Locator::Id("AUTO_REGISTER"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+
+        // A wrong bind password: the test says so, nothing is saved.
+        c.find(Locator::Id("test-connection"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let error = wait(Locator::Id("flash-error"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            error.starts_with("LDAP connection failed"),
+            "{backend}: {error}"
+        );
+        assert!(error.contains("invalidCredentials"), "{backend}: {error}");
+
+        fill("USER_PASSWD", READER_PASSWORD.into()).await;
+        c.find(Locator::Id("test-connection"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let ok = wait(Locator::Id("flash-ok"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            ok.contains("the user filter finds 1 users"),
+            "{backend}: {ok}"
+        );
+
+        c.find(Locator::Id("save-source"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let row = wait(Locator::Css("tr[data-source='source.1']"))
+            .await
+            .unwrap();
+        assert_eq!(
+            row.find(Locator::Css(".name"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap(),
+            "Corporate directory",
+            "{backend}"
+        );
+        assert_eq!(
+            row.find(Locator::Css(".origin"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap(),
+            "database",
+            "{backend}"
+        );
+        row.find(Locator::Css(".sync-source"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let ok = wait(Locator::Id("flash-ok"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            ok.contains(
+                "source.1 synchronised: created 1, updated 0, deactivated 0, unchanged 0, errors 0"
+            ),
+            "{backend}: {ok}"
+        );
+        browser.close().await;
+
+        // The source serves sign-in at once, and is stored: a new process
+        // (the CLI) lists it.
+        let res = postern_tests::sign_in(
+            &postern_tests::client(),
+            &server,
+            "lena",
+            "lena-directory-pw",
+        )
+        .await;
+        assert_eq!(
+            res.status(),
+            reqwest::StatusCode::SEE_OTHER,
+            "{backend}: {}",
+            server.log()
+        );
+        let listed = String::from_utf8(server.cli(&["admin", "auth", "list"]).stdout).unwrap();
+        assert!(
+            listed.contains("source.1\tCorporate directory\t127.0.0.1"),
+            "{backend}: {listed}"
+        );
+    }
+}

@@ -106,7 +106,7 @@ pub(crate) async fn sync(
 fn find(app: &App, id: &str) -> Result<std::sync::Arc<crate::plugins::Plugin>, ApiError> {
     app.plugins
         .directory_sources()
+        .into_iter()
         .find(|p| &*p.id == id)
-        .cloned()
         .ok_or_else(|| ApiError::NotFound(format!("no directory source {id:?}")))
 }

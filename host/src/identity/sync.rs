@@ -327,8 +327,8 @@ pub async fn sync_all(
     let sources: Vec<Arc<Plugin>> = app
         .plugins
         .directory_sources()
+        .into_iter()
         .filter(|s| all || flag(s, "ENABLE_SYNC"))
-        .cloned()
         .collect();
     for source in sources {
         let id = source.id.to_string();

@@ -143,7 +143,8 @@ pub(crate) struct Lender {
     /// Seals `kv` values at rest.
     pub key: Arc<crate::secrets::InstanceKey>,
     /// The directory servers of directory sources, by plugin id.
-    pub directories: std::collections::HashMap<String, Arc<crate::directory::Directory>>,
+    pub directories:
+        std::sync::RwLock<std::collections::HashMap<String, Arc<crate::directory::Directory>>>,
 }
 
 /// The state of one call's store. Made fresh for every call and dropped after
@@ -324,6 +325,8 @@ impl CallState {
     ) -> std::result::Result<Arc<crate::directory::Directory>, crate::directory::Error> {
         self.lender
             .directories
+            .read()
+            .expect("directory map lock poisoned")
             .get(&*self.plugin)
             .cloned()
             .ok_or_else(|| {

@@ -1,0 +1,229 @@
+//! Admin panel › Authentication: the directory sources with their last sync,
+//! a connection test and a sync for each, and the form that adds one (test
+//! the connection, then save). Sources from the ini file are read-only here.
+
+use std::collections::{BTreeMap, HashMap};
+
+use askama::Template;
+use axum::Form;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+
+use super::{Viewer, internal, not_found, render};
+use crate::app::App;
+use crate::identity::{self, DirectorySourceView, SourceError};
+
+#[derive(Template)]
+#[template(path = "admin_auths.html")]
+struct SourcesPage {
+    user: Option<String>,
+    csrf: String,
+    error: Option<String>,
+    notice: Option<String>,
+    enabled: bool,
+    sources: Vec<DirectorySourceView>,
+}
+
+#[derive(Template)]
+#[template(path = "admin_auth_new.html")]
+struct NewSourcePage {
+    user: Option<String>,
+    csrf: String,
+    error: Option<String>,
+    notice: Option<String>,
+    values: BTreeMap<String, String>,
+}
+
+impl NewSourcePage {
+    fn value(&self, key: &str) -> &str {
+        self.values.get(key).map(String::as_str).unwrap_or("")
+    }
+
+    fn is(&self, key: &str, value: &str) -> bool {
+        self.value(key) == value
+    }
+}
+
+/// Whether the viewer may use the panel; others get the plain 404, which
+/// does not say that the page exists.
+async fn admin_only(viewer: &Viewer) -> Option<Response> {
+    match &viewer.user {
+        Some(u) if u.is_admin => None,
+        Some(_) => Some(not_found().await),
+        None => Some(Redirect::to("/user/login").into_response()),
+    }
+}
+
+async fn list_page(
+    app: &App,
+    viewer: &Viewer,
+    error: Option<String>,
+    notice: Option<String>,
+) -> Response {
+    let sources = match identity::directory_sources(app).await {
+        Ok(s) => s,
+        Err(e) => return internal(e),
+    };
+    let (csrf, jar) = viewer.csrf(app);
+    let status = if error.is_some() {
+        StatusCode::BAD_GATEWAY
+    } else {
+        StatusCode::OK
+    };
+    let page = SourcesPage {
+        user: viewer.login(),
+        csrf,
+        error,
+        notice,
+        enabled: app.config.source.enable_ldap,
+        sources,
+    };
+    (jar, render(status, page)).into_response()
+}
+
+pub(crate) async fn list(State(app): State<App>, viewer: Viewer) -> Response {
+    if let Some(r) = admin_only(&viewer).await {
+        return r;
+    }
+    list_page(&app, &viewer, None, None).await
+}
+
+pub(crate) async fn test(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = admin_only(&viewer).await {
+        return r;
+    }
+    if !viewer.csrf_ok(form.get("_csrf").map(String::as_str).unwrap_or("")) {
+        return super::refuse_csrf(&viewer, &app);
+    }
+    match identity::test_source(&app, &id).await {
+        Ok(report) => list_page(&app, &viewer, None, Some(format!("{id}: {report}"))).await,
+        Err(e) => list_page(&app, &viewer, Some(format!("{id}: {e}")), None).await,
+    }
+}
+
+pub(crate) async fn sync(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = admin_only(&viewer).await {
+        return r;
+    }
+    if !viewer.csrf_ok(form.get("_csrf").map(String::as_str).unwrap_or("")) {
+        return super::refuse_csrf(&viewer, &app);
+    }
+    let Some(source) = app
+        .plugins
+        .directory_sources()
+        .into_iter()
+        .find(|p| *p.id == *id)
+    else {
+        return not_found().await;
+    };
+    let s = identity::sync::sync_source(&app, &source, &|_, _| {}).await;
+    let text = format!(
+        "{id} synchronised: created {}, updated {}, deactivated {}, unchanged {}, errors {}",
+        s.created, s.updated, s.deactivated, s.unchanged, s.errors
+    );
+    if s.complete {
+        list_page(&app, &viewer, None, Some(text)).await
+    } else {
+        let why = format!("{text}; incomplete, nobody deactivated: {}", s.message);
+        list_page(&app, &viewer, Some(why), None).await
+    }
+}
+
+fn new_page(
+    app: &App,
+    viewer: &Viewer,
+    status: StatusCode,
+    values: BTreeMap<String, String>,
+    error: Option<String>,
+    notice: Option<String>,
+) -> Response {
+    let (csrf, jar) = viewer.csrf(app);
+    let page = NewSourcePage {
+        user: viewer.login(),
+        csrf,
+        error,
+        notice,
+        values,
+    };
+    (jar, render(status, page)).into_response()
+}
+
+pub(crate) async fn new_form(State(app): State<App>, viewer: Viewer) -> Response {
+    if let Some(r) = admin_only(&viewer).await {
+        return r;
+    }
+    let values = BTreeMap::from([
+        ("PORT".to_string(), "389".to_string()),
+        ("SECURITY_PROTOCOL".to_string(), "unencrypted".to_string()),
+    ]);
+    new_page(&app, &viewer, StatusCode::OK, values, None, None)
+}
+
+/// The form's two buttons: `action=test` runs the connection test with what
+/// was typed, nothing saved; `action=save` adds the source.
+pub(crate) async fn create(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(mut form): Form<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = admin_only(&viewer).await {
+        return r;
+    }
+    if !viewer.csrf_ok(form.remove("_csrf").as_deref().unwrap_or("")) {
+        return super::refuse_csrf(&viewer, &app);
+    }
+    let action = form.remove("action").unwrap_or_default();
+    let values: BTreeMap<String, String> = form.into_iter().collect();
+    let mut section = values.clone();
+    // One box in the form: creating users needs both switches.
+    if section.get("AUTO_REGISTER").map(String::as_str) == Some("true") {
+        section.insert("ALLOW_USER_CREATE".into(), "true".into());
+    }
+    section.retain(|_, v| !v.trim().is_empty());
+    section
+        .entry("TYPE".into())
+        .or_insert_with(|| "ldap".into());
+    if action == "test" {
+        return match app.plugins.probe_directory_source(&section).await {
+            Ok(report) => new_page(&app, &viewer, StatusCode::OK, values, None, Some(report)),
+            Err(why) => new_page(
+                &app,
+                &viewer,
+                StatusCode::BAD_GATEWAY,
+                values,
+                Some(format!("LDAP connection failed: {why}")),
+                None,
+            ),
+        };
+    }
+    match identity::add_directory_source(&app, section).await {
+        Ok(_) => Redirect::to("/admin/auths").into_response(),
+        Err(e @ SourceError::Invalid(_)) => new_page(
+            &app,
+            &viewer,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            values,
+            Some(e.to_string()),
+            None,
+        ),
+        Err(e @ SourceError::Unavailable(_)) => new_page(
+            &app,
+            &viewer,
+            StatusCode::BAD_GATEWAY,
+            values,
+            Some(e.to_string()),
+            None,
+        ),
+    }
+}
