@@ -482,9 +482,16 @@ pub async fn test_source(app: &App, id: &str) -> std::result::Result<String, Str
     }
 }
 
-/// Why a directory source could not be added.
+/// Why a directory source could not be added or removed.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
+    /// No such directory source.
+    #[error("no directory source {0:?}")]
+    NotFound(String),
+    /// The source is defined in the ini file, which the panel and the API
+    /// do not change.
+    #[error("{0} is defined in the ini file; change it there")]
+    ReadOnly(String),
     /// A key's value is not what the key takes; the text names both.
     #[error("{0}")]
     Invalid(String),
@@ -547,4 +554,35 @@ pub async fn add_directory_source(
         .map_err(|e| SourceError::Unavailable(e.to_string()))?;
     tracing::info!(source = %plugin.id, "directory source added");
     Ok(plugin.id.to_string())
+}
+
+/// Removes a directory source added in the panel or over the API. Its users
+/// stay, and cannot sign in until another source or a password is theirs.
+pub async fn remove_directory_source(app: &App, id: &str) -> std::result::Result<(), SourceError> {
+    let source = app
+        .plugins
+        .directory_sources()
+        .into_iter()
+        .find(|p| &*p.id == id)
+        .ok_or_else(|| SourceError::NotFound(id.to_string()))?;
+    let defined_in = source
+        .settings
+        .iter()
+        .find(|(k, _)| k == "DEFINED_IN")
+        .map(|(_, v)| v.as_str());
+    if defined_in != Some("database") {
+        return Err(SourceError::ReadOnly(id.to_string()));
+    }
+    let number: i64 = id
+        .strip_prefix("source.")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| SourceError::NotFound(id.to_string()))?;
+    sqlx::query("DELETE FROM directory_sources WHERE number = $1")
+        .bind(number)
+        .execute(app.db.pool())
+        .await
+        .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+    app.plugins.remove_directory_source(id);
+    tracing::info!(source = %id, "directory source removed");
+    Ok(())
 }

@@ -431,6 +431,19 @@ impl Plugins {
         Ok(plugin)
     }
 
+    /// Stops serving a directory source added at run time.
+    pub fn remove_directory_source(&self, id: &str) {
+        self.plugins
+            .write()
+            .expect("plugin list lock poisoned")
+            .retain(|p| &*p.id != id);
+        self.lender
+            .directories
+            .write()
+            .expect("directory map lock poisoned")
+            .remove(id);
+    }
+
     /// Runs a directory source's connection test with settings not saved
     /// yet (the panel's Test connection button).
     pub async fn probe_directory_source(

@@ -626,3 +626,95 @@ async fn the_schedule_syncs_sources_with_enable_sync() {
         );
     }
 }
+
+#[tokio::test]
+async fn sources_are_added_and_removed_over_the_api_and_ini_sources_are_read_only() {
+    let slapd = Slapd::start(&person("mona", "Mona", "Lisa", "mona-directory-pw"));
+    for backend in backends() {
+        let server = server_with(&backend, "[source]\nENABLE_LDAP = true\n".into()).await;
+        server.create_user("root", PW, true);
+        let api = |method: reqwest::Method, path: &str| {
+            reqwest::Client::new()
+                .request(method, server.url(path))
+                .basic_auth("root", Some(PW))
+        };
+        let mut body = serde_json::json!({
+            "NAME": "Corp",
+            "HOST": "127.0.0.1",
+            "PORT": "not a port",
+            "USER_DN": postern_tests::ldap::READER_DN,
+            "USER_PASSWD": postern_tests::ldap::READER_PASSWORD,
+            "USER_SEARCH_BASE_DN": postern_tests::ldap::PEOPLE,
+            "USER_FILTER": "(&(objectClass=inetOrgPerson)(uid=%s))",
+            "ATTRIBUTE_USERNAME": "uid",
+            "ATTRIBUTE_MAIL": "mail",
+            "AUTO_REGISTER": "true",
+            "ALLOW_USER_CREATE": "true",
+        });
+        let res = api(reqwest::Method::POST, "/api/v1/admin/sources")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{backend}");
+        let error: serde_json::Value = res.json().await.unwrap();
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("PORT = \"not a port\""),
+            "{backend}: {error}"
+        );
+        assert_eq!(
+            sign_in(&client(), &server, "mona", "mona-directory-pw")
+                .await
+                .status(),
+            StatusCode::UNAUTHORIZED,
+            "{backend}: nothing was added"
+        );
+
+        body["PORT"] = slapd.port.to_string().into();
+        let res = api(reqwest::Method::POST, "/api/v1/admin/sources")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED, "{backend}");
+        let created: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(created["id"], "source.1", "{backend}: {created}");
+        assert_eq!(created["origin"], "database", "{backend}");
+        assert_eq!(
+            sign_in(&client(), &server, "mona", "mona-directory-pw")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: served at once: {}",
+            server.log()
+        );
+
+        let res = api(reqwest::Method::DELETE, "/api/v1/admin/sources/source.1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NO_CONTENT, "{backend}");
+        assert_eq!(
+            sign_in(&client(), &server, "mona", "mona-directory-pw")
+                .await
+                .status(),
+            StatusCode::UNAUTHORIZED,
+            "{backend}: the source is gone"
+        );
+        let listed = String::from_utf8(server.cli(&["admin", "auth", "list"]).stdout).unwrap();
+        assert!(listed.trim().is_empty(), "{backend}: {listed}");
+
+        let ini = server_with(&backend, slapd.source_ini(1, "")).await;
+        ini.create_user("root", PW, true);
+        let res = reqwest::Client::new()
+            .delete(ini.url("/api/v1/admin/sources/source.1"))
+            .basic_auth("root", Some(PW))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CONFLICT, "{backend}");
+    }
+}

@@ -30,6 +30,8 @@ use super::{
         sessions::revoke,
         plugins::list,
         sources::list,
+        sources::create,
+        sources::delete,
         sources::test,
         sources::sync,
         tokens::create,

@@ -1,16 +1,19 @@
 //! Directory sources for administrators: the list with each source's last
 //! sync, the connection test and a sync now. The same as `postern admin auth`.
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::users::require_admin;
-use super::{ApiError, ErrorBody, Principal};
+use super::{ApiError, ApiJson, ErrorBody, Principal};
 use crate::app::App;
 use crate::identity::sync::Summary;
-use crate::identity::{self, DirectorySourceView};
+use crate::identity::{self, DirectorySourceView, SourceError};
 use crate::tokens::{Access, Area};
 
 /// Named, not positional: the versioned route has `{version}` too.
@@ -101,6 +104,79 @@ pub(crate) async fn sync(
     Ok(Json(
         identity::sync::sync_source(&app, &source, &|_, _| {}).await,
     ))
+}
+
+fn source_error(e: SourceError) -> ApiError {
+    match e {
+        e @ SourceError::NotFound(_) => ApiError::NotFound(e.to_string()),
+        e @ SourceError::ReadOnly(_) => ApiError::Conflict(e.to_string()),
+        e @ SourceError::Invalid(_) => ApiError::Unprocessable(e.to_string()),
+        SourceError::Unavailable(cause) => ApiError::Internal(cause),
+    }
+}
+
+/// Adds a directory source: the `[source.<n>]` keys and values (`NAME`,
+/// `HOST`, `PORT`, `SECURITY_PROTOCOL`, `USER_DN`, `USER_PASSWD`,
+/// `USER_SEARCH_BASE_DN`, `USER_FILTER`, `ATTRIBUTE_*`, …), each checked as
+/// the ini file's would be. It is stored (the bind password sealed) and
+/// served at once. Permission: site administrator.
+#[utoipa::path(
+    post, path = "/api/v1/admin/sources", tag = "admin",
+    request_body(content = BTreeMap<String, String>, description = "The source's keys and values"),
+    responses(
+        (status = 201, description = "The new source", body = DirectorySourceView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "A key or value is wrong, or directory sign-in is off", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn create(
+    State(app): State<App>,
+    who: Principal,
+    ApiJson(body): ApiJson<BTreeMap<String, String>>,
+) -> Result<(StatusCode, Json<DirectorySourceView>), ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    let id = identity::add_directory_source(&app, body)
+        .await
+        .map_err(source_error)?;
+    let view = identity::directory_sources(&app)
+        .await
+        .map_err(ApiError::internal)?
+        .into_iter()
+        .find(|s| s.id == id)
+        .ok_or_else(|| ApiError::Internal("the new source is not listed".into()))?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// Removes a directory source added in the panel or over the API; one from
+/// the ini file is refused (409). Permission: site administrator.
+#[utoipa::path(
+    delete, path = "/api/v1/admin/sources/{id}", tag = "admin",
+    params(("id" = String, Path, description = "The source: source.<n>")),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn delete(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<SourcePath>,
+) -> Result<StatusCode, ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    identity::remove_directory_source(&app, &path.id)
+        .await
+        .map_err(source_error)?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 fn find(app: &App, id: &str) -> Result<std::sync::Arc<crate::plugins::Plugin>, ApiError> {

@@ -209,7 +209,9 @@ pub(crate) async fn create(
     }
     match identity::add_directory_source(&app, section).await {
         Ok(_) => Redirect::to("/admin/auths").into_response(),
-        Err(e @ SourceError::Invalid(_)) => new_page(
+        Err(
+            e @ (SourceError::Invalid(_) | SourceError::NotFound(_) | SourceError::ReadOnly(_)),
+        ) => new_page(
             &app,
             &viewer,
             StatusCode::UNPROCESSABLE_ENTITY,
