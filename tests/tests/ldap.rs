@@ -446,11 +446,16 @@ async fn directory_groups_make_team_members_and_directory_keys_open_ssh_until_re
         person("hal", "Hal", "Nine", "hal-pw-123"),
         group("devs", &["gina"]),
         group("ops", &["hal"]),
+        // A group whose member is a group: gina is in it through devs.
+        format!(
+            "{}member: cn=devs,ou=groups,dc=example,dc=org\n",
+            group("engineering", &[])
+        ),
     ]
     .join("\n");
     for backend in backends() {
         let slapd = Slapd::start(&seed);
-        let extra = "AUTO_REGISTER = true\nALLOW_USER_CREATE = true\nENABLE_SYNC = true\nSYNC_GROUPS = true\nGROUP_SEARCH_BASE_DN = ou=groups,dc=example,dc=org\nGROUP_FILTER = (objectClass=groupOfNames)\nGROUP_NAME_ATTRIBUTE = cn\nGROUP_MEMBER_ATTRIBUTE = member\nUSER_GROUP_ATTRIBUTE = dn\nGROUP_TEAM_MAP = {\"devs\": {\"corp\": [\"developers\"]}}";
+        let extra = "AUTO_REGISTER = true\nALLOW_USER_CREATE = true\nENABLE_SYNC = true\nSYNC_GROUPS = true\nGROUP_SEARCH_BASE_DN = ou=groups,dc=example,dc=org\nGROUP_FILTER = (objectClass=groupOfNames)\nGROUP_NAME_ATTRIBUTE = cn\nGROUP_MEMBER_ATTRIBUTE = member\nUSER_GROUP_ATTRIBUTE = dn\nGROUP_TEAM_MAP = {\"devs\": {\"corp\": [\"developers\"]}, \"engineering\": {\"corp\": [\"engineers\"]}}";
         let server = server_with(
             &backend,
             format!("{}\n{SSH_INI}", slapd.source_ini(1, extra)),
@@ -491,6 +496,16 @@ async fn directory_groups_make_team_members_and_directory_keys_open_ssh_until_re
         let team = res.json::<serde_json::Value>().await.unwrap()["id"]
             .as_i64()
             .unwrap();
+        let res = as_boss(
+            s,
+            reqwest::Method::POST,
+            "/api/v1/orgs/corp/teams",
+            Some(serde_json::json!({"name": "engineers", "permission": "read"})),
+        )
+        .await;
+        let engineers = res.json::<serde_json::Value>().await.unwrap()["id"]
+            .as_i64()
+            .unwrap();
 
         let (ok, text) = sync_all(s);
         assert!(ok, "{backend}: {text}");
@@ -498,6 +513,11 @@ async fn directory_groups_make_team_members_and_directory_keys_open_ssh_until_re
             team_members(s, team).await,
             vec!["gina".to_string()],
             "{backend}: devs → corp/developers; hal is in ops, which maps to nothing"
+        );
+        assert_eq!(
+            team_members(s, engineers).await,
+            vec!["gina".to_string()],
+            "{backend}: engineering holds devs, so gina is in it too"
         );
 
         // gina's key from the directory opens the organization's repository.
@@ -521,6 +541,10 @@ async fn directory_groups_make_team_members_and_directory_keys_open_ssh_until_re
         assert!(
             team_members(s, team).await.is_empty(),
             "{backend}: removed from the team"
+        );
+        assert!(
+            team_members(s, engineers).await.is_empty(),
+            "{backend}: and from the team of the enclosing group"
         );
         let work = tempfile::tempdir().unwrap();
         let (ok, out) = ssh_clone(work.path(), &gina_key, &url);
@@ -549,10 +573,28 @@ async fn the_active_directory_variant_signs_in_by_account_name_or_upn_and_refuse
         // TYPE = 6 is the directory-service variant; its default filter
         // takes sAMAccountName or userPrincipalName.
         let ini = slapd
-            .source_ini(1, "TYPE = 6\nAUTO_REGISTER = true\nALLOW_USER_CREATE = true\nATTRIBUTE_USERNAME = sAMAccountName\nATTRIBUTE_NAME =\nATTRIBUTE_SURNAME =")
+            .source_ini(1, "TYPE = 6\nAUTO_REGISTER = true\nALLOW_USER_CREATE = true\nATTRIBUTE_USERNAME = sAMAccountName\nATTRIBUTE_NAME =\nATTRIBUTE_SURNAME =\nSYNC_GROUPS = true\nGROUP_TEAM_MAP = {\"Developers\": {\"corp\": [\"devs\"]}}")
             .replace("TYPE = ldap\n", "")
             .replace("USER_FILTER = (&(objectClass=inetOrgPerson)(uid=%s))\n", "");
         let server = server_with(&backend, ini).await;
+        server.create_user("boss", PW, false);
+        as_boss(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/orgs",
+            Some(serde_json::json!({"username": "corp"})),
+        )
+        .await;
+        let res = as_boss(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/orgs/corp/teams",
+            Some(serde_json::json!({"name": "devs", "permission": "read"})),
+        )
+        .await;
+        let devs_team = res.json::<serde_json::Value>().await.unwrap()["id"]
+            .as_i64()
+            .unwrap();
         let http = client();
         let res = sign_in(&http, &server, "ivan@corp.example.org", "ivan-ad-pw").await;
         assert_eq!(
@@ -565,6 +607,11 @@ async fn the_active_directory_variant_signs_in_by_account_name_or_upn_and_refuse
         assert_eq!(
             me["login"], "ivan",
             "{backend}: the login is the sAMAccountName"
+        );
+        assert_eq!(
+            team_members(&server, devs_team).await,
+            vec!["ivan".to_string()],
+            "{backend}: memberOf Developers → corp/devs at the first sign-in"
         );
         let http = client();
         let res = sign_in(&http, &server, "ivan", "ivan-ad-pw").await;

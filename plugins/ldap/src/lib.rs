@@ -208,15 +208,27 @@ fn ad_disabled(entry: &directory::Entry) -> bool {
         .is_some_and(|flags| flags & AD_DISABLED != 0)
 }
 
-/// Group memberships: member value → group names, from one search of the
-/// group base.
-struct Groups(BTreeMap<String, BTreeSet<String>>);
+/// One group of the listing.
+struct Group {
+    dn: String,
+    name: String,
+}
+
+/// Group memberships from one search of the group base: which groups list a
+/// member value, so that a user's groups (and the groups those groups are
+/// in, to any depth) are found without a search per user.
+#[derive(Default)]
+struct Groups {
+    groups: Vec<Group>,
+    /// Member value (lower case) → indexes into `groups`.
+    by_member: BTreeMap<String, Vec<usize>>,
+}
 
 impl Groups {
     fn load(src: &Source) -> Result<Groups, SignInError> {
-        let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut out = Groups::default();
         if src.group_base.is_empty() {
-            return Ok(Groups(map));
+            return Ok(out);
         }
         let found = directory::search(
             &src.group_base,
@@ -227,28 +239,48 @@ impl Groups {
         )
         .map_err(unavailable)?;
         for group in &found {
-            let name = first(group, &src.group_name_attr).unwrap_or_else(|| rdn_value(&group.dn));
+            let index = out.groups.len();
+            out.groups.push(Group {
+                dn: group.dn.to_ascii_lowercase(),
+                name: first(group, &src.group_name_attr).unwrap_or_else(|| rdn_value(&group.dn)),
+            });
             for member in values(group, &src.group_member_attr) {
-                map.entry(member.to_ascii_lowercase())
+                out.by_member
+                    .entry(member.to_ascii_lowercase())
                     .or_default()
-                    .insert(name.clone());
+                    .push(index);
             }
         }
-        Ok(Groups(map))
+        Ok(out)
     }
 
+    /// The names of the groups `entry` is in, directly or through groups
+    /// that are members of groups. Nested groups are followed here, from the
+    /// listing, rather than with Active Directory's in-chain matching rule,
+    /// so they work on every directory.
     fn of(&self, src: &Source, entry: &directory::Entry) -> Vec<String> {
-        let key = if src.user_group_attr.eq_ignore_ascii_case("dn") {
-            Some(entry.dn.clone())
-        } else {
-            first(entry, &src.user_group_attr)
-        };
-        let mut names: BTreeSet<String> = key
-            .and_then(|k| self.0.get(&k.to_ascii_lowercase()))
-            .cloned()
-            .unwrap_or_default();
+        let mut start: Vec<String> = Vec::new();
+        if src.user_group_attr.eq_ignore_ascii_case("dn") {
+            start.push(entry.dn.to_ascii_lowercase());
+        } else if let Some(v) = first(entry, &src.user_group_attr) {
+            start.push(v.to_ascii_lowercase());
+        }
+        let mut names: BTreeSet<String> = BTreeSet::new();
         if src.active_directory {
-            names.extend(values(entry, "memberOf").iter().map(|dn| rdn_value(dn)));
+            for dn in values(entry, "memberOf") {
+                names.insert(rdn_value(&dn));
+                start.push(dn.to_ascii_lowercase());
+            }
+        }
+        let mut seen: BTreeSet<usize> = BTreeSet::new();
+        let mut queue = start;
+        while let Some(member) = queue.pop() {
+            for &g in self.by_member.get(&member).into_iter().flatten() {
+                if seen.insert(g) {
+                    names.insert(self.groups[g].name.clone());
+                    queue.push(self.groups[g].dn.clone());
+                }
+            }
         }
         names.into_iter().collect()
     }
