@@ -167,6 +167,38 @@ fn unavailable(source: &Plugin, reason: String) -> Error {
 /// identity source in configuration order; the first that knows the user
 /// wins, and its identity is linked to a local user.
 pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
+    sign_in_with(app, login, password, None).await
+}
+
+/// The password sources a sign-in form may name: `local`, then each
+/// directory source, as `(id, display name)`. Only worth showing when there
+/// is more than one.
+pub fn password_sources(app: &App) -> Vec<(String, String)> {
+    let mut out = vec![(LOCAL_SOURCE.to_string(), "Local account".to_string())];
+    for p in app.plugins.directory_sources() {
+        if !p.is_ready() {
+            continue;
+        }
+        let name = p
+            .settings
+            .iter()
+            .find(|(k, _)| k == "NAME")
+            .map(|(_, v)| v.clone())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| p.id.to_string());
+        out.push((p.id.to_string(), name));
+    }
+    out
+}
+
+/// [`sign_in`], asking only the source `only` when the user chose one on
+/// the sign-in form.
+pub async fn sign_in_with(
+    app: &App,
+    login: &str,
+    password: &str,
+    only: Option<&str>,
+) -> Result<User> {
     // No account has a NUL in its login, and PostgreSQL refuses the byte in
     // a query: such a login is simply wrong.
     if login.contains('\0') {
@@ -176,7 +208,8 @@ pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
     let local = app.plugins.get(builtin::LOCAL);
 
     let owner = account.as_ref().map(|a| a.login_source.as_str());
-    if owner.is_none() || owner == Some(LOCAL_SOURCE) {
+    let chosen = |id: &str| only.is_none_or(|o| o == id);
+    if (owner.is_none() || owner == Some(LOCAL_SOURCE)) && chosen(LOCAL_SOURCE) {
         let local = local.ok_or_else(|| Error::SourceUnavailable {
             source_id: builtin::LOCAL.into(),
             reason: "the local plugin is not loaded".into(),
@@ -195,7 +228,7 @@ pub async fn sign_in(app: &App, login: &str, password: &str) -> Result<User> {
     }
 
     for source in &app.plugins.extra_identity_sources() {
-        if owner.is_some_and(|o| o != &*source.id) {
+        if owner.is_some_and(|o| o != &*source.id) || !chosen(&source.id) {
             continue;
         }
         let request = PasswordSignIn {

@@ -233,6 +233,9 @@ struct LoginPage {
     registration_open: bool,
     /// Offer passkey sign-in (`[webauthn] ENABLE`).
     passkeys: bool,
+    /// The password sources to choose from, shown when there are several.
+    sources: Vec<(String, String)>,
+    source: String,
 }
 
 async fn login_form(State(app): State<App>, viewer: Viewer) -> Response {
@@ -247,6 +250,8 @@ async fn login_form(State(app): State<App>, viewer: Viewer) -> Response {
         user_name: String::new(),
         registration_open: !app.config.service.disable_registration,
         passkeys: app.config.webauthn.usable(),
+        sources: identity::password_sources(&app),
+        source: String::new(),
     };
     (jar, render(StatusCode::OK, page)).into_response()
 }
@@ -260,6 +265,9 @@ struct LoginForm {
     password: String,
     #[serde(default)]
     remember: Option<String>,
+    /// A source chosen on the form; empty asks every source.
+    #[serde(default)]
+    source: String,
     #[serde(default, rename = "_csrf")]
     csrf: String,
 }
@@ -273,7 +281,8 @@ async fn login(
     if !viewer.csrf_ok(&form.csrf) {
         return refuse_csrf(&viewer, &app);
     }
-    match identity::sign_in(&app, &form.user_name, &form.password).await {
+    let only = Some(form.source.as_str()).filter(|s| !s.is_empty());
+    match identity::sign_in_with(&app, &form.user_name, &form.password, only).await {
         Ok(user) => match crate::second_factor::enrolled(&app.db, user.id).await {
             Ok(true) if remembered(&app, &viewer, user.id).await => {
                 start_session(&app, viewer, &headers, &user, form.remember.is_some()).await
@@ -302,6 +311,8 @@ async fn login(
                 user_name: form.user_name,
                 registration_open: !app.config.service.disable_registration,
                 passkeys: app.config.webauthn.usable(),
+                sources: identity::password_sources(&app),
+                source: form.source,
             };
             (jar, render(status, page)).into_response()
         }

@@ -765,3 +765,60 @@ async fn sources_are_added_and_removed_over_the_api_and_ini_sources_are_read_onl
         assert_eq!(res.status(), StatusCode::CONFLICT, "{backend}");
     }
 }
+
+#[tokio::test]
+async fn the_sign_in_page_names_the_directory_sources_and_asks_only_the_one_chosen() {
+    use postern_tests::{get_text, submit_form};
+    let slapd = Slapd::start(&person("nina", "Nina", "Simone", "nina-directory-pw"));
+    for backend in backends() {
+        let plain = server_with(&backend, String::new()).await;
+        let page = get_text(&client(), &plain.url("/user/login")).await;
+        assert!(
+            !page.contains("id=\"source\""),
+            "{backend}: one password source, no choice"
+        );
+
+        let server = server_with(
+            &backend,
+            slapd.source_ini(1, "AUTO_REGISTER = true\nALLOW_USER_CREATE = true"),
+        )
+        .await;
+        let page = get_text(&client(), &server.url("/user/login")).await;
+        assert!(
+            page.contains("<option value=\"local\">Local account</option>"),
+            "{backend}: {page}"
+        );
+        assert!(
+            page.contains("<option value=\"source.1\">Example directory</option>"),
+            "{backend}: {page}"
+        );
+        let with = |source: &'static str| {
+            let server = &server;
+            async move {
+                submit_form(
+                    &client(),
+                    server,
+                    "/user/login",
+                    &[
+                        ("user_name", "nina"),
+                        ("password", "nina-directory-pw"),
+                        ("source", source),
+                    ],
+                )
+                .await
+                .status()
+            }
+        };
+        assert_eq!(
+            with("local").await,
+            StatusCode::UNAUTHORIZED,
+            "{backend}: local does not know nina"
+        );
+        assert_eq!(with("source.1").await, StatusCode::SEE_OTHER, "{backend}");
+        assert_eq!(
+            with("").await,
+            StatusCode::SEE_OTHER,
+            "{backend}: any source"
+        );
+    }
+}
