@@ -45,6 +45,8 @@ pub struct Identity {
     pub email: String,
     pub ssh_keys: Vec<String>,
     pub groups: Vec<String>,
+    /// Organizations to belong to (`AUTO_CREATE_ORG`).
+    pub organizations: Vec<String>,
 }
 
 /// A user in a source's full listing, for a sync.

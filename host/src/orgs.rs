@@ -104,6 +104,14 @@ const TEAM_COLUMNS: &str =
 
 /// Creates an organization with its Owners team, `creator` in it.
 pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Result<Org> {
+    let (org, owners) = create_unowned(db, name, full_name).await?;
+    add_member(db, owners.id, creator.id).await?;
+    Ok(org)
+}
+
+/// Creates an organization with an empty Owners team (site administrators
+/// manage it): what a directory sync makes. Returns the Owners team too.
+pub async fn create_unowned(db: &Db, name: &str, full_name: &str) -> Result<(Org, Team)> {
     crate::repos::check_name(name)
         .map_err(|e| Error::InvalidName(e.to_string().replace("repository", "organization")))?;
     const RESERVED: &[&str] = &[
@@ -137,8 +145,7 @@ pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Res
         true,
     )
     .await?;
-    add_member(db, owners.id, creator.id).await?;
-    Ok(org)
+    Ok((org, owners))
 }
 
 pub async fn find(db: &Db, name: &str) -> Result<Option<Org>> {

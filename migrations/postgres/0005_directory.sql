@@ -33,3 +33,11 @@ CREATE TABLE directory_sources (
     bind_password BYTEA NOT NULL,
     created BIGINT NOT NULL
 );
+
+-- Organizations a directory source created (AUTO_CREATE_ORG): the only ones
+-- whose membership its sync manages.
+CREATE TABLE source_orgs (
+    source TEXT NOT NULL,
+    org_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    PRIMARY KEY (source, org_id)
+);

@@ -822,3 +822,88 @@ async fn the_sign_in_page_names_the_directory_sources_and_asks_only_the_one_chos
         );
     }
 }
+
+#[tokio::test]
+async fn auto_create_org_makes_organizations_from_groups_and_keeps_membership_in_step() {
+    let group = |cn: &str, o: &str, members: &[&str]| {
+        let mut ldif = format!(
+            "dn: cn={cn},ou=groups,dc=example,dc=org\nobjectClass: groupOfNames\ncn: {cn}\no: {o}\nmember: cn=reader,dc=example,dc=org\n"
+        );
+        for m in members {
+            ldif.push_str(&format!("member: uid={m},ou=people,dc=example,dc=org\n"));
+        }
+        ldif
+    };
+    let seed = [
+        person("olga", "Olga", "Tokarczuk", "olga-pw-123"),
+        group("staff", "acme-staff", &["olga"]),
+        group("others", "taken", &["olga"]),
+    ]
+    .join("\n");
+    for backend in backends() {
+        let slapd = Slapd::start(&seed);
+        let extra = "AUTO_REGISTER = true\nALLOW_USER_CREATE = true\nAUTO_CREATE_ORG = true\nORG_NAME_ATTRIBUTE = o\nGROUP_SEARCH_BASE_DN = ou=groups,dc=example,dc=org\nGROUP_FILTER = (objectClass=groupOfNames)\nGROUP_MEMBER_ATTRIBUTE = member";
+        let server = server_with(&backend, slapd.source_ini(1, extra)).await;
+        // A site administrator, and an organization the directory did not make.
+        server.create_user("boss", PW, true);
+        let s = &server;
+        as_boss(
+            s,
+            reqwest::Method::POST,
+            "/api/v1/orgs",
+            Some(serde_json::json!({"username": "taken"})),
+        )
+        .await;
+        let members_team = |org: &'static str| async move {
+            let teams: serde_json::Value = as_boss(
+                s,
+                reqwest::Method::GET,
+                &format!("/api/v1/orgs/{org}/teams"),
+                None,
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+            teams
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == "Members")
+                .map(|t| t["id"].as_i64().unwrap())
+        };
+
+        let (ok, text) = sync_all_including_disabled(s);
+        assert!(ok, "{backend}: {text}");
+        let team = members_team("acme-staff")
+            .await
+            .expect("the organization and its Members team were made");
+        assert_eq!(
+            team_members(s, team).await,
+            vec!["olga".to_string()],
+            "{backend}"
+        );
+        assert!(
+            members_team("taken").await.is_none(),
+            "{backend}: an organization the source did not make is left alone"
+        );
+
+        slapd.modify(
+            "dn: cn=staff,ou=groups,dc=example,dc=org\nchangetype: modify\ndelete: member\nmember: uid=olga,ou=people,dc=example,dc=org\n",
+        );
+        let (ok, text) = sync_all_including_disabled(s);
+        assert!(ok, "{backend}: {text}");
+        assert!(
+            team_members(s, team).await.is_empty(),
+            "{backend}: out of the group, out of the organization"
+        );
+    }
+}
+
+fn sync_all_including_disabled(server: &Server) -> (bool, String) {
+    let out = server.cli(&["admin", "auth", "ldap", "sync-all", "--all"]);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
+    )
+}

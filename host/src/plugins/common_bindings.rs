@@ -46,19 +46,6 @@ macro_rules! common_bindings {
             }
         }
 
-        impl From<types::Identity> for Identity {
-            fn from(i: types::Identity) -> Self {
-                Identity {
-                    external_id: i.external_id,
-                    login: i.login,
-                    full_name: i.full_name,
-                    email: i.email,
-                    ssh_keys: i.ssh_keys,
-                    groups: i.groups,
-                }
-            }
-        }
-
         impl From<wit::SignInError> for SignInRefusal {
             fn from(e: wit::SignInError) -> Self {
                 match e {

@@ -49,6 +49,21 @@ use second_factor::exports::postern::plugin::factor as factor_wit;
 
 common_bindings!();
 
+/// 0.1.0 identities name no organizations.
+impl From<types::Identity> for Identity {
+    fn from(i: types::Identity) -> Self {
+        Identity {
+            external_id: i.external_id,
+            login: i.login,
+            full_name: i.full_name,
+            email: i.email,
+            ssh_keys: i.ssh_keys,
+            groups: i.groups,
+            organizations: Vec::new(),
+        }
+    }
+}
+
 impl From<factor_wit::FactorError> for FactorRefusal {
     fn from(e: factor_wit::FactorError) -> Self {
         match e {

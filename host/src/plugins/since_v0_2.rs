@@ -42,6 +42,20 @@ use second_factor::exports::postern::plugin::factor as factor_wit;
 
 common_bindings!();
 
+impl From<types::Identity> for Identity {
+    fn from(i: types::Identity) -> Self {
+        Identity {
+            external_id: i.external_id,
+            login: i.login,
+            full_name: i.full_name,
+            email: i.email,
+            ssh_keys: i.ssh_keys,
+            groups: i.groups,
+            organizations: i.organizations,
+        }
+    }
+}
+
 impl From<crate::directory::Error> for directory::Error {
     fn from(e: crate::directory::Error) -> Self {
         use crate::directory::Error as E;

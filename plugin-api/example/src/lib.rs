@@ -43,6 +43,7 @@ impl IdentitySource for StaticUsers {
                     email: email.to_string(),
                     ssh_keys: Vec::new(),
                     groups: Vec::new(),
+                    organizations: Vec::new(),
                 })
             }
             Ok(false) => Err(SignInError::InvalidCredentials),

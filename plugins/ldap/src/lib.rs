@@ -44,6 +44,11 @@ pub struct Source {
     /// The user's attribute whose value groups list as members; `dn` means
     /// the entry's DN.
     pub user_group_attr: String,
+    /// `AUTO_CREATE_ORG`: each of the user's groups names an organization.
+    pub auto_create_org: bool,
+    /// The group attribute that names its organization; empty means the
+    /// group's name.
+    pub org_name_attr: String,
 }
 
 impl Source {
@@ -93,6 +98,8 @@ impl Source {
             group_name_attr: or(get("GROUP_NAME_ATTRIBUTE"), "cn"),
             group_member_attr: or(get("GROUP_MEMBER_ATTRIBUTE"), "member"),
             user_group_attr: or(get("USER_GROUP_ATTRIBUTE"), "dn"),
+            auto_create_org: get("AUTO_CREATE_ORG").eq_ignore_ascii_case("true"),
+            org_name_attr: get("ORG_NAME_ATTRIBUTE"),
             active_directory,
         })
     }
@@ -212,6 +219,8 @@ fn ad_disabled(entry: &directory::Entry) -> bool {
 struct Group {
     dn: String,
     name: String,
+    /// The organization it names (`ORG_NAME_ATTRIBUTE`, else its name).
+    org: String,
 }
 
 /// Group memberships from one search of the group base: which groups list a
@@ -230,19 +239,25 @@ impl Groups {
         if src.group_base.is_empty() {
             return Ok(out);
         }
+        let mut attributes = vec![src.group_name_attr.clone(), src.group_member_attr.clone()];
+        if !src.org_name_attr.is_empty() {
+            attributes.push(src.org_name_attr.clone());
+        }
         let found = directory::search(
             &src.group_base,
             directory::Scope::Subtree,
             &src.group_filter,
-            &[src.group_name_attr.clone(), src.group_member_attr.clone()],
+            &attributes,
             0,
         )
         .map_err(unavailable)?;
         for group in &found {
             let index = out.groups.len();
+            let name = first(group, &src.group_name_attr).unwrap_or_else(|| rdn_value(&group.dn));
             out.groups.push(Group {
                 dn: group.dn.to_ascii_lowercase(),
-                name: first(group, &src.group_name_attr).unwrap_or_else(|| rdn_value(&group.dn)),
+                org: first(group, &src.org_name_attr).unwrap_or_else(|| name.clone()),
+                name,
             });
             for member in values(group, &src.group_member_attr) {
                 out.by_member
@@ -258,7 +273,7 @@ impl Groups {
     /// that are members of groups. Nested groups are followed here, from the
     /// listing, rather than with Active Directory's in-chain matching rule,
     /// so they work on every directory.
-    fn of(&self, src: &Source, entry: &directory::Entry) -> Vec<String> {
+    fn of(&self, src: &Source, entry: &directory::Entry) -> (Vec<String>, Vec<String>) {
         let mut start: Vec<String> = Vec::new();
         if src.user_group_attr.eq_ignore_ascii_case("dn") {
             start.push(entry.dn.to_ascii_lowercase());
@@ -266,6 +281,7 @@ impl Groups {
             start.push(v.to_ascii_lowercase());
         }
         let mut names: BTreeSet<String> = BTreeSet::new();
+        let mut orgs: BTreeSet<String> = BTreeSet::new();
         if src.active_directory {
             for dn in values(entry, "memberOf") {
                 names.insert(rdn_value(&dn));
@@ -278,11 +294,15 @@ impl Groups {
             for &g in self.by_member.get(&member).into_iter().flatten() {
                 if seen.insert(g) {
                     names.insert(self.groups[g].name.clone());
+                    orgs.insert(self.groups[g].org.clone());
                     queue.push(self.groups[g].dn.clone());
                 }
             }
         }
-        names.into_iter().collect()
+        if !src.auto_create_org {
+            orgs.clear();
+        }
+        (names.into_iter().collect(), orgs.into_iter().collect())
     }
 }
 
@@ -290,6 +310,7 @@ impl Groups {
 /// when no username attribute is configured.
 fn identity(src: &Source, entry: &directory::Entry, typed: &str, groups: &Groups) -> Identity {
     let login = first(entry, &src.attr_username).unwrap_or_else(|| typed.to_string());
+    let (groups, organizations) = groups.of(src, entry);
     let full_name = [
         first(entry, &src.attr_name),
         first(entry, &src.attr_surname),
@@ -316,7 +337,8 @@ fn identity(src: &Source, entry: &directory::Entry, typed: &str, groups: &Groups
             .map(|k| k.trim().to_string())
             .filter(|k| !k.is_empty())
             .collect(),
-        groups: groups.of(src, entry),
+        groups,
+        organizations,
     }
 }
 

@@ -72,6 +72,7 @@ impl IdentitySource for Local {
             email: account.email,
             ssh_keys: Vec::new(),
             groups: Vec::new(),
+            organizations: Vec::new(),
         })
     }
 
