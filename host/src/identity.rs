@@ -314,11 +314,12 @@ async fn link_or_provision(
         } else {
             "AUTO_REGISTER is not true"
         };
-        tracing::warn!(
-            source = %source.id,
-            login = %identity.login,
-            "the source accepted the sign-in but no local user is linked and {needed}; no user was created"
+        let problem = format!(
+            "the source accepted the sign-in of {:?} but no local user is linked and {needed}; no user was created",
+            identity.login
         );
+        tracing::warn!(source = %source.id, "{problem}");
+        source.record_problem(problem);
         return Err(Error::InvalidCredentials);
     }
     let user = provision(app, source, identity).await?;
@@ -430,6 +431,9 @@ pub struct DirectorySourceView {
     pub last_sync: String,
     /// The plugin's state: `ready`, or why not.
     pub state: String,
+    /// The last thing that went wrong with it since the server started (a
+    /// failed call, a sign-in the directory accepted that created nobody).
+    pub last_problem: Option<String>,
 }
 
 /// The directory sources, with their last sync.
@@ -484,6 +488,7 @@ pub async fn directory_sources(app: &App) -> Result<Vec<DirectorySourceView>> {
             origin: get("DEFINED_IN"),
             last_sync,
             state: info,
+            last_problem: p.last_problem(),
         });
     }
     Ok(out)

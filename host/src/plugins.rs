@@ -263,6 +263,23 @@ impl Plugin {
         }
     }
 
+    /// Records why the plugin's last request did not go as the operator
+    /// would expect although nothing failed (a directory sign-in that
+    /// created nobody): shown as the last error in `admin plugin list` and
+    /// as the source's last problem.
+    pub fn record_problem(&self, text: String) {
+        *self.stats.last_error.lock().expect("stats lock poisoned") = Some(text);
+    }
+
+    /// The last error or problem recorded since the host started.
+    pub fn last_problem(&self) -> Option<String> {
+        self.stats
+            .last_error
+            .lock()
+            .expect("stats lock poisoned")
+            .clone()
+    }
+
     /// `ready`, `disabled`, or `refused: <why>`.
     pub fn info_state(&self) -> String {
         match &self.state {

@@ -89,6 +89,21 @@ async fn a_directory_user_is_created_only_when_auto_register_and_allow_user_crea
                     "{case}: the administrator is told why: {}",
                     server.log()
                 );
+                server.create_user("root", PW, true);
+                let sources: serde_json::Value = reqwest::Client::new()
+                    .get(server.url("/api/v1/admin/sources"))
+                    .basic_auth("root", Some(PW))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let problem = sources[0]["last_problem"].as_str().unwrap_or_default();
+                assert!(
+                    problem.contains("AUTO_REGISTER or ALLOW_USER_CREATE is not true"),
+                    "{case}: and the source's status says so: {sources}"
+                );
             }
         }
     }
