@@ -61,7 +61,10 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         ),
         ("/admin/plugins", get(plugins::list)),
         ("/admin/sources", get(sources::list).post(sources::create)),
-        ("/admin/sources/{id}", delete(sources::delete)),
+        (
+            "/admin/sources/{id}",
+            delete(sources::delete).patch(sources::edit),
+        ),
         ("/admin/sources/{id}/test", post(sources::test)),
         ("/admin/sources/{id}/sync", post(sources::sync)),
         ("/user/repos", get(repos::list_mine).post(repos::create)),

@@ -74,6 +74,46 @@ enum AuthCmd {
     /// Directory (LDAP) commands.
     #[command(subcommand)]
     Ldap(LdapCmd),
+    /// Add a directory source, stored in the database, with `[source.<n>]`
+    /// keys: `--set HOST=ldap.example.com --set USER_FILTER=(uid=%s) …`. A
+    /// running server serves it from its next start.
+    Add {
+        #[arg(long = "set", value_name = "KEY=VALUE", required = true)]
+        set: Vec<String>,
+    },
+    /// Change a stored directory source: `--set KEY=VALUE` replaces a key,
+    /// `--set KEY=` removes it.
+    Update {
+        #[arg(long)]
+        id: String,
+        #[arg(long = "set", value_name = "KEY=VALUE", required = true)]
+        set: Vec<String>,
+    },
+    /// Remove a stored directory source.
+    Delete {
+        #[arg(long)]
+        id: String,
+    },
+}
+
+/// `KEY=VALUE` pairs of `--set`.
+fn key_values(set: &[String]) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    set.iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+                .with_context(|| format!("--set {kv:?}: expected KEY=VALUE"))
+        })
+        .collect()
+}
+
+/// `source.<n>` from `source.<n>` or `<n>`.
+fn source_id(id: String) -> String {
+    if id.starts_with("source.") {
+        id
+    } else {
+        format!("source.{id}")
+    }
 }
 
 #[derive(Subcommand)]
@@ -220,12 +260,25 @@ async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        AuthCmd::Add { set } => {
+            let id = identity::add_directory_source(&app, key_values(&set)?).await?;
+            println!("Added {id}.");
+            Ok(())
+        }
+        AuthCmd::Update { id, set } => {
+            let id = source_id(id);
+            identity::update_directory_source(&app, &id, key_values(&set)?).await?;
+            println!("Changed {id}.");
+            Ok(())
+        }
+        AuthCmd::Delete { id } => {
+            let id = source_id(id);
+            identity::remove_directory_source(&app, &id).await?;
+            println!("Removed {id}.");
+            Ok(())
+        }
         AuthCmd::Test { id } => {
-            let id = if id.starts_with("source.") {
-                id
-            } else {
-                format!("source.{id}")
-            };
+            let id = source_id(id);
             match identity::test_source(&app, &id).await {
                 Ok(report) => {
                     println!("{report}");

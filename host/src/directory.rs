@@ -404,3 +404,18 @@ pub async fn store(
     .map_err(|e| e.to_string())?;
     Ok(())
 }
+
+/// Replaces a stored directory source's settings (and bind password).
+pub async fn replace(
+    db: &crate::db::Db,
+    key: &crate::secrets::InstanceKey,
+    number: u32,
+    section: &BTreeMap<String, String>,
+) -> std::result::Result<(), String> {
+    sqlx::query("DELETE FROM directory_sources WHERE number = $1")
+        .bind(i64::from(number))
+        .execute(db.pool())
+        .await
+        .map_err(|e| e.to_string())?;
+    store(db, key, number, section).await
+}

@@ -548,33 +548,12 @@ pub async fn add_directory_source(
     app: &App,
     section: std::collections::BTreeMap<String, String>,
 ) -> std::result::Result<String, SourceError> {
-    use crate::config::schema;
     if !app.config.source.enable_ldap {
         return Err(SourceError::Invalid(
             "directory sign-in is off: set [source] ENABLE_LDAP = true".into(),
         ));
     }
-    let mut section: std::collections::BTreeMap<String, String> = section
-        .into_iter()
-        .map(|(k, v)| (k.to_ascii_uppercase(), v.trim().to_string()))
-        .filter(|(_, v)| !v.is_empty())
-        .collect();
-    for (key, value) in &section {
-        let spec = schema::key_spec("source.<n>", key).ok_or_else(|| {
-            SourceError::Invalid(format!("{key} is not a key of a directory source"))
-        })?;
-        spec.kind.check(value).map_err(|expected| {
-            SourceError::Invalid(format!("{key} = {value:?}: expected {expected}"))
-        })?;
-    }
-    for required in ["HOST", "USER_SEARCH_BASE_DN", "USER_FILTER"] {
-        if !section.contains_key(required) {
-            return Err(SourceError::Invalid(format!("{required} is required")));
-        }
-    }
-    section
-        .entry("TYPE".into())
-        .or_insert_with(|| "ldap".into());
+    let section = checked_section(section)?;
     let number = app
         .plugins
         .directory_sources()
@@ -596,9 +575,77 @@ pub async fn add_directory_source(
     Ok(plugin.id.to_string())
 }
 
-/// Removes a directory source added in the panel or over the API. Its users
-/// stay, and cannot sign in until another source or a password is theirs.
-pub async fn remove_directory_source(app: &App, id: &str) -> std::result::Result<(), SourceError> {
+/// A directory source's keys, upper-cased, trimmed, without empty values,
+/// each checked against the `[source.<n>]` schema, the required ones there.
+fn checked_section(
+    section: std::collections::BTreeMap<String, String>,
+) -> std::result::Result<std::collections::BTreeMap<String, String>, SourceError> {
+    use crate::config::schema;
+    let mut section: std::collections::BTreeMap<String, String> = section
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_uppercase(), v.trim().to_string()))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    for (key, value) in &section {
+        let spec = schema::key_spec("source.<n>", key).ok_or_else(|| {
+            SourceError::Invalid(format!("{key} is not a key of a directory source"))
+        })?;
+        spec.kind.check(value).map_err(|expected| {
+            SourceError::Invalid(format!("{key} = {value:?}: expected {expected}"))
+        })?;
+    }
+    for required in ["HOST", "USER_SEARCH_BASE_DN", "USER_FILTER"] {
+        if !section.contains_key(required) {
+            return Err(SourceError::Invalid(format!("{required} is required")));
+        }
+    }
+    section
+        .entry("TYPE".into())
+        .or_insert_with(|| "ldap".into());
+    Ok(section)
+}
+
+/// Changes a stored directory source: `changes` replace keys, an empty
+/// value removes one. The source is checked as a whole, stored, and served
+/// anew. Sources of the ini file are read-only.
+pub async fn update_directory_source(
+    app: &App,
+    id: &str,
+    changes: std::collections::BTreeMap<String, String>,
+) -> std::result::Result<(), SourceError> {
+    let number = stored_number(app, id)?;
+    let stored = crate::directory::stored(&app.db, &app.key)
+        .await
+        .map_err(SourceError::Unavailable)?;
+    let mut section = stored
+        .into_iter()
+        .find(|(n, _)| *n == number)
+        .map(|(_, s)| s)
+        .ok_or_else(|| SourceError::NotFound(id.to_string()))?;
+    for (key, value) in changes {
+        let key = key.to_ascii_uppercase();
+        if value.trim().is_empty() {
+            section.remove(&key);
+        } else {
+            section.insert(key, value);
+        }
+    }
+    let section = checked_section(section)?;
+    crate::directory::replace(&app.db, &app.key, number, &section)
+        .await
+        .map_err(SourceError::Unavailable)?;
+    app.plugins.remove_directory_source(id);
+    app.plugins
+        .add_directory_source(number, &section)
+        .await
+        .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+    tracing::info!(source = %id, "directory source changed");
+    Ok(())
+}
+
+/// The number of a directory source stored in the database (not one of the
+/// ini file's).
+fn stored_number(app: &App, id: &str) -> std::result::Result<u32, SourceError> {
     let source = app
         .plugins
         .directory_sources()
@@ -613,10 +660,15 @@ pub async fn remove_directory_source(app: &App, id: &str) -> std::result::Result
     if defined_in != Some("database") {
         return Err(SourceError::ReadOnly(id.to_string()));
     }
-    let number: i64 = id
-        .strip_prefix("source.")
+    id.strip_prefix("source.")
         .and_then(|n| n.parse().ok())
-        .ok_or_else(|| SourceError::NotFound(id.to_string()))?;
+        .ok_or_else(|| SourceError::NotFound(id.to_string()))
+}
+
+/// Removes a directory source added in the panel or over the API. Its users
+/// stay, and cannot sign in until another source or a password is theirs.
+pub async fn remove_directory_source(app: &App, id: &str) -> std::result::Result<(), SourceError> {
+    let number = i64::from(stored_number(app, id)?);
     sqlx::query("DELETE FROM directory_sources WHERE number = $1")
         .bind(number)
         .execute(app.db.pool())

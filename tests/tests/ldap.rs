@@ -754,6 +754,47 @@ async fn sources_are_added_and_removed_over_the_api_and_ini_sources_are_read_onl
             server.log()
         );
 
+        // A wrong bind password, then the right one again: each change is
+        // served at once.
+        let res = api(reqwest::Method::PATCH, "/api/v1/admin/sources/source.1")
+            .json(&serde_json::json!({"USER_PASSWD": "not-the-password", "NAME": "Corp LDAP"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        let changed: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(changed["name"], "Corp LDAP", "{backend}");
+        assert_eq!(
+            sign_in(&client(), &server, "mona", "mona-directory-pw")
+                .await
+                .status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{backend}: the bind account is refused now"
+        );
+        let res = api(reqwest::Method::PATCH, "/api/v1/admin/sources/source.1")
+            .json(&serde_json::json!({"USER_PASSWD": postern_tests::ldap::READER_PASSWORD, "PORT": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{backend}: a bad value changes nothing"
+        );
+        let res = api(reqwest::Method::PATCH, "/api/v1/admin/sources/source.1")
+            .json(&serde_json::json!({"USER_PASSWD": postern_tests::ldap::READER_PASSWORD}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        assert_eq!(
+            sign_in(&client(), &server, "mona", "mona-directory-pw")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER,
+            "{backend}"
+        );
+
         let res = api(reqwest::Method::DELETE, "/api/v1/admin/sources/source.1")
             .send()
             .await
@@ -768,6 +809,67 @@ async fn sources_are_added_and_removed_over_the_api_and_ini_sources_are_read_onl
         );
         let listed = String::from_utf8(server.cli(&["admin", "auth", "list"]).stdout).unwrap();
         assert!(listed.trim().is_empty(), "{backend}: {listed}");
+
+        // The CLI: add, change, remove.
+        let port = format!("PORT={}", slapd.port);
+        let base = format!("USER_SEARCH_BASE_DN={}", postern_tests::ldap::PEOPLE);
+        let out = server.cli(&[
+            "admin",
+            "auth",
+            "add",
+            "--set",
+            "NAME=From the CLI",
+            "--set",
+            "HOST=127.0.0.1",
+            "--set",
+            &port,
+            "--set",
+            &base,
+            "--set",
+            "USER_FILTER=(uid=%s)",
+        ]);
+        assert!(
+            out.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let added = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(added.starts_with("Added source."), "{backend}: {added}");
+        let id = added
+            .trim_start_matches("Added ")
+            .trim_end_matches('.')
+            .to_string();
+        let out = server.cli(&[
+            "admin",
+            "auth",
+            "update",
+            "--id",
+            &id,
+            "--set",
+            "NAME=Renamed",
+        ]);
+        assert!(
+            out.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let listed = String::from_utf8(server.cli(&["admin", "auth", "list"]).stdout).unwrap();
+        assert!(
+            listed.contains(&format!("{id}\tRenamed\t127.0.0.1")),
+            "{backend}: {listed}"
+        );
+        let out = server.cli(&["admin", "auth", "update", "--id", &id, "--set", "PORT=nope"]);
+        assert!(!out.status.success(), "{backend}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("PORT = \"nope\""),
+            "{backend}"
+        );
+        let out = server.cli(&["admin", "auth", "delete", "--id", &id]);
+        assert!(
+            out.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
 
         let ini = server_with(&backend, slapd.source_ini(1, "")).await;
         ini.create_user("root", PW, true);

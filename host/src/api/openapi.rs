@@ -32,6 +32,7 @@ use super::{
         sources::list,
         sources::create,
         sources::delete,
+        sources::edit,
         sources::test,
         sources::sync,
         tokens::create,

@@ -152,6 +152,46 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+/// Changes a directory source added in the panel or over the API: the keys
+/// given replace the stored ones, an empty value removes a key; the result is
+/// checked as a whole and served at once. One from the ini file is refused
+/// (409). Permission: site administrator.
+#[utoipa::path(
+    patch, path = "/api/v1/admin/sources/{id}", tag = "admin",
+    params(("id" = String, Path, description = "The source: source.<n>")),
+    request_body(content = BTreeMap<String, String>, description = "The keys to change"),
+    responses(
+        (status = 200, description = "The source as changed", body = DirectorySourceView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "A key or value is wrong", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn edit(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<SourcePath>,
+    ApiJson(body): ApiJson<BTreeMap<String, String>>,
+) -> Result<Json<DirectorySourceView>, ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    identity::update_directory_source(&app, &path.id, body)
+        .await
+        .map_err(source_error)?;
+    identity::directory_sources(&app)
+        .await
+        .map_err(ApiError::internal)?
+        .into_iter()
+        .find(|s| s.id == path.id)
+        .map(Json)
+        .ok_or_else(|| ApiError::Internal("the changed source is not listed".into()))
+}
+
 /// Removes a directory source added in the panel or over the API; one from
 /// the ini file is refused (409). Permission: site administrator.
 #[utoipa::path(
