@@ -197,7 +197,15 @@ fn active(server: &Server, login: &str) -> Option<bool> {
 }
 
 fn sync_all(server: &Server) -> (bool, String) {
-    let out = server.cli(&["admin", "auth", "ldap", "sync-all"]);
+    sync_all_with(server, &[])
+}
+
+/// `admin auth ldap sync-all` with `extra` arguments: success, and what it
+/// printed.
+fn sync_all_with(server: &Server, extra: &[&str]) -> (bool, String) {
+    let mut args = vec!["admin", "auth", "ldap", "sync-all"];
+    args.extend_from_slice(extra);
+    let out = server.cli(&args);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
@@ -990,7 +998,7 @@ async fn auto_create_org_makes_organizations_from_groups_and_keeps_membership_in
                 .map(|t| t["id"].as_i64().unwrap())
         };
 
-        let (ok, text) = sync_all_including_disabled(s);
+        let (ok, text) = sync_all_with(s, &["--all"]);
         assert!(ok, "{backend}: {text}");
         let team = members_team("acme-staff")
             .await
@@ -1008,19 +1016,11 @@ async fn auto_create_org_makes_organizations_from_groups_and_keeps_membership_in
         slapd.modify(
             "dn: cn=staff,ou=groups,dc=example,dc=org\nchangetype: modify\ndelete: member\nmember: uid=olga,ou=people,dc=example,dc=org\n",
         );
-        let (ok, text) = sync_all_including_disabled(s);
+        let (ok, text) = sync_all_with(s, &["--all"]);
         assert!(ok, "{backend}: {text}");
         assert!(
             team_members(s, team).await.is_empty(),
             "{backend}: out of the group, out of the organization"
         );
     }
-}
-
-fn sync_all_including_disabled(server: &Server) -> (bool, String) {
-    let out = server.cli(&["admin", "auth", "ldap", "sync-all", "--all"]);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
-    )
 }

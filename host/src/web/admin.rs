@@ -55,6 +55,18 @@ async fn admin_only(viewer: &Viewer) -> Option<Response> {
     }
 }
 
+/// The preamble of every form the panel posts: an administrator, and a CSRF
+/// token that matches.
+async fn admin_post(app: &App, viewer: &Viewer, csrf: Option<&String>) -> Option<Response> {
+    if let Some(r) = admin_only(viewer).await {
+        return Some(r);
+    }
+    if !viewer.csrf_ok(csrf.map(String::as_str).unwrap_or("")) {
+        return Some(super::refuse_csrf(viewer, app));
+    }
+    None
+}
+
 async fn list_page(
     app: &App,
     viewer: &Viewer,
@@ -95,11 +107,8 @@ pub(crate) async fn test(
     Path(id): Path<String>,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    if let Some(r) = admin_only(&viewer).await {
+    if let Some(r) = admin_post(&app, &viewer, form.get("_csrf")).await {
         return r;
-    }
-    if !viewer.csrf_ok(form.get("_csrf").map(String::as_str).unwrap_or("")) {
-        return super::refuse_csrf(&viewer, &app);
     }
     match identity::test_source(&app, &id).await {
         Ok(report) => list_page(&app, &viewer, None, Some(format!("{id}: {report}"))).await,
@@ -113,11 +122,8 @@ pub(crate) async fn sync(
     Path(id): Path<String>,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    if let Some(r) = admin_only(&viewer).await {
+    if let Some(r) = admin_post(&app, &viewer, form.get("_csrf")).await {
         return r;
-    }
-    if !viewer.csrf_ok(form.get("_csrf").map(String::as_str).unwrap_or("")) {
-        return super::refuse_csrf(&viewer, &app);
     }
     let Some(source) = app
         .plugins
@@ -177,12 +183,10 @@ pub(crate) async fn create(
     viewer: Viewer,
     Form(mut form): Form<HashMap<String, String>>,
 ) -> Response {
-    if let Some(r) = admin_only(&viewer).await {
+    if let Some(r) = admin_post(&app, &viewer, form.get("_csrf")).await {
         return r;
     }
-    if !viewer.csrf_ok(form.remove("_csrf").as_deref().unwrap_or("")) {
-        return super::refuse_csrf(&viewer, &app);
-    }
+    form.remove("_csrf");
     let action = form.remove("action").unwrap_or_default();
     let values: BTreeMap<String, String> = form.into_iter().collect();
     let mut section = values.clone();
