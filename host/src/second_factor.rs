@@ -255,6 +255,15 @@ pub async fn begin_enrollment(app: &App, user: &User, kind: &str) -> Result<Stri
     Ok(ceremony.display)
 }
 
+/// A key's name as the user typed it, trimmed: 1 to 64 characters.
+pub fn key_name(name: &str) -> Result<&str> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 64 {
+        return Err(Error::BadName);
+    }
+    Ok(name)
+}
+
 /// What a confirmed enrolment gives back.
 pub struct Enrolled {
     pub factor: Factor,
@@ -272,10 +281,7 @@ pub async fn confirm_enrollment(
     name: &str,
     response: &str,
 ) -> Result<Enrolled> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > 64 {
-        return Err(Error::BadName);
-    }
+    let name = key_name(name)?;
     let first = !enrolled(&app.db, user.id).await?;
     let row = sqlx::query(
         "SELECT state FROM factor_pending WHERE user_id = $1 AND kind = $2 AND expires > $3",

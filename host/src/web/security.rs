@@ -86,6 +86,16 @@ async fn page(
     (jar, render(status, page)).into_response()
 }
 
+/// The page after a step that may have made backup codes: shown this once
+/// (none after a factor that was not the first).
+async fn codes_page(app: &App, viewer: &Viewer, user: &User, codes: Vec<String>) -> Response {
+    let shown = Shown {
+        backup_codes: (!codes.is_empty()).then_some(codes),
+        ..Shown::default()
+    };
+    page(app, viewer, user, StatusCode::OK, shown).await
+}
+
 /// A refusal the user can act on, shown on the page; anything else is a 500.
 async fn refused(app: &App, viewer: &Viewer, user: &User, e: Error) -> Response {
     let status = match &e {
@@ -183,13 +193,7 @@ pub(crate) async fn confirm(
         Err(r) => return *r,
     };
     match second_factor::confirm_totp(&app, &user, &form.passcode).await {
-        Ok(codes) => {
-            let shown = Shown {
-                backup_codes: (!codes.is_empty()).then_some(codes),
-                ..Shown::default()
-            };
-            page(&app, &viewer, &user, StatusCode::OK, shown).await
-        }
+        Ok(codes) => codes_page(&app, &viewer, &user, codes).await,
         Err(e) => refused(&app, &viewer, &user, e).await,
     }
 }
@@ -224,13 +228,7 @@ pub(crate) async fn regenerate_codes(
         Err(e) => return internal(e),
     }
     match second_factor::regenerate_backup_codes(&app.db, user.id).await {
-        Ok(codes) => {
-            let shown = Shown {
-                backup_codes: Some(codes),
-                ..Shown::default()
-            };
-            page(&app, &viewer, &user, StatusCode::OK, shown).await
-        }
+        Ok(codes) => codes_page(&app, &viewer, &user, codes).await,
         Err(e) => refused(&app, &viewer, &user, e).await,
     }
 }
@@ -256,10 +254,10 @@ pub(crate) async fn begin_key(
         Ok(u) => u,
         Err(r) => return *r,
     };
-    let name = form.name.trim();
-    if name.is_empty() || name.chars().count() > 64 {
-        return refused(&app, &viewer, &user, Error::BadName).await;
-    }
+    let name = match second_factor::key_name(&form.name) {
+        Ok(name) => name,
+        Err(e) => return refused(&app, &viewer, &user, e).await,
+    };
     match second_factor::begin_enrollment(&app, &user, builtin::WEBAUTHN).await {
         Ok(options) => {
             let shown = Shown {
@@ -293,14 +291,7 @@ pub(crate) async fn confirm_key(
     )
     .await
     {
-        Ok(enrolled) => {
-            let codes = enrolled.backup_codes;
-            let shown = Shown {
-                backup_codes: (!codes.is_empty()).then_some(codes),
-                ..Shown::default()
-            };
-            page(&app, &viewer, &user, StatusCode::OK, shown).await
-        }
+        Ok(enrolled) => codes_page(&app, &viewer, &user, enrolled.backup_codes).await,
         Err(e) => refused(&app, &viewer, &user, e).await,
     }
 }
