@@ -17,8 +17,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use postern::app::{self, App};
 use postern::config::Config;
+use postern::server;
+use postern::state::App;
 use postern::{identity, repos, tokens};
 
 const COMMITS: usize = 1500;
@@ -136,7 +137,7 @@ async fn run(config: Config, dir: &Path) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let _ = app.pushes.url.set(format!("http://{addr}"));
-    tokio::spawn(axum::serve(listener, app::router(app.clone())).into_future());
+    tokio::spawn(axum::serve(listener, server::router(app.clone())).into_future());
 
     let user = identity::register(
         &app,

@@ -11,10 +11,10 @@
 
 use std::time::{Duration, Instant};
 
-use postern::app::App;
 use postern::config::Config;
 use postern::identity::{self, Registration};
 use postern::plugins::builtin;
+use postern::state::App;
 
 const TRIVIAL_CALLS: usize = 2000;
 const SIGN_INS: usize = 40;
@@ -81,7 +81,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let mut native = Vec::with_capacity(SIGN_INS);
     for _ in 0..SIGN_INS {
         let start = Instant::now();
-        identity::sign_in(&app, "bench", PASSWORD).await?;
+        identity::sign_in(&app, "bench", PASSWORD, None, None).await?;
         via_plugin.push(start.elapsed());
 
         let start = Instant::now();

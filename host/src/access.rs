@@ -18,50 +18,26 @@
 //! A token narrows what its user may do: its scopes (`read:repository` for
 //! read, `write:repository` for more) and its repository list.
 
-use crate::app::App;
 use crate::orgs;
 use crate::repos::{self, Repository};
+pub use crate::roles::Level;
+use crate::second_factor::policy::{self, Due, Proof};
+use crate::state::App;
 use crate::tokens::{Access, Area, Token};
 use crate::users::User;
 
-/// How much a principal may do on a repository, in increasing order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    None,
-    Read,
-    Write,
-    Admin,
-    Owner,
-}
-
-impl Level {
-    /// A collaborator permission: `read`, `write` or `admin`.
-    pub fn parse_permission(s: &str) -> Option<Level> {
-        match s {
-            "read" => Some(Level::Read),
-            "write" => Some(Level::Write),
-            "admin" => Some(Level::Admin),
-            _ => None,
-        }
-    }
-
-    pub fn permission_name(self) -> &'static str {
-        match self {
-            Level::None => "none",
-            Level::Read => "read",
-            Level::Write => "write",
-            Level::Admin => "admin",
-            Level::Owner => "owner",
-        }
-    }
-}
-
-/// Who is asking.
+/// Who is calling: the one name for it on the API, the pages and git.
+/// Anonymous when `user` is `None`.
 #[derive(Debug, Clone, Default)]
 pub struct Caller {
     pub user: Option<User>,
     /// The token the request came with, if it came with one.
     pub token: Option<Token>,
+    /// The public handle of the session the request came with, if any.
+    pub session: Option<String>,
+    /// Whether the request authenticated with a user name and password
+    /// (Basic), not a token or a session.
+    pub by_password: bool,
 }
 
 impl Caller {
@@ -129,16 +105,17 @@ pub async fn repo_level(
             .map_err(internal)?;
         // The organization's policy "Require Two-Factor Authentication": a
         // member without a factor sees none of its repositories.
-        if member
-            && orgs::find_by_id(&app.db, repo.owner_id)
+        if member {
+            let require = orgs::find_by_id(&app.db, repo.owner_id)
                 .await
                 .map_err(internal)?
-                .is_some_and(|o| o.require_two_factor)
-            && !crate::second_factor::enrolled(&app.db, user.id)
+                .is_some_and(|o| o.require_two_factor);
+            if !policy::org_allows(&app.db, require, user.id)
                 .await
                 .map_err(|e| Denied::Internal(e.to_string()))?
-        {
-            return Ok(Level::None);
+            {
+                return Ok(Level::None);
+            }
         }
         // Members read every repository of their organization; teams grant
         // more on the repositories they cover; the Owners team owns all.
@@ -179,13 +156,13 @@ pub async fn require_repo(
     if level == Level::None {
         return Err(not_found());
     }
-    // [security] ENABLE_2FA holds for git too (the API and the web check it
-    // at their doors).
+    // [security] ENABLE_2FA holds for git too (the API and the pages ask
+    // the same question at their doors).
     if let Some(user) = &caller.user
-        && app.config.security.enable_2fa
-        && !crate::second_factor::enrolled(&app.db, user.id)
+        && policy::due(app, user, Proof::Established)
             .await
             .map_err(|e| Denied::Internal(e.to_string()))?
+            == Due::Enrolment
     {
         return Err(Denied::Forbidden(
             "two-factor authentication is required here: enable it at /user/settings/security first".into(),

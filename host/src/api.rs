@@ -37,8 +37,9 @@ pub use openapi::{ApiDoc, pretty as openapi_json};
 pub use version::ApiVersion;
 
 use crate::access::Caller;
-use crate::app::App;
 use crate::authn;
+use crate::second_factor::policy::{self, Due, Proof};
+use crate::state::App;
 use crate::tokens::{Access, Area};
 use crate::users::User;
 
@@ -185,27 +186,25 @@ impl FromRequestParts<App> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
-        let auth = authn::authenticate(app, &parts.headers).await?;
-        if let Some(user) = &auth.caller.user
-            && app.config.security.enable_2fa
-            && !ENROLMENT_PATHS
-                .iter()
-                .any(|p| parts.uri.path().ends_with(p))
-            && !crate::second_factor::enrolled(&app.db, user.id).await?
+        let caller = authn::authenticate(app, &parts.headers).await?;
+        let Some(user) = caller.user.clone() else {
+            return Err(ApiError::Unauthorized);
+        };
+        if !ENROLMENT_PATHS
+            .iter()
+            .any(|p| parts.uri.path().ends_with(p))
+            && policy::due(app, &user, Proof::Established).await? == Due::Enrolment
         {
             return Err(ApiError::Forbidden(
                 "two-factor authentication is required here: enable it at /api/v1/user/2fa/totp first".into(),
             ));
         }
-        match auth.caller.user.clone() {
-            Some(user) => Ok(Principal {
-                user,
-                session: auth.session,
-                caller: auth.caller,
-                by_password: auth.by_password,
-            }),
-            None => Err(ApiError::Unauthorized),
-        }
+        Ok(Principal {
+            user,
+            session: caller.session.clone(),
+            by_password: caller.by_password,
+            caller,
+        })
     }
 }
 
@@ -221,7 +220,7 @@ impl FromRequestParts<App> for MaybePrincipal {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         Ok(MaybePrincipal(
-            authn::authenticate(app, &parts.headers).await?.caller,
+            authn::authenticate(app, &parts.headers).await?,
         ))
     }
 }

@@ -8,8 +8,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
 use crate::access::Caller;
-use crate::app::App;
-use crate::{identity, second_factor, sessions, tokens, users};
+use crate::state::App;
+use crate::{identity, sessions, tokens, users};
 
 /// Why credentials were refused. Every variant is a 401.
 #[derive(Debug, thiserror::Error)]
@@ -32,23 +32,11 @@ pub enum Error {
     Internal(String),
 }
 
-/// What a request was authenticated as.
-#[derive(Debug, Clone, Default)]
-pub struct Authenticated {
-    pub caller: Caller,
-    /// The session's public handle, when a session cookie was used.
-    pub session: Option<String>,
-    /// Whether the request carried credentials in `Authorization`.
-    pub via_header: bool,
-    /// Whether they were a user name and password (not a token).
-    pub by_password: bool,
-}
-
 fn internal(e: impl std::fmt::Display) -> Error {
     Error::Internal(e.to_string())
 }
 
-async fn by_token(app: &App, secret: &str) -> Result<Authenticated, Error> {
+async fn by_token(app: &App, secret: &str) -> Result<Caller, Error> {
     let token = match tokens::authenticate(&app.db, secret).await {
         Ok(t) => t,
         Err(tokens::Error::Unknown) => {
@@ -61,27 +49,22 @@ async fn by_token(app: &App, secret: &str) -> Result<Authenticated, Error> {
         .await
         .map_err(internal)?;
     match user {
-        Some(user) if user.is_active => Ok(Authenticated {
-            caller: Caller {
-                user: Some(user),
-                token: Some(token),
-            },
-            session: None,
-            via_header: true,
-            by_password: false,
+        Some(user) if user.is_active => Ok(Caller {
+            user: Some(user),
+            token: Some(token),
+            ..Caller::default()
         }),
         _ => Err(Error::BadToken("the token's account is deactivated".into())),
     }
 }
 
-async fn by_password(app: &App, login: &str, password: &str) -> Result<Authenticated, Error> {
+async fn by_password(app: &App, login: &str, password: &str) -> Result<Caller, Error> {
     // A token in the password field (as git credential helpers send it)
     // counts when it belongs to the named user.
     if password.len() == 40 && password.chars().all(|c| c.is_ascii_hexdigit()) {
         match by_token(app, password).await {
             Ok(auth)
                 if auth
-                    .caller
                     .user
                     .as_ref()
                     .is_some_and(|u| u.login.eq_ignore_ascii_case(login)) =>
@@ -96,34 +79,27 @@ async fn by_password(app: &App, login: &str, password: &str) -> Result<Authentic
             Err(_) => {}
         }
     }
-    let user = match identity::sign_in(app, login, password).await {
-        Ok(user) => user,
+    // No browser here: a second step cannot be asked for, so a user who
+    // owes one uses a token instead.
+    let user = match identity::sign_in(app, login, password, None, None).await {
+        Ok(identity::Outcome::SignedIn(user)) => user,
+        Ok(identity::Outcome::SecondStep { .. }) => return Err(Error::SecondFactorRequired),
         Err(identity::Error::Store(e)) => return Err(internal(e)),
         Err(identity::Error::SourceUnavailable { reason, .. }) => {
             return Err(Error::Internal(reason));
         }
         Err(_) => return Err(Error::BadPassword),
     };
-    if second_factor::enrolled(&app.db, user.id)
-        .await
-        .map_err(internal)?
-    {
-        return Err(Error::SecondFactorRequired);
-    }
-    Ok(Authenticated {
-        caller: Caller {
-            user: Some(user),
-            token: None,
-        },
-        session: None,
-        via_header: true,
+    Ok(Caller {
+        user: Some(user),
         by_password: true,
+        ..Caller::default()
     })
 }
 
 /// Authenticates a request. No credentials at all is an anonymous caller,
 /// not an error; wrong credentials are an error.
-pub async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Authenticated, Error> {
+pub async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Caller, Error> {
     if let Some(value) = headers.get(header::AUTHORIZATION) {
         let value = value.to_str().map_err(|_| Error::Malformed)?.trim();
         let (scheme, rest) = value.split_once(' ').ok_or(Error::Malformed)?;
@@ -145,15 +121,11 @@ pub async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Authenticate
             .await
             .map_err(internal)?
     {
-        return Ok(Authenticated {
-            caller: Caller {
-                user: Some(user),
-                token: None,
-            },
+        return Ok(Caller {
+            user: Some(user),
             session: Some(session.handle),
-            via_header: false,
-            by_password: false,
+            ..Caller::default()
         });
     }
-    Ok(Authenticated::default())
+    Ok(Caller::anonymous())
 }

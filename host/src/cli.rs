@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use crate::app::{self, App};
 use crate::config::{Config, schema};
+use crate::state::App;
 use crate::{identity, users};
 
 #[derive(Parser)]
@@ -109,11 +109,7 @@ fn key_values(set: &[String]) -> anyhow::Result<std::collections::BTreeMap<Strin
 
 /// `source.<n>` from `source.<n>` or `<n>`.
 fn source_id(id: String) -> String {
-    if id.starts_with("source.") {
-        id
-    } else {
-        format!("source.{id}")
-    }
+    crate::config::source_settings::directory_id_from(id)
 }
 
 #[derive(Subcommand)]
@@ -232,7 +228,7 @@ fn init_tracing(config: &Config, server: bool) {
 
 async fn run(command: Command, config: Config) -> anyhow::Result<()> {
     match command {
-        Command::Web => app::serve(config).await,
+        Command::Web => crate::server::serve(config).await,
         Command::Admin(Admin::Config(ConfigCmd::Check)) => {
             for key in &config.unknown_keys {
                 eprintln!("warning: unknown configuration key {key}");

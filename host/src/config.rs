@@ -8,6 +8,7 @@
 //! the key, the value and what was expected.
 
 pub mod schema;
+pub mod source_settings;
 mod sources;
 
 use std::collections::BTreeMap;

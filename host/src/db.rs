@@ -5,6 +5,8 @@
 //! sqlx's `Any` driver. Each backend has its own migrations, with the same
 //! schema, applied at start.
 
+pub mod cursor;
+
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};

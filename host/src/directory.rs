@@ -412,10 +412,16 @@ pub async fn replace(
     number: u32,
     section: &BTreeMap<String, String>,
 ) -> std::result::Result<(), String> {
+    delete(db, number).await?;
+    store(db, key, number, section).await
+}
+
+/// Deletes a stored directory source.
+pub async fn delete(db: &crate::db::Db, number: u32) -> std::result::Result<(), String> {
     sqlx::query("DELETE FROM directory_sources WHERE number = $1")
         .bind(i64::from(number))
         .execute(db.pool())
         .await
         .map_err(|e| e.to_string())?;
-    store(db, key, number, section).await
+    Ok(())
 }

@@ -22,12 +22,14 @@ use futures_util::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio_util::io::ReaderStream;
 
+pub mod bare;
 pub mod hooks;
+pub mod pushes;
 pub mod ssh;
 
 use crate::access::{self, Denied, Level};
-use crate::app::App;
 use crate::authn;
+use crate::state::App;
 
 pub(crate) fn routes() -> Router<App> {
     Router::new()
@@ -189,24 +191,23 @@ async fn serve(
         Err(e) => return challenge(&e.to_string()),
     };
     let (need, action) = service.need();
-    let repository =
-        match access::require_repo(&app, &auth.caller, &owner, &name, need, action).await {
-            Ok(r) => r,
-            // An anonymous client is asked for credentials rather than told the
-            // repository is missing: it may well be private.
-            Err(Denied::NotFound(_) | Denied::Unauthorized(_)) if auth.caller.user.is_none() => {
-                return challenge("authentication required");
-            }
-            Err(Denied::NotFound(m)) | Err(Denied::Unauthorized(m)) => {
-                return text(StatusCode::NOT_FOUND, &m);
-            }
-            Err(Denied::Forbidden(m)) if discovery => return advertised_error(service, &m),
-            Err(Denied::Forbidden(m)) => return text(StatusCode::FORBIDDEN, &m),
-            Err(Denied::Internal(e)) => {
-                tracing::error!("git access check failed: {e}");
-                return text(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
-            }
-        };
+    let repository = match access::require_repo(&app, &auth, &owner, &name, need, action).await {
+        Ok(r) => r,
+        // An anonymous client is asked for credentials rather than told the
+        // repository is missing: it may well be private.
+        Err(Denied::NotFound(_) | Denied::Unauthorized(_)) if auth.user.is_none() => {
+            return challenge("authentication required");
+        }
+        Err(Denied::NotFound(m)) | Err(Denied::Unauthorized(m)) => {
+            return text(StatusCode::NOT_FOUND, &m);
+        }
+        Err(Denied::Forbidden(m)) if discovery => return advertised_error(service, &m),
+        Err(Denied::Forbidden(m)) => return text(StatusCode::FORBIDDEN, &m),
+        Err(Denied::Internal(e)) => {
+            tracing::error!("git access check failed: {e}");
+            return text(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
+        }
+    };
     let path = repository.path(&app);
     let Some(root) = path.parent().and_then(|p| p.parent()) else {
         return text(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
@@ -220,16 +221,16 @@ async fn serve(
     } else {
         service.name().to_string()
     };
-    let user = auth.caller.user.as_ref().map(|u| u.login.clone());
+    let user = auth.user.as_ref().map(|u| u.login.clone());
     // A push is registered for the pre-receive hook's call back, and the
     // hook is (re)installed, so that the rules hold for every push.
     let mut hook_env = Vec::new();
     let mut registration = None;
     if service == Service::ReceivePack
         && !discovery
-        && let Some(pusher) = &auth.caller.user
+        && let Some(pusher) = &auth.user
     {
-        if let Err(e) = hooks::install(&path) {
+        if let Err(e) = bare::install(&path) {
             tracing::error!(repo = %repository.full_name(), "cannot install the pre-receive hook: {e}");
             return text(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
         }
@@ -279,7 +280,7 @@ struct Cgi {
 async fn run_backend(
     cgi: Cgi,
     body: Body,
-    registration: Option<hooks::Registration>,
+    registration: Option<pushes::Registration>,
 ) -> std::io::Result<Response> {
     let header = |name: header::HeaderName| {
         cgi.headers

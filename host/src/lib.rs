@@ -1,12 +1,14 @@
 //! Postern: a self-hosted git service whose identity sources, second factors
 //! and webhook transports are sandboxed WebAssembly plugins.
 //!
-//! One module per capability (see DESIGN.md): `config`, `db`, `plugins`,
-//! `identity`, `sessions`, `api`, `web`, `cli`.
+//! One module per capability, in layers whose imports point down only:
+//! `server`/`cli` → the transports (`api`, `web`, `git`) → the domain →
+//! `state` → the plugin runtime (`plugins`) → `directory` → the foundation
+//! (`config`, `db`, `secrets`, `credentials`). `docs/architecture.md` is the
+//! map; `tests/layers.rs` holds it against the code.
 
 pub mod access;
 pub mod api;
-pub mod app;
 pub mod authn;
 pub mod cli;
 pub mod config;
@@ -20,9 +22,12 @@ pub mod orgs;
 pub mod plugins;
 pub mod protection;
 pub mod repos;
+pub mod roles;
 pub mod second_factor;
 pub mod secrets;
+pub mod server;
 pub mod sessions;
+pub mod state;
 pub mod tokens;
 pub mod users;
 pub mod web;

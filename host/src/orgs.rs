@@ -9,8 +9,8 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::access::Level;
 use crate::db::{self, Db, now};
+use crate::roles::Level;
 use crate::users::User;
 
 /// Why an organization or team operation failed.
@@ -123,19 +123,10 @@ pub async fn create_unowned(db: &Db, name: &str, full_name: &str) -> Result<(Org
     if crate::users::login_taken(db, name).await? {
         return Err(Error::NameTaken(name.to_string()));
     }
-    let t = now();
-    let row = sqlx::query(
-        "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, kind, created, updated) \
-         VALUES ($1, $2, $3, '', NULL, NULL, 'local', 0, 1, 1, $4, $5) RETURNING id, login, full_name, created, require_two_factor",
-    )
-    .bind(name)
-    .bind(name.to_lowercase())
-    .bind(full_name)
-    .bind(t)
-    .bind(t)
-    .fetch_one(db.pool())
-    .await?;
-    let org = org_row(&row)?;
+    let id = crate::users::insert_org_account(db, name, full_name).await?;
+    let org = find_by_id(db, id)
+        .await?
+        .ok_or_else(|| Error::Db(db::Error::Query(sqlx::Error::RowNotFound)))?;
     let owners = create_team(
         db,
         org.id,
@@ -358,15 +349,12 @@ pub async fn members_without_second_factor(db: &Db, org_id: i64) -> Result<Vec<S
 
 /// Sets the organization's "Require Two-Factor Authentication" policy.
 pub async fn set_require_two_factor(db: &Db, org_id: i64, on: bool) -> Result<()> {
-    sqlx::query(
-        "UPDATE users SET require_two_factor = $1, updated = $2 WHERE id = $3 AND kind = 1",
-    )
-    .bind(i64::from(on))
-    .bind(now())
-    .bind(org_id)
-    .execute(db.pool())
-    .await?;
-    Ok(())
+    Ok(crate::users::set_require_two_factor(db, org_id, on).await?)
+}
+
+/// Sets the organization's display name.
+pub async fn set_full_name(db: &Db, org_id: i64, full_name: &str) -> Result<()> {
+    Ok(crate::users::set_full_name(db, org_id, full_name).await?)
 }
 
 /// Whether the user is in the organization's Owners team.

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::app::App;
 use crate::db::{self, Db, now};
 use crate::repos::Repository;
+use crate::state::App;
 use crate::users::User;
 
 /// One rule's settings.
@@ -220,39 +220,34 @@ pub struct Quarantine {
     pub quarantine_path: Option<String>,
 }
 
+impl Quarantine {
+    /// git's quarantine variables, for git commands that must see the pushed
+    /// objects.
+    fn env(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("GIT_OBJECT_DIRECTORY", &self.object_directory),
+            (
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                &self.alternate_object_directories,
+            ),
+            ("GIT_QUARANTINE_PATH", &self.quarantine_path),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.as_deref()?)))
+        .collect()
+    }
+}
+
 async fn git(
     repo_dir: &Path,
     q: &Quarantine,
     args: &[&str],
 ) -> std::io::Result<std::process::Output> {
-    let mut cmd = tokio::process::Command::new("git");
-    cmd.args(args)
-        .current_dir(repo_dir)
-        .env("GIT_DIR", repo_dir);
-    if let Some(v) = &q.object_directory {
-        cmd.env("GIT_OBJECT_DIRECTORY", v);
-    }
-    if let Some(v) = &q.alternate_object_directories {
-        cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", v);
-    }
-    if let Some(v) = &q.quarantine_path {
-        cmd.env("GIT_QUARANTINE_PATH", v);
-    }
-    cmd.output().await
+    crate::git::bare::run(repo_dir, &q.env(), args).await
 }
 
 async fn lines(repo_dir: &Path, q: &Quarantine, args: &[&str]) -> std::io::Result<Vec<String>> {
-    let out = git(repo_dir, q, args).await?;
-    if !out.status.success() {
-        return Err(std::io::Error::other(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .filter(|l| !l.is_empty())
-        .collect())
+    crate::git::bare::lines(repo_dir, &q.env(), args).await
 }
 
 fn dir_size(path: &Path) -> u64 {

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::access::Level;
-use crate::app::App;
 use crate::db::{self, Db, now};
+use crate::roles::Level;
+use crate::state::App;
 use crate::users::User;
 
 /// Why a repository operation failed.
@@ -166,28 +166,9 @@ pub async fn create(
 }
 
 async fn init_bare(app: &App, repo: &Repository) -> Result<()> {
-    let path = repo.path(app);
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|e| Error::Git(e.to_string()))?;
-    }
-    let out = tokio::process::Command::new("git")
-        .arg("init")
-        .arg("--bare")
-        .arg("--quiet")
-        .arg(format!("--initial-branch={}", repo.default_branch))
-        .arg(&path)
-        .output()
+    crate::git::bare::init(&repo.path(app), &repo.default_branch)
         .await
-        .map_err(|e| Error::Git(format!("cannot run git: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Git(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
-    }
-    crate::git::hooks::install(&path)
-        .map_err(|e| Error::Git(format!("cannot install the pre-receive hook: {e}")))
+        .map_err(Error::Git)
 }
 
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Repository>> {

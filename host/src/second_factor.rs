@@ -10,29 +10,15 @@
 
 use sqlx::Row;
 
-use crate::app::App;
+pub mod policy;
+
 use crate::db::{self, Db, now};
-use crate::identity::KnownAccount;
 use crate::plugins::builtin;
+use crate::plugins::contract::KnownAccount;
+use crate::state::App;
 use crate::users::{self, User};
 
-/// A factor plugin's "no".
-#[derive(Debug, Clone)]
-pub enum FactorRefusal {
-    Rejected,
-    NotEnrolled,
-    NotSupported,
-    Misconfigured(String),
-    Internal(String),
-}
-
-/// One half of a ceremony, as a factor plugin hands it back: what to show
-/// (an `otpauth://` URI, WebAuthn options as JSON) and the state to keep.
-#[derive(Debug, Clone, Default)]
-pub struct Ceremony {
-    pub display: String,
-    pub pending_state: Vec<u8>,
-}
+pub use crate::plugins::contract::{Ceremony, FactorRefusal};
 
 /// Why a second-factor step failed. The text is for the user, except
 /// `Unavailable`, whose cause is logged.

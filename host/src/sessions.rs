@@ -221,7 +221,7 @@ fn session_row(r: &sqlx::any::AnyRow) -> Result<SessionRow, sqlx::Error> {
 pub async fn list(
     db: &Db,
     user_id: i64,
-    window: &crate::api::pagination::CursorWindow,
+    window: &crate::db::cursor::CursorWindow,
 ) -> db::Result<Vec<SessionRow>> {
     let (filter, order) = window.sql("created", "id", 3);
     let sql = format!(

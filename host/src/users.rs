@@ -369,3 +369,67 @@ pub async fn find_linked_or_relink(
         None => Ok(None),
     }
 }
+
+/// Activates or deactivates an account; `by` names who deactivated it
+/// (a directory sync), so that only the same can reactivate it.
+pub async fn set_active(db: &Db, id: i64, active: bool, by: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE users SET is_active = $1, deactivated_by = $2, updated = $3 WHERE id = $4")
+        .bind(i64::from(active))
+        .bind(if active { "" } else { by })
+        .bind(now())
+        .bind(id)
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}
+
+/// Who deactivated an account (empty when nobody did, or an administrator).
+pub async fn deactivated_by(db: &Db, id: i64) -> sqlx::Result<String> {
+    let row = sqlx::query("SELECT deactivated_by FROM users WHERE id = $1")
+        .bind(id)
+        .fetch_one(db.pool())
+        .await?;
+    row.try_get(0)
+}
+
+/// Creates the account row of an organization (organizations are accounts
+/// of kind 1, as in Gitea); returns its id. The caller checked the name.
+pub async fn insert_org_account(db: &Db, name: &str, full_name: &str) -> sqlx::Result<i64> {
+    let t = now();
+    let row = sqlx::query(
+        "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, kind, created, updated) \
+         VALUES ($1, $2, $3, '', NULL, NULL, 'local', 0, 1, 1, $4, $5) RETURNING id",
+    )
+    .bind(name)
+    .bind(name.to_lowercase())
+    .bind(full_name)
+    .bind(t)
+    .bind(t)
+    .fetch_one(db.pool())
+    .await?;
+    row.try_get(0)
+}
+
+/// Sets an account's display name.
+pub async fn set_full_name(db: &Db, id: i64, full_name: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE users SET full_name = $1, updated = $2 WHERE id = $3")
+        .bind(full_name)
+        .bind(now())
+        .bind(id)
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}
+
+/// Sets an organization's "Require Two-Factor Authentication" policy.
+pub async fn set_require_two_factor(db: &Db, org_id: i64, on: bool) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE users SET require_two_factor = $1, updated = $2 WHERE id = $3 AND kind = 1",
+    )
+    .bind(i64::from(on))
+    .bind(now())
+    .bind(org_id)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}

@@ -18,14 +18,19 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 mod admin;
+mod error;
 mod orgs;
 mod repos;
 mod security;
 mod webauthn;
 
-use crate::app::App;
-use crate::identity;
+pub(crate) use error::WebError;
+
+use crate::access::Caller;
+use crate::identity::{self, Outcome};
+use crate::second_factor::policy::{self, Due, Proof};
 use crate::sessions;
+use crate::state::App;
 use crate::users::User;
 
 const CSRF_COOKIE: &str = "_csrf";
@@ -80,38 +85,39 @@ pub(crate) fn routes() -> Router<App> {
         .route("/{owner}/{repo}", get(repos::repo_page))
 }
 
-/// Who is looking at a page: the signed-in user, if any, and the cookies.
+/// Who is looking at a page: the caller (the signed-in user and their
+/// session, or nobody), and the cookies.
 pub(crate) struct Viewer {
-    pub user: Option<User>,
+    caller: Caller,
     jar: CookieJar,
 }
 
 impl FromRequestParts<App> for Viewer {
-    type Rejection = Response;
+    type Rejection = WebError;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         let jar = CookieJar::from_headers(&parts.headers);
-        let user = match jar.get(sessions::COOKIE) {
-            Some(c) => match sessions::lookup(&app.db, c.value()).await {
-                Ok(found) => found.map(|(_, user)| user),
-                Err(e) => return Err(internal(e)),
+        let caller = match jar.get(sessions::COOKIE) {
+            Some(c) => match sessions::lookup(&app.db, c.value()).await? {
+                Some((session, user)) => Caller {
+                    user: Some(user),
+                    session: Some(session.handle),
+                    ..Caller::default()
+                },
+                None => Caller::anonymous(),
             },
-            None => None,
+            None => Caller::anonymous(),
         };
         // [security] ENABLE_2FA: a user without a factor is sent to
         // enrolment from every page but enrolment and sign-out.
-        if let Some(u) = &user
-            && app.config.security.enable_2fa
+        if let Some(u) = &caller.user
             && !parts.uri.path().starts_with("/user/settings/security")
             && parts.uri.path() != "/user/logout"
+            && policy::due(app, u, Proof::Established).await? == Due::Enrolment
         {
-            match crate::second_factor::enrolled(&app.db, u.id).await {
-                Ok(false) => return Err(Redirect::to("/user/settings/security").into_response()),
-                Ok(true) => {}
-                Err(e) => return Err(internal(e)),
-            }
+            return Err(WebError::Enrolment);
         }
-        Ok(Viewer { user, jar })
+        Ok(Viewer { caller, jar })
     }
 }
 
@@ -141,8 +147,18 @@ impl Viewer {
         }
     }
 
+    /// The signed-in user, if any.
+    fn user(&self) -> Option<&User> {
+        self.caller.user.as_ref()
+    }
+
+    /// The signed-in user; anonymous viewers are sent to sign in.
+    fn signed_in(&self) -> Result<&User, WebError> {
+        self.user().ok_or(WebError::SignIn)
+    }
+
     fn login(&self) -> Option<String> {
-        self.user.as_ref().map(|u| u.login.clone())
+        self.user().map(|u| u.login.clone())
     }
 }
 
@@ -159,26 +175,14 @@ fn cookie(app: &App, name: &'static str, value: String, max_age: Option<i64>) ->
     c
 }
 
-fn render(status: StatusCode, page: impl Template) -> Response {
-    match page.render() {
-        Ok(html) => (status, Html(html)).into_response(),
-        Err(e) => internal(e),
-    }
+/// `page` as HTML with `status`; a page that fails to render is a 500.
+fn render(status: StatusCode, page: impl Template) -> Result<Response, WebError> {
+    Ok((status, Html(page.render()?)).into_response())
 }
 
 /// The HTML 404 for unknown pages.
 pub(crate) async fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, Html("<h1>Page not found</h1>")).into_response()
-}
-
-/// A 500 whose cause is logged, never shown.
-fn internal(e: impl std::fmt::Display) -> Response {
-    tracing::error!("page failed: {e}");
-    (
-        StatusCode::INTERNAL_SERVER_ERROR,
-        Html("<h1>Internal server error</h1>"),
-    )
-        .into_response()
+    WebError::NotFound.into_response()
 }
 
 #[derive(Template)]
@@ -190,15 +194,53 @@ struct MessagePage {
     message: String,
 }
 
-fn refuse_csrf(viewer: &Viewer, app: &App) -> Response {
+/// `message.html` with `status`, as a refusal.
+fn message(
+    viewer: &Viewer,
+    app: &App,
+    status: StatusCode,
+    heading: &str,
+    message: &str,
+) -> WebError {
     let (csrf, jar) = viewer.csrf(app);
     let page = MessagePage {
         user: viewer.login(),
         csrf,
-        heading: "Bad request".into(),
-        message: "Invalid CSRF token. Reload the page and try again.".into(),
+        heading: heading.into(),
+        message: message.into(),
     };
-    (jar, render(StatusCode::BAD_REQUEST, page)).into_response()
+    match render(status, page) {
+        Ok(html) => WebError::Page(Box::new((jar, html).into_response())),
+        Err(e) => e,
+    }
+}
+
+/// 404 on a page of the site: the thing does not exist, or the viewer may
+/// not know it does.
+fn nothing_here(viewer: &Viewer, app: &App) -> WebError {
+    message(
+        viewer,
+        app,
+        StatusCode::NOT_FOUND,
+        "Not found",
+        "There is nothing here, or nothing you may see.",
+    )
+}
+
+/// 400 on a page of the site, when the form's CSRF token does not match
+/// the cookie.
+fn check_csrf(viewer: &Viewer, app: &App, submitted: &str) -> Result<(), WebError> {
+    if viewer.csrf_ok(submitted) {
+        Ok(())
+    } else {
+        Err(message(
+            viewer,
+            app,
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            "Invalid CSRF token. Reload the page and try again.",
+        ))
+    }
 }
 
 #[derive(Template)]
@@ -208,19 +250,13 @@ struct HomePage {
     csrf: String,
 }
 
-async fn home(State(app): State<App>, viewer: Viewer) -> Response {
+async fn home(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
     let (csrf, jar) = viewer.csrf(&app);
-    (
-        jar,
-        render(
-            StatusCode::OK,
-            HomePage {
-                user: viewer.login(),
-                csrf,
-            },
-        ),
-    )
-        .into_response()
+    let page = HomePage {
+        user: viewer.login(),
+        csrf,
+    };
+    Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
 
 #[derive(Template)]
@@ -238,9 +274,9 @@ struct LoginPage {
     source: String,
 }
 
-async fn login_form(State(app): State<App>, viewer: Viewer) -> Response {
-    if viewer.user.is_some() {
-        return Redirect::to("/").into_response();
+async fn login_form(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
+    if viewer.user().is_some() {
+        return Ok(Redirect::to("/").into_response());
     }
     let (csrf, jar) = viewer.csrf(&app);
     let page = LoginPage {
@@ -253,7 +289,7 @@ async fn login_form(State(app): State<App>, viewer: Viewer) -> Response {
         sources: identity::password_sources(&app),
         source: String::new(),
     };
-    (jar, render(StatusCode::OK, page)).into_response()
+    Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
 
 /// Gitea's sign-in form fields.
@@ -277,32 +313,29 @@ async fn login(
     viewer: Viewer,
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
-) -> Response {
-    if !viewer.csrf_ok(&form.csrf) {
-        return refuse_csrf(&viewer, &app);
-    }
+) -> Result<Response, WebError> {
+    check_csrf(&viewer, &app, &form.csrf)?;
     let only = Some(form.source.as_str()).filter(|s| !s.is_empty());
-    match identity::sign_in_with(&app, &form.user_name, &form.password, only).await {
-        Ok(user) => match crate::second_factor::enrolled(&app.db, user.id).await {
-            Ok(true) if remembered(&app, &viewer, user.id).await => {
-                start_session(&app, viewer, &headers, &user, form.remember.is_some()).await
-            }
-            Ok(true) => {
-                start_second_step(&app, viewer, &headers, &user, form.remember.is_some()).await
-            }
-            Ok(false) => {
-                start_session(&app, viewer, &headers, &user, form.remember.is_some()).await
-            }
-            Err(e) => internal(e),
-        },
+    let device = viewer
+        .jar
+        .get(crate::second_factor::DEVICE_COOKIE)
+        .map(|c| c.value().to_string());
+    let remember = form.remember.is_some();
+    match identity::sign_in(
+        &app,
+        &form.user_name,
+        &form.password,
+        only,
+        device.as_deref(),
+    )
+    .await
+    {
+        Ok(Outcome::SignedIn(user)) => start_session(&app, viewer, &headers, &user, remember).await,
+        Ok(Outcome::SecondStep { user, factors }) => {
+            start_second_step(&app, viewer, &headers, &user, &factors, remember).await
+        }
+        Err(identity::Error::Store(inner)) => Err(inner.into()),
         Err(e) => {
-            let status = match &e {
-                identity::Error::InvalidCredentials => StatusCode::UNAUTHORIZED,
-                identity::Error::AccountDisabled(_) => StatusCode::FORBIDDEN,
-                identity::Error::SourceUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-                identity::Error::Store(inner) => return internal(inner),
-                _ => StatusCode::BAD_REQUEST,
-            };
             let (csrf, jar) = viewer.csrf(&app);
             let page = LoginPage {
                 user: None,
@@ -314,7 +347,7 @@ async fn login(
                 sources: identity::password_sources(&app),
                 source: form.source,
             };
-            (jar, render(status, page)).into_response()
+            Ok((jar, render(e.status(), page)?).into_response())
         }
     }
 }
@@ -327,37 +360,24 @@ async fn start_session(
     headers: &HeaderMap,
     user: &User,
     remember: bool,
-) -> Response {
-    let agent = headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    match sessions::create(&app.db, user.id, remember, agent).await {
-        Ok((value, session)) => {
-            let max_age = remember.then(|| session.expires - session.created);
-            let jar = viewer
-                .jar
-                .add(cookie(app, sessions::COOKIE, value, max_age))
-                .add(cookie(app, CSRF_COOKIE, sessions::random_token(24), None));
-            tracing::info!(login = %user.login, "signed in");
-            (jar, Redirect::to("/")).into_response()
-        }
-        Err(e) => internal(e),
-    }
+) -> Result<Response, WebError> {
+    let (value, session) =
+        sessions::create(&app.db, user.id, remember, user_agent(headers)).await?;
+    let max_age = remember.then(|| session.expires - session.created);
+    let jar = viewer
+        .jar
+        .add(cookie(app, sessions::COOKIE, value, max_age))
+        .add(cookie(app, CSRF_COOKIE, sessions::random_token(24), None));
+    tracing::info!(login = %user.login, "signed in");
+    Ok((jar, Redirect::to("/")).into_response())
 }
 
-/// Whether this browser was remembered after a second step, and may skip
-/// it (`[security] ENABLE_REMEMBER_ME_2FA`).
-async fn remembered(app: &App, viewer: &Viewer, user_id: i64) -> bool {
-    if !app.config.security.enable_remember_me_2fa {
-        return false;
-    }
-    let Some(c) = viewer.jar.get(crate::second_factor::DEVICE_COOKIE) else {
-        return false;
-    };
-    crate::second_factor::device_remembered(&app.db, user_id, c.value())
-        .await
-        .unwrap_or(false)
+/// The browser's `User-Agent`, kept with the session; empty when absent.
+fn user_agent(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
 }
 
 /// The first step passed and the user has a second factor: a session that
@@ -367,26 +387,25 @@ async fn start_second_step(
     viewer: Viewer,
     headers: &HeaderMap,
     user: &User,
+    factors: &[String],
     remember: bool,
-) -> Response {
-    let agent = headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    match sessions::create_awaiting_second_factor(&app.db, user.id, remember, agent).await {
-        Ok((value, _)) => {
-            let jar = viewer.jar.add(cookie(app, sessions::COOKIE, value, None));
-            // A user with a security key is asked for it first; the page
-            // links to the code form.
-            let next = match has_keys(app, user.id).await {
-                Ok(true) => "/user/webauthn",
-                Ok(false) => "/user/two_factor",
-                Err(e) => return internal(e),
-            };
-            (jar, Redirect::to(next)).into_response()
-        }
-        Err(e) => internal(e),
-    }
+) -> Result<Response, WebError> {
+    let (value, _) =
+        sessions::create_awaiting_second_factor(&app.db, user.id, remember, user_agent(headers))
+            .await?;
+    let jar = viewer.jar.add(cookie(app, sessions::COOKIE, value, None));
+    // A user with a security key is asked for it first; the page
+    // links to the code form.
+    let keys = app.config.webauthn.usable()
+        && factors
+            .iter()
+            .any(|f| f == crate::plugins::builtin::WEBAUTHN);
+    let next = if keys {
+        "/user/webauthn"
+    } else {
+        "/user/two_factor"
+    };
+    Ok((jar, Redirect::to(next)).into_response())
 }
 
 /// Whether the user has a WebAuthn key (and keys are on).
@@ -411,43 +430,31 @@ struct TwoFactorPage {
     has_keys: bool,
 }
 
-/// The user waiting for their second step, if the cookie holds such a session.
-async fn awaiting(app: &App, viewer: &Viewer) -> Result<Option<User>, Response> {
+/// The user waiting for their second step; without such a session in the
+/// cookie, the viewer is sent to sign in.
+async fn awaiting(app: &App, viewer: &Viewer) -> Result<User, WebError> {
     let Some(c) = viewer.jar.get(sessions::COOKIE) else {
-        return Ok(None);
+        return Err(WebError::SignIn);
     };
-    match sessions::lookup_awaiting_second_factor(&app.db, c.value()).await {
-        Ok(found) => Ok(found.map(|(_, user)| user)),
-        Err(e) => Err(internal(e)),
-    }
+    sessions::lookup_awaiting_second_factor(&app.db, c.value())
+        .await?
+        .map(|(_, user)| user)
+        .ok_or(WebError::SignIn)
 }
 
-async fn two_factor_form(State(app): State<App>, viewer: Viewer) -> Response {
-    let user = match awaiting(&app, &viewer).await {
-        Ok(Some(u)) => u,
-        Ok(None) => return Redirect::to("/user/login").into_response(),
-        Err(r) => return r,
-    };
-    let has_keys = match has_keys(&app, user.id).await {
-        Ok(k) => k,
-        Err(e) => return internal(e),
-    };
+async fn two_factor_form(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
+    let user = awaiting(&app, &viewer).await?;
+    let has_keys = has_keys(&app, user.id).await?;
     let (csrf, jar) = viewer.csrf(&app);
-    (
-        jar,
-        render(
-            StatusCode::OK,
-            TwoFactorPage {
-                user: None,
-                csrf,
-                login: user.login,
-                error: None,
-                offer_remember: app.config.security.enable_remember_me_2fa,
-                has_keys,
-            },
-        ),
-    )
-        .into_response()
+    let page = TwoFactorPage {
+        user: None,
+        csrf,
+        login: user.login,
+        error: None,
+        offer_remember: app.config.security.enable_remember_me_2fa,
+        has_keys,
+    };
+    Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -464,15 +471,9 @@ async fn two_factor(
     State(app): State<App>,
     viewer: Viewer,
     Form(form): Form<TwoFactorForm>,
-) -> Response {
-    if !viewer.csrf_ok(&form.csrf) {
-        return refuse_csrf(&viewer, &app);
-    }
-    let user = match awaiting(&app, &viewer).await {
-        Ok(Some(u)) => u,
-        Ok(None) => return Redirect::to("/user/login").into_response(),
-        Err(r) => return r,
-    };
+) -> Result<Response, WebError> {
+    check_csrf(&viewer, &app, &form.csrf)?;
+    let user = awaiting(&app, &viewer).await?;
     let status = match crate::second_factor::second_step(&app, &user, &form.passcode).await {
         Ok(()) => {
             return complete_second_step(&app, viewer, &user, form.remember_device.is_some()).await;
@@ -483,10 +484,7 @@ async fn two_factor(
         }
         Err(_) => StatusCode::UNAUTHORIZED,
     };
-    let has_keys = match has_keys(&app, user.id).await {
-        Ok(k) => k,
-        Err(e) => return internal(e),
-    };
+    let has_keys = has_keys(&app, user.id).await?;
     let (csrf, jar) = viewer.csrf(&app);
     let message = if status == StatusCode::UNAUTHORIZED {
         "The code is wrong or was already used."
@@ -501,7 +499,7 @@ async fn two_factor(
         offer_remember: app.config.security.enable_remember_me_2fa,
         has_keys,
     };
-    (jar, render(status, page)).into_response()
+    Ok((jar, render(status, page)?).into_response())
 }
 
 /// The second step passed: the half session becomes a full one, with a new
@@ -512,16 +510,13 @@ async fn complete_second_step(
     viewer: Viewer,
     user: &User,
     remember_device: bool,
-) -> Response {
+) -> Result<Response, WebError> {
     let value = viewer
         .jar
         .get(sessions::COOKIE)
         .map(|c| c.value().to_string())
         .unwrap_or_default();
-    let max_age = match sessions::complete_second_step(&app.db, &value).await {
-        Ok(max_age) => max_age,
-        Err(e) => return internal(e),
-    };
+    let max_age = sessions::complete_second_step(&app.db, &value).await?;
     let mut jar = viewer
         .jar
         .clone()
@@ -529,21 +524,17 @@ async fn complete_second_step(
         .add(cookie(app, CSRF_COOKIE, sessions::random_token(24), None));
     if app.config.security.enable_remember_me_2fa && remember_device {
         let days = app.config.security.remember_me_2fa_days;
-        match crate::second_factor::remember_device(&app.db, user.id, days).await {
-            Ok(token) => {
-                let device = cookie(
-                    app,
-                    crate::second_factor::DEVICE_COOKIE,
-                    token,
-                    Some(days * 86400),
-                );
-                jar = jar.add(device);
-            }
-            Err(e) => return internal(e),
-        }
+        let token = crate::second_factor::remember_device(&app.db, user.id, days).await?;
+        let device = cookie(
+            app,
+            crate::second_factor::DEVICE_COOKIE,
+            token,
+            Some(days * 86400),
+        );
+        jar = jar.add(device);
     }
     tracing::info!(login = %user.login, "signed in with a second factor");
-    (jar, Redirect::to("/")).into_response()
+    Ok((jar, Redirect::to("/")).into_response())
 }
 
 #[derive(Deserialize)]
@@ -552,20 +543,20 @@ struct CsrfForm {
     csrf: String,
 }
 
-async fn logout(State(app): State<App>, viewer: Viewer, Form(form): Form<CsrfForm>) -> Response {
-    if !viewer.csrf_ok(&form.csrf) {
-        return refuse_csrf(&viewer, &app);
-    }
-    if let Some(c) = viewer.jar.get(sessions::COOKIE)
-        && let Err(e) = sessions::end(&app.db, c.value()).await
-    {
-        return internal(e);
+async fn logout(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, WebError> {
+    check_csrf(&viewer, &app, &form.csrf)?;
+    if let Some(c) = viewer.jar.get(sessions::COOKIE) {
+        sessions::end(&app.db, c.value()).await?;
     }
     let jar = viewer
         .jar
         .clone()
         .remove(Cookie::build(sessions::COOKIE).path("/"));
-    (jar, Redirect::to("/")).into_response()
+    Ok((jar, Redirect::to("/")).into_response())
 }
 
 #[derive(Template)]
@@ -582,7 +573,7 @@ struct SignUpPage {
 const REGISTRATION_DISABLED: &str =
     "Registration is disabled. Please contact your site administrator.";
 
-async fn sign_up_form(State(app): State<App>, viewer: Viewer) -> Response {
+async fn sign_up_form(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
     let (csrf, jar) = viewer.csrf(&app);
     let open = !app.config.service.disable_registration;
     let page = SignUpPage {
@@ -593,18 +584,12 @@ async fn sign_up_form(State(app): State<App>, viewer: Viewer) -> Response {
         user_name: String::new(),
         email: String::new(),
     };
-    (
-        jar,
-        render(
-            if open {
-                StatusCode::OK
-            } else {
-                StatusCode::FORBIDDEN
-            },
-            page,
-        ),
-    )
-        .into_response()
+    let status = if open {
+        StatusCode::OK
+    } else {
+        StatusCode::FORBIDDEN
+    };
+    Ok((jar, render(status, page)?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -626,10 +611,8 @@ async fn sign_up(
     viewer: Viewer,
     headers: HeaderMap,
     Form(form): Form<SignUpForm>,
-) -> Response {
-    if !viewer.csrf_ok(&form.csrf) {
-        return refuse_csrf(&viewer, &app);
-    }
+) -> Result<Response, WebError> {
+    check_csrf(&viewer, &app, &form.csrf)?;
     let open = !app.config.service.disable_registration;
     let outcome = if !open {
         Err((StatusCode::FORBIDDEN, REGISTRATION_DISABLED.to_string()))
@@ -641,12 +624,8 @@ async fn sign_up(
     } else {
         match identity::register(&app, &form.user_name, &form.email, &form.password, false).await {
             Ok(user) => Ok(user),
-            Err(identity::Error::Store(e)) => return internal(e),
-            Err(e @ identity::Error::Taken(_)) => Err((StatusCode::CONFLICT, e.to_string())),
-            Err(e @ identity::Error::SourceUnavailable { .. }) => {
-                Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string()))
-            }
-            Err(e) => Err((StatusCode::BAD_REQUEST, e.to_string())),
+            Err(identity::Error::Store(e)) => return Err(e.into()),
+            Err(e) => Err((e.status(), e.to_string())),
         }
     };
     match outcome {
@@ -661,7 +640,7 @@ async fn sign_up(
                 user_name: form.user_name,
                 email: form.email,
             };
-            (jar, render(status, page)).into_response()
+            Ok((jar, render(status, page)?).into_response())
         }
     }
 }

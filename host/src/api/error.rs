@@ -136,6 +136,13 @@ impl IntoResponse for ApiError {
     }
 }
 
+// How each domain error reaches the edge. Handlers use `?`; a handler that
+// needs another status or message for one call maps that call by hand, with
+// a comment saying why. Database faults are always a 500 whose cause is
+// logged, never echoed.
+
+/// `users::Error`: `LoginTaken`, `EmailTaken` → 409 with the error's text;
+/// `Db` → 500.
 impl From<crate::users::Error> for ApiError {
     fn from(e: crate::users::Error) -> Self {
         match e {
@@ -147,6 +154,137 @@ impl From<crate::users::Error> for ApiError {
     }
 }
 
+/// `orgs::Error`: `NameTaken` → 409 with the error's text; `InvalidName`,
+/// `OwnersTeam` → 422 with their text; `Db` → 500.
+impl From<crate::orgs::Error> for ApiError {
+    fn from(e: crate::orgs::Error) -> Self {
+        use crate::orgs::Error;
+        match e {
+            e @ Error::NameTaken(_) => ApiError::Conflict(e.to_string()),
+            Error::InvalidName(m) | Error::OwnersTeam(m) => ApiError::Unprocessable(m),
+            e @ Error::Db(_) => ApiError::internal(e),
+        }
+    }
+}
+
+/// `repos::Error`: `NameTaken` → 409 and `InvalidName` → 422, with the
+/// error's text; `Git`, `Db` → 500.
+impl From<crate::repos::Error> for ApiError {
+    fn from(e: crate::repos::Error) -> Self {
+        use crate::repos::Error;
+        match e {
+            e @ Error::NameTaken(_) => ApiError::Conflict(e.to_string()),
+            e @ Error::InvalidName(_) => ApiError::Unprocessable(e.to_string()),
+            e @ (Error::Git(_) | Error::Db(_)) => ApiError::internal(e),
+        }
+    }
+}
+
+/// `tokens::Error`: `NameTaken` → 409 with the error's text; `Unknown`,
+/// `Expired` → 401 with `WWW-Authenticate` and the error's text (as
+/// [`crate::authn`] answers a bad token); `Db` → 500.
+impl From<crate::tokens::Error> for ApiError {
+    fn from(e: crate::tokens::Error) -> Self {
+        use crate::tokens::Error;
+        match e {
+            e @ Error::NameTaken(_) => ApiError::Conflict(e.to_string()),
+            e @ (Error::Unknown | Error::Expired) => ApiError::Credentials(e.to_string()),
+            e @ Error::Db(_) => ApiError::internal(e),
+        }
+    }
+}
+
+/// `keys::Error`: `Invalid` → 422 and `Taken` → 409, with the error's text;
+/// `Db` → 500.
+impl From<crate::keys::Error> for ApiError {
+    fn from(e: crate::keys::Error) -> Self {
+        use crate::keys::Error;
+        match e {
+            e @ Error::Invalid(_) => ApiError::Unprocessable(e.to_string()),
+            e @ Error::Taken => ApiError::Conflict(e.to_string()),
+            e @ Error::Db(_) => ApiError::internal(e),
+        }
+    }
+}
+
+/// `protection::Error`: `Duplicate` → 409 with the error's text; `Invalid`
+/// → 422 with its text; `Db` → 500.
+impl From<crate::protection::Error> for ApiError {
+    fn from(e: crate::protection::Error) -> Self {
+        use crate::protection::Error;
+        match e {
+            e @ Error::Duplicate(_) => ApiError::Conflict(e.to_string()),
+            Error::Invalid(m) => ApiError::Unprocessable(m),
+            e @ Error::Db(_) => ApiError::internal(e),
+        }
+    }
+}
+
+/// `second_factor::Error`, with the error's text: `AlreadyEnrolled` → 409;
+/// `NotPending`, `NotFound` → 404; `Rejected`, `BadName` → 422; `Disabled`
+/// → 403; `Unavailable` → 500 (its cause logged); `Db` → 500.
+impl From<crate::second_factor::Error> for ApiError {
+    fn from(e: crate::second_factor::Error) -> Self {
+        use crate::second_factor::Error;
+        match e {
+            e @ Error::AlreadyEnrolled => ApiError::Conflict(e.to_string()),
+            e @ (Error::NotPending | Error::NotFound) => ApiError::NotFound(e.to_string()),
+            e @ (Error::Rejected | Error::BadName) => ApiError::Unprocessable(e.to_string()),
+            e @ Error::Disabled => ApiError::Forbidden(e.to_string()),
+            Error::Unavailable(cause) => ApiError::Internal(cause),
+            Error::Db(e) => ApiError::internal(e),
+        }
+    }
+}
+
+/// `identity::Error`, with the status [`crate::identity::Error::status`]
+/// decides for the pages and the API alike, and the error's text: 401 (with
+/// `WWW-Authenticate`), 403, 400, 409. Its 503 and 500 are a 500 here, whose
+/// cause is logged: the API has no 503 (docs/api.md), and [`crate::authn`]
+/// answers an unavailable source so too.
+impl From<crate::identity::Error> for ApiError {
+    fn from(e: crate::identity::Error) -> Self {
+        use axum::http::StatusCode;
+        match e.status() {
+            StatusCode::UNAUTHORIZED => ApiError::Credentials(e.to_string()),
+            StatusCode::FORBIDDEN => ApiError::Forbidden(e.to_string()),
+            StatusCode::BAD_REQUEST => ApiError::BadRequest(e.to_string()),
+            StatusCode::CONFLICT => ApiError::Conflict(e.to_string()),
+            _ => match e {
+                crate::identity::Error::SourceUnavailable { reason, .. } => {
+                    ApiError::Internal(reason)
+                }
+                other => ApiError::internal(other),
+            },
+        }
+    }
+}
+
+/// `identity::SourceError`, with the error's text: `NotFound` → 404;
+/// `ReadOnly` → 409; `Invalid` → 422; `Unavailable` → 500 (its cause
+/// logged).
+impl From<crate::identity::SourceError> for ApiError {
+    fn from(e: crate::identity::SourceError) -> Self {
+        use crate::identity::SourceError;
+        match e {
+            e @ SourceError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            e @ SourceError::ReadOnly(_) => ApiError::Conflict(e.to_string()),
+            e @ SourceError::Invalid(_) => ApiError::Unprocessable(e.to_string()),
+            SourceError::Unavailable(cause) => ApiError::Internal(cause),
+        }
+    }
+}
+
+/// `plugins::Error`: every variant → 500, its text logged. A plugin that
+/// fails or was refused at load is the server's fault, never the caller's.
+impl From<crate::plugins::Error> for ApiError {
+    fn from(e: crate::plugins::Error) -> Self {
+        ApiError::internal(e)
+    }
+}
+
+/// `authn::Error`: `Internal` → 500; every other variant → 401 with
+/// `WWW-Authenticate` and the error's text.
 impl From<crate::authn::Error> for ApiError {
     fn from(e: crate::authn::Error) -> Self {
         match e {
@@ -156,6 +294,8 @@ impl From<crate::authn::Error> for ApiError {
     }
 }
 
+/// `access::Denied`: `NotFound` → 404 and `Forbidden` → 403 with their
+/// text; `Unauthorized` → 401 (the plain sign-in message); `Internal` → 500.
 impl From<crate::access::Denied> for ApiError {
     fn from(e: crate::access::Denied) -> Self {
         match e {
@@ -167,14 +307,9 @@ impl From<crate::access::Denied> for ApiError {
     }
 }
 
+/// `db::Error`: always 500.
 impl From<crate::db::Error> for ApiError {
     fn from(e: crate::db::Error) -> Self {
-        ApiError::internal(e)
-    }
-}
-
-impl From<sqlx::Error> for ApiError {
-    fn from(e: sqlx::Error) -> Self {
         ApiError::internal(e)
     }
 }

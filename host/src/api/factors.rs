@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{ApiError, ApiJson, ErrorBody, Principal};
-use crate::app::App;
 use crate::plugins::builtin;
-use crate::second_factor::{self, Error, Factor};
+use crate::second_factor::{self, Factor};
+use crate::state::App;
 use crate::tokens::{Access, Area};
 
 /// A begun TOTP enrolment.
@@ -28,17 +28,6 @@ pub struct TotpEnrollment {
 pub struct TotpCode {
     #[schema(pattern = "^[0-9]{6}$")]
     pub code: String,
-}
-
-fn factor_error(e: Error) -> ApiError {
-    match e {
-        e @ Error::AlreadyEnrolled => ApiError::Conflict(e.to_string()),
-        e @ (Error::NotPending | Error::NotFound) => ApiError::NotFound(e.to_string()),
-        e @ (Error::Rejected | Error::BadName) => ApiError::Unprocessable(e.to_string()),
-        e @ Error::Disabled => ApiError::Forbidden(e.to_string()),
-        Error::Unavailable(cause) => ApiError::Internal(cause),
-        Error::Db(e) => ApiError::internal(e),
-    }
 }
 
 /// Begins enrolling TOTP. Permission: signed in (session or password; the
@@ -58,9 +47,7 @@ pub(crate) async fn begin(
     who: Principal,
 ) -> Result<(StatusCode, Json<TotpEnrollment>), ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    let uri = second_factor::begin_totp(&app, &who.user)
-        .await
-        .map_err(factor_error)?;
+    let uri = second_factor::begin_totp(&app, &who.user).await?;
     Ok((
         StatusCode::CREATED,
         Json(TotpEnrollment { otpauth_uri: uri }),
@@ -96,9 +83,7 @@ pub(crate) async fn confirm(
     ApiJson(body): ApiJson<TotpCode>,
 ) -> Result<Json<BackupCodes>, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    let codes = second_factor::confirm_totp(&app, &who.user, &body.code)
-        .await
-        .map_err(factor_error)?;
+    let codes = second_factor::confirm_totp(&app, &who.user, &body.code).await?;
     Ok(Json(BackupCodes {
         backup_codes: codes,
     }))
@@ -124,9 +109,7 @@ pub(crate) async fn regenerate(
     if !second_factor::enrolled(&app.db, who.user.id).await? {
         return Err(ApiError::Conflict("enable a second factor first".into()));
     }
-    let codes = second_factor::regenerate_backup_codes(&app.db, who.user.id)
-        .await
-        .map_err(factor_error)?;
+    let codes = second_factor::regenerate_backup_codes(&app.db, who.user.id).await?;
     Ok(Json(BackupCodes {
         backup_codes: codes,
     }))
@@ -148,9 +131,7 @@ pub(crate) async fn forget_devices(
     who: Principal,
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    second_factor::forget_devices(&app.db, who.user.id)
-        .await
-        .map_err(factor_error)?;
+    second_factor::forget_devices(&app.db, who.user.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -170,11 +151,7 @@ pub(crate) async fn list(
     who: Principal,
 ) -> Result<Json<Vec<Factor>>, ApiError> {
     who.require_scope(Access::Read, Area::User)?;
-    Ok(Json(
-        second_factor::list(&app.db, who.user.id)
-            .await
-            .map_err(factor_error)?,
-    ))
+    Ok(Json(second_factor::list(&app.db, who.user.id).await?))
 }
 
 /// Named, not positional: the versioned route has `{version}` too.
@@ -202,9 +179,7 @@ pub(crate) async fn remove(
     Path(path): Path<FactorPath>,
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    second_factor::remove(&app, &who.user, path.id)
-        .await
-        .map_err(factor_error)?;
+    second_factor::remove(&app, &who.user, path.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -224,9 +199,7 @@ pub(crate) async fn disable_totp(
     who: Principal,
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    second_factor::disable_totp(&app, &who.user)
-        .await
-        .map_err(factor_error)?;
+    second_factor::disable_totp(&app, &who.user).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -255,9 +228,9 @@ pub(crate) async fn begin_key(
     who: Principal,
 ) -> Result<(StatusCode, Json<KeyRegistration>), ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    let options = second_factor::begin_enrollment(&app, &who.user, builtin::WEBAUTHN)
-        .await
-        .map_err(factor_error)?;
+    let options = second_factor::begin_enrollment(&app, &who.user, builtin::WEBAUTHN).await?;
+    // Not a domain error: the factor's options are JSON it made itself, so
+    // text that does not parse is a fault on our side.
     let options = serde_json::from_str(&options).map_err(ApiError::internal)?;
     Ok((StatusCode::CREATED, Json(KeyRegistration { options })))
 }
@@ -311,8 +284,7 @@ pub(crate) async fn confirm_key(
         &body.name,
         &body.credential.to_string(),
     )
-    .await
-    .map_err(factor_error)?;
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(KeyRegistered {

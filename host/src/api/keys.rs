@@ -8,8 +8,8 @@ use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, Principal, rfc3339};
-use crate::app::App;
 use crate::keys::{self, SshKey};
+use crate::state::App;
 use crate::tokens::{Access, Area};
 
 /// Gitea's `PublicKey`.
@@ -76,12 +76,8 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<CreateKey>,
 ) -> Result<(StatusCode, Json<KeyView>), ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    match keys::add(&app.db, who.user.id, &body.title, &body.key).await {
-        Ok(k) => Ok((StatusCode::CREATED, Json(view(version, k)))),
-        Err(e @ keys::Error::Invalid(_)) => Err(ApiError::Unprocessable(e.to_string())),
-        Err(e @ keys::Error::Taken) => Err(ApiError::Conflict(e.to_string())),
-        Err(e) => Err(ApiError::internal(e)),
-    }
+    let key = keys::add(&app.db, who.user.id, &body.title, &body.key).await?;
+    Ok((StatusCode::CREATED, Json(view(version, key))))
 }
 
 /// The signed-in user's keys.
@@ -100,9 +96,7 @@ pub(crate) async fn list(
     who: Principal,
 ) -> Result<Json<Vec<KeyView>>, ApiError> {
     who.require_scope(Access::Read, Area::User)?;
-    let list = keys::list(&app.db, who.user.id)
-        .await
-        .map_err(ApiError::internal)?;
+    let list = keys::list(&app.db, who.user.id).await?;
     Ok(Json(list.into_iter().map(|k| view(version, k)).collect()))
 }
 
@@ -129,10 +123,7 @@ pub(crate) async fn delete(
     Path(path): Path<KeyPath>,
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    if keys::delete(&app.db, who.user.id, path.id)
-        .await
-        .map_err(ApiError::internal)?
-    {
+    if keys::delete(&app.db, who.user.id, path.id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound("no such key".into()))

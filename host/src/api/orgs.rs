@@ -10,9 +10,9 @@ use super::links::{Links, LinksBuilder};
 use super::repos::{CreateRepo, RepositoryView};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, MaybePrincipal, Principal};
 use crate::access::{self, Level};
-use crate::app::App;
 use crate::orgs::{self, Org, Team};
 use crate::repos;
+use crate::state::App;
 use crate::tokens::{Access, Area};
 use crate::users;
 
@@ -56,9 +56,7 @@ fn org_view(version: ApiVersion, org: Org, is_owner: bool) -> OrgView {
 
 /// The members an owner should chase while the 2FA policy is on.
 async fn without_two_factor(app: &App, org: &Org) -> Result<Vec<String>, ApiError> {
-    orgs::members_without_second_factor(&app.db, org.id)
-        .await
-        .map_err(org_error)
+    Ok(orgs::members_without_second_factor(&app.db, org.id).await?)
 }
 
 /// Gitea's `CreateOrgOption`.
@@ -71,18 +69,9 @@ pub struct CreateOrg {
     pub full_name: String,
 }
 
-fn org_error(e: orgs::Error) -> ApiError {
-    match e {
-        e @ orgs::Error::NameTaken(_) => ApiError::Conflict(e.to_string()),
-        orgs::Error::InvalidName(m) | orgs::Error::OwnersTeam(m) => ApiError::Unprocessable(m),
-        e => ApiError::internal(e),
-    }
-}
-
 async fn find_org(app: &App, name: &str) -> Result<Org, ApiError> {
     orgs::find(&app.db, name)
-        .await
-        .map_err(org_error)?
+        .await?
         .ok_or_else(|| ApiError::NotFound(format!("no organization named {name:?}")))
 }
 
@@ -90,11 +79,7 @@ async fn find_org(app: &App, name: &str) -> Result<Org, ApiError> {
 async fn owned_org(app: &App, who: &Principal, name: &str) -> Result<Org, ApiError> {
     who.require_scope(Access::Write, Area::Organization)?;
     let org = find_org(app, name).await?;
-    if who.user.is_admin
-        || orgs::is_owner(&app.db, org.id, who.user.id)
-            .await
-            .map_err(org_error)?
-    {
+    if who.user.is_admin || orgs::is_owner(&app.db, org.id, who.user.id).await? {
         Ok(org)
     } else {
         Err(ApiError::Forbidden(format!(
@@ -136,9 +121,7 @@ pub(crate) async fn create(
             "only site administrators create organizations here".into(),
         ));
     }
-    let org = orgs::create(&app.db, body.username.trim(), &body.full_name, &who.user)
-        .await
-        .map_err(org_error)?;
+    let org = orgs::create(&app.db, body.username.trim(), &body.full_name, &who.user).await?;
     Ok((StatusCode::CREATED, Json(org_view(version, org, true))))
 }
 
@@ -169,12 +152,7 @@ pub(crate) async fn get(
     }
     let org = find_org(&app, &path.org).await?;
     let owner = match &caller.user {
-        Some(u) => {
-            u.is_admin
-                || orgs::is_owner(&app.db, org.id, u.id)
-                    .await
-                    .map_err(org_error)?
-        }
+        Some(u) => u.is_admin || orgs::is_owner(&app.db, org.id, u.id).await?,
         None => false,
     };
     let policy = org.require_two_factor;
@@ -219,16 +197,10 @@ pub(crate) async fn edit(
 ) -> Result<Json<OrgView>, ApiError> {
     let org = owned_org(&app, &who, &path.org).await?;
     if let Some(on) = body.require_two_factor {
-        orgs::set_require_two_factor(&app.db, org.id, on)
-            .await
-            .map_err(org_error)?;
+        orgs::set_require_two_factor(&app.db, org.id, on).await?;
     }
     if let Some(full_name) = body.full_name {
-        sqlx::query("UPDATE users SET full_name = $1 WHERE id = $2")
-            .bind(full_name)
-            .bind(org.id)
-            .execute(app.db.pool())
-            .await?;
+        orgs::set_full_name(&app.db, org.id, &full_name).await?;
     }
     let org = find_org(&app, &org.name).await?;
     let mut view = org_view(version, org.clone(), true);
@@ -316,8 +288,7 @@ pub(crate) async fn create_team(
         body.permission.into(),
         body.includes_all_repositories,
     )
-    .await
-    .map_err(org_error)?;
+    .await?;
     Ok((StatusCode::CREATED, Json(team_view(version, team, true))))
 }
 
@@ -340,9 +311,7 @@ pub(crate) async fn teams(
 ) -> Result<Json<Vec<TeamView>>, ApiError> {
     who.require_scope(Access::Read, Area::Organization)?;
     let org = find_org(&app, &path.org).await?;
-    let members = orgs::org_members(&app.db, org.id)
-        .await
-        .map_err(org_error)?;
+    let members = orgs::org_members(&app.db, org.id).await?;
     if !who.user.is_admin
         && !members
             .iter()
@@ -353,11 +322,8 @@ pub(crate) async fn teams(
             path.org
         )));
     }
-    let owner = who.user.is_admin
-        || orgs::is_owner(&app.db, org.id, who.user.id)
-            .await
-            .map_err(org_error)?;
-    let list = orgs::teams(&app.db, org.id).await.map_err(org_error)?;
+    let owner = who.user.is_admin || orgs::is_owner(&app.db, org.id, who.user.id).await?;
+    let list = orgs::teams(&app.db, org.id).await?;
     Ok(Json(
         list.into_iter()
             .map(|t| team_view(version, t, owner))
@@ -380,14 +346,9 @@ pub(crate) struct TeamPath {
 async fn owned_team(app: &App, who: &Principal, id: i64) -> Result<Team, ApiError> {
     who.require_scope(Access::Write, Area::Organization)?;
     let team = orgs::team(&app.db, id)
-        .await
-        .map_err(org_error)?
+        .await?
         .ok_or_else(|| ApiError::NotFound("no such team".into()))?;
-    if who.user.is_admin
-        || orgs::is_owner(&app.db, team.org_id, who.user.id)
-            .await
-            .map_err(org_error)?
-    {
+    if who.user.is_admin || orgs::is_owner(&app.db, team.org_id, who.user.id).await? {
         Ok(team)
     } else {
         Err(ApiError::NotFound("no such team".into()))
@@ -412,12 +373,9 @@ pub(crate) async fn team_members(
 ) -> Result<Json<Vec<String>>, ApiError> {
     who.require_scope(Access::Read, Area::Organization)?;
     let team = orgs::team(&app.db, path.id)
-        .await
-        .map_err(org_error)?
+        .await?
         .ok_or_else(|| ApiError::NotFound("no such team".into()))?;
-    let org_members = orgs::org_members(&app.db, team.org_id)
-        .await
-        .map_err(org_error)?;
+    let org_members = orgs::org_members(&app.db, team.org_id).await?;
     if !who.user.is_admin
         && !org_members
             .iter()
@@ -425,9 +383,7 @@ pub(crate) async fn team_members(
     {
         return Err(ApiError::NotFound("no such team".into()));
     }
-    Ok(Json(
-        orgs::members(&app.db, team.id).await.map_err(org_error)?,
-    ))
+    Ok(Json(orgs::members(&app.db, team.id).await?))
 }
 
 /// Adds a user to a team (and so to the organization). Permission:
@@ -451,9 +407,7 @@ pub(crate) async fn add_member(
     let user = users::find_by_login(&app.db, &path.username)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.username)))?;
-    orgs::add_member(&app.db, team.id, user.id)
-        .await
-        .map_err(org_error)?;
+    orgs::add_member(&app.db, team.id, user.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -478,10 +432,7 @@ pub(crate) async fn remove_member(
     let user = users::find_by_login(&app.db, &path.username)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.username)))?;
-    if orgs::remove_member(&app.db, &team, user.id)
-        .await
-        .map_err(org_error)?
-    {
+    if orgs::remove_member(&app.db, &team, user.id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!(
@@ -518,8 +469,7 @@ pub(crate) async fn add_repo(
 ) -> Result<StatusCode, ApiError> {
     let team = owned_team(&app, &who, path.id).await?;
     let repo = repos::find(&app.db, &path.org, &path.repo)
-        .await
-        .map_err(ApiError::internal)?
+        .await?
         .filter(|r| r.owner_id == team.org_id)
         .ok_or_else(|| {
             ApiError::NotFound(format!(
@@ -527,9 +477,7 @@ pub(crate) async fn add_repo(
                 path.org, path.repo
             ))
         })?;
-    orgs::add_repo(&app.db, team.id, repo.id)
-        .await
-        .map_err(org_error)?;
+    orgs::add_repo(&app.db, team.id, repo.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -587,9 +535,7 @@ pub(crate) async fn repos(
         return Err(ApiError::Unauthorized);
     }
     let org = find_org(&app, &path.org).await?;
-    let all = repos::list_for_owner(&app.db, org.id)
-        .await
-        .map_err(ApiError::internal)?;
+    let all = repos::list_for_owner(&app.db, org.id).await?;
     let mut out = Vec::new();
     for repo in all {
         let level = access::repo_level(&app, caller.user.as_ref(), &repo).await?;

@@ -5,8 +5,8 @@ use axum::extract::{OriginalUri, State};
 use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
 use super::users::require_admin;
 use super::{ApiError, ApiQuery, ErrorBody, Principal};
-use crate::app::App;
 use crate::plugins::PluginInfo;
+use crate::state::App;
 use crate::tokens::{Access, Area};
 
 /// Every plugin with its state and the calls and traps the servers counted.

@@ -12,10 +12,10 @@ use super::links::{Links, LinksBuilder};
 use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::access::{self, Level};
-use crate::app::App;
 use crate::orgs;
 use crate::protection::{self, Protection, Rule};
 use crate::repos::Repository;
+use crate::state::App;
 use crate::users;
 
 /// A branch protection rule as the API shows it.
@@ -152,9 +152,7 @@ async fn check_names(app: &App, repo: &Repository, rule: &Rule) -> Result<(), Ap
                 "push_whitelist_teams: only repositories of an organization have teams".into(),
             ));
         }
-        let teams = orgs::teams(&app.db, repo.owner_id)
-            .await
-            .map_err(ApiError::internal)?;
+        let teams = orgs::teams(&app.db, repo.owner_id).await?;
         for name in &rule.push_whitelist_teams {
             if !teams.iter().any(|t| t.name.eq_ignore_ascii_case(name)) {
                 return Err(ApiError::Unprocessable(format!(
@@ -164,14 +162,6 @@ async fn check_names(app: &App, repo: &Repository, rule: &Rule) -> Result<(), Ap
         }
     }
     Ok(())
-}
-
-fn store_error(e: protection::Error) -> ApiError {
-    match e {
-        e @ protection::Error::Duplicate(_) => ApiError::Conflict(e.to_string()),
-        protection::Error::Invalid(m) => ApiError::Unprocessable(m),
-        e => ApiError::internal(e),
-    }
 }
 
 #[derive(Deserialize)]
@@ -245,9 +235,7 @@ pub(crate) async fn create(
     };
     body.apply(&mut rule);
     check_names(&app, &repo, &rule).await?;
-    let p = protection::create(&app.db, repo.id, &rule)
-        .await
-        .map_err(store_error)?;
+    let p = protection::create(&app.db, repo.id, &rule).await?;
     Ok((StatusCode::CREATED, Json(view(version, &repo, p))))
 }
 
@@ -274,9 +262,7 @@ pub(crate) async fn list(
 ) -> Result<Paged<BranchProtectionView>, ApiError> {
     let repo = admin_repo(&app, &who, &path.owner, &path.repo).await?;
     let window = paging.window(false)?;
-    let all = protection::list(&app.db, repo.id)
-        .await
-        .map_err(store_error)?;
+    let all = protection::list(&app.db, repo.id).await?;
     let count = all.len() as u64;
     let (limit, offset) = window.limit_offset().expect("full is refused above");
     let results = all
@@ -295,8 +281,7 @@ pub(crate) async fn list(
 
 async fn find(app: &App, repo: &Repository, name: &str) -> Result<Protection, ApiError> {
     protection::find(&app.db, repo.id, name)
-        .await
-        .map_err(store_error)?
+        .await?
         .ok_or_else(|| ApiError::NotFound(format!("no branch protection rule {name:?}")))
 }
 
@@ -360,9 +345,7 @@ pub(crate) async fn edit(
     let mut rule = existing.rule.clone();
     body.apply(&mut rule);
     check_names(&app, &repo, &rule).await?;
-    let p = protection::update(&app.db, &existing, &rule)
-        .await
-        .map_err(store_error)?;
+    let p = protection::update(&app.db, &existing, &rule).await?;
     Ok(Json(view(version, &repo, p)))
 }
 
@@ -385,10 +368,7 @@ pub(crate) async fn delete(
     Path(path): Path<RulePath>,
 ) -> Result<StatusCode, ApiError> {
     let repo = admin_repo(&app, &who, &path.owner, &path.repo).await?;
-    if protection::delete(&app.db, repo.id, &path.name)
-        .await
-        .map_err(store_error)?
-    {
+    if protection::delete(&app.db, repo.id, &path.name).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!(

@@ -12,8 +12,8 @@ use super::{
     ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, MaybePrincipal, Principal, rfc3339,
 };
 use crate::access::{self, Level};
-use crate::app::App;
 use crate::repos::{self, Repository};
+use crate::state::App;
 use crate::tokens::{Access, Area};
 use crate::users;
 
@@ -159,7 +159,7 @@ pub(crate) async fn create_for(
             "default_branch: {branch:?} is not a branch name"
         )));
     }
-    let repo = match repos::create(
+    let repo = repos::create(
         app,
         owner,
         body.name.trim(),
@@ -167,15 +167,7 @@ pub(crate) async fn create_for(
         body.private,
         branch,
     )
-    .await
-    {
-        Ok(r) => r,
-        Err(e @ repos::Error::NameTaken(_)) => return Err(ApiError::Conflict(e.to_string())),
-        Err(e @ repos::Error::InvalidName(_)) => {
-            return Err(ApiError::Unprocessable(e.to_string()));
-        }
-        Err(e) => return Err(ApiError::internal(e)),
-    };
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(view(app, version, &repo, Level::Owner)),
@@ -203,9 +195,7 @@ pub(crate) async fn list_mine(
 ) -> Result<Paged<RepositoryView>, ApiError> {
     who.require_scope(Access::Read, Area::Repository)?;
     let window = paging.window(false)?;
-    let all = repos::list_for_user(&app.db, who.user.id)
-        .await
-        .map_err(ApiError::internal)?;
+    let all = repos::list_for_user(&app.db, who.user.id).await?;
     let all: Vec<_> = all
         .into_iter()
         .filter(|r| {
@@ -301,9 +291,7 @@ pub(crate) async fn collaborators(
         "listing collaborators",
     )
     .await?;
-    let list = repos::collaborators(&app.db, repo.id)
-        .await
-        .map_err(ApiError::internal)?;
+    let list = repos::collaborators(&app.db, repo.id).await?;
     Ok(Json(
         list.into_iter()
             .map(|(login, level)| CollaboratorView {
@@ -383,9 +371,7 @@ pub(crate) async fn put_collaborator(
     let user = users::find_by_login(&app.db, &path.collaborator)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
-    repos::set_collaborator(&app.db, repo.id, user.id, level)
-        .await
-        .map_err(ApiError::internal)?;
+    repos::set_collaborator(&app.db, repo.id, user.id, level).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -419,10 +405,7 @@ pub(crate) async fn delete_collaborator(
     let user = users::find_by_login(&app.db, &path.collaborator)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
-    if repos::remove_collaborator(&app.db, repo.id, user.id)
-        .await
-        .map_err(ApiError::internal)?
-    {
+    if repos::remove_collaborator(&app.db, repo.id, user.id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!(

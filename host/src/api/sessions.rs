@@ -10,8 +10,8 @@ use utoipa::ToSchema;
 use super::links::{Links, LinksBuilder};
 use super::pagination::{CursorPage, CursorQuery, Position, UrlBase, cursor_page};
 use super::{ApiError, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
-use crate::app::App;
 use crate::sessions::{self, SessionRow};
+use crate::state::App;
 use crate::tokens::{Access, Area};
 
 /// A browser session.

@@ -11,9 +11,9 @@ use utoipa::ToSchema;
 
 use super::users::require_admin;
 use super::{ApiError, ApiJson, ErrorBody, Principal};
-use crate::app::App;
 use crate::identity::sync::Summary;
-use crate::identity::{self, DirectorySourceView, SourceError};
+use crate::identity::{self, DirectorySourceView};
+use crate::state::App;
 use crate::tokens::{Access, Area};
 
 /// Named, not positional: the versioned route has `{version}` too.
@@ -39,10 +39,7 @@ pub(crate) async fn list(
 ) -> Result<Json<Vec<DirectorySourceView>>, ApiError> {
     who.require_scope(Access::Read, Area::Admin)?;
     require_admin(&who.user)?;
-    identity::directory_sources(&app)
-        .await
-        .map(Json)
-        .map_err(ApiError::internal)
+    Ok(Json(identity::directory_sources(&app).await?))
 }
 
 /// What a connection test found.
@@ -106,15 +103,6 @@ pub(crate) async fn sync(
     ))
 }
 
-fn source_error(e: SourceError) -> ApiError {
-    match e {
-        e @ SourceError::NotFound(_) => ApiError::NotFound(e.to_string()),
-        e @ SourceError::ReadOnly(_) => ApiError::Conflict(e.to_string()),
-        e @ SourceError::Invalid(_) => ApiError::Unprocessable(e.to_string()),
-        SourceError::Unavailable(cause) => ApiError::Internal(cause),
-    }
-}
-
 /// Adds a directory source: the `[source.<n>]` keys and values (`NAME`,
 /// `HOST`, `PORT`, `SECURITY_PROTOCOL`, `USER_DN`, `USER_PASSWD`,
 /// `USER_SEARCH_BASE_DN`, `USER_FILTER`, `ATTRIBUTE_*`, …), each checked as
@@ -140,12 +128,9 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<DirectorySourceView>), ApiError> {
     who.require_scope(Access::Write, Area::Admin)?;
     require_admin(&who.user)?;
-    let id = identity::add_directory_source(&app, body)
-        .await
-        .map_err(source_error)?;
+    let id = identity::add_directory_source(&app, body).await?;
     let view = identity::directory_sources(&app)
-        .await
-        .map_err(ApiError::internal)?
+        .await?
         .into_iter()
         .find(|s| s.id == id)
         .ok_or_else(|| ApiError::Internal("the new source is not listed".into()))?;
@@ -180,12 +165,9 @@ pub(crate) async fn edit(
 ) -> Result<Json<DirectorySourceView>, ApiError> {
     who.require_scope(Access::Write, Area::Admin)?;
     require_admin(&who.user)?;
-    identity::update_directory_source(&app, &path.id, body)
-        .await
-        .map_err(source_error)?;
+    identity::update_directory_source(&app, &path.id, body).await?;
     identity::directory_sources(&app)
-        .await
-        .map_err(ApiError::internal)?
+        .await?
         .into_iter()
         .find(|s| s.id == path.id)
         .map(Json)
@@ -213,9 +195,7 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::Admin)?;
     require_admin(&who.user)?;
-    identity::remove_directory_source(&app, &path.id)
-        .await
-        .map_err(source_error)?;
+    identity::remove_directory_source(&app, &path.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -9,8 +9,8 @@ use utoipa::ToSchema;
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
-use crate::app::App;
 use crate::repos;
+use crate::state::App;
 use crate::tokens::{self, Access, Area, Scopes, Token};
 use crate::users::User;
 
@@ -146,20 +146,13 @@ pub(crate) async fn create(
         let (o, n) = full.split_once('/').ok_or_else(|| {
             ApiError::Unprocessable(format!("repositories: {full:?} is not owner/name"))
         })?;
-        let repo = repos::find(&app.db, o, n)
-            .await
-            .map_err(ApiError::internal)?
-            .ok_or_else(|| {
-                ApiError::Unprocessable(format!("repositories: no repository {full:?}"))
-            })?;
+        let repo = repos::find(&app.db, o, n).await?.ok_or_else(|| {
+            ApiError::Unprocessable(format!("repositories: no repository {full:?}"))
+        })?;
         repositories.push(repo.id);
     }
     let (secret, token) =
-        match tokens::create(&app.db, owner.id, name, &scopes, &repositories, expires).await {
-            Ok(created) => created,
-            Err(e @ tokens::Error::NameTaken(_)) => return Err(ApiError::Conflict(e.to_string())),
-            Err(e) => return Err(ApiError::internal(e)),
-        };
+        tokens::create(&app.db, owner.id, name, &scopes, &repositories, expires).await?;
     Ok((
         StatusCode::CREATED,
         Json(view(version, &owner.login, token, Some(secret))),
@@ -190,9 +183,7 @@ pub(crate) async fn list(
     who.require_scope(Access::Read, Area::User)?;
     let owner = owner(&app, &who, &path.username).await?;
     let window = paging.window(false)?;
-    let all = tokens::list(&app.db, owner.id)
-        .await
-        .map_err(ApiError::internal)?;
+    let all = tokens::list(&app.db, owner.id).await?;
     let count = all.len() as u64;
     let (limit, offset) = window.limit_offset().expect("full is refused above");
     let results = all
@@ -229,10 +220,7 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
     let owner = owner(&app, &who, &path.username).await?;
-    if tokens::delete(&app.db, owner.id, &path.token)
-        .await
-        .map_err(ApiError::internal)?
-    {
+    if tokens::delete(&app.db, owner.id, &path.token).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!("no token {:?}", path.token)))

@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Page, PageQuery, Paged, UrlBase, flag, paged};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
-use crate::app::App;
+use crate::state::App;
 use crate::tokens::{Access, Area};
 use crate::users::{self, LOCAL_SOURCE, User};
 

@@ -17,8 +17,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::ApiError;
-use crate::app::App;
 use crate::config::Api;
+use crate::state::App;
 
 /// The version a request is served in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

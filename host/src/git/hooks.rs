@@ -10,89 +10,17 @@
 //! refusals, which the hook prints for the git client and turns into its exit
 //! status. Anything that goes wrong refuses the push: the hook fails closed.
 
-use std::collections::HashMap;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use crate::app::App;
 use crate::protection::{self, Quarantine, RefUpdate};
-
-/// The hook script every repository gets.
-const SCRIPT: &str = "#!/bin/sh\n# Installed by Postern: branch protection and push limits are checked by the host.\nexec \"$POSTERN_BIN\" hook pre-receive\n";
+use crate::state::App;
 
 /// The header carrying a push's token.
 pub const TOKEN_HEADER: &str = "x-postern-hook-token";
-
-/// Writes (or refreshes) the repository's pre-receive hook.
-pub fn install(repo_dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = repo_dir.join("hooks").join("pre-receive");
-    if std::fs::read_to_string(&path).is_ok_and(|s| s == SCRIPT) {
-        return Ok(());
-    }
-    std::fs::create_dir_all(repo_dir.join("hooks"))?;
-    std::fs::write(&path, SCRIPT)?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-}
-
-/// A push in progress.
-#[derive(Debug, Clone, Copy)]
-struct Push {
-    repo_id: i64,
-    pusher_id: i64,
-}
-
-/// Pushes in progress, by token.
-#[derive(Default)]
-pub struct Pushes {
-    by_token: Mutex<HashMap<String, Push>>,
-    /// Where hooks reach this host (`http://addr`), set once it listens.
-    pub url: std::sync::OnceLock<String>,
-}
-
-/// A registered push; unregistered when dropped.
-pub struct Registration {
-    pushes: Arc<Pushes>,
-    pub token: String,
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        self.pushes
-            .by_token
-            .lock()
-            .expect("push registry lock")
-            .remove(&self.token);
-    }
-}
-
-impl Pushes {
-    pub fn register(self: &Arc<Self>, repo_id: i64, pusher_id: i64) -> Registration {
-        let token = hex::encode(rand::random::<[u8; 24]>());
-        self.by_token
-            .lock()
-            .expect("push registry lock")
-            .insert(token.clone(), Push { repo_id, pusher_id });
-        Registration {
-            pushes: self.clone(),
-            token,
-        }
-    }
-
-    fn find(&self, token: &str) -> Option<Push> {
-        self.by_token
-            .lock()
-            .expect("push registry lock")
-            .get(token)
-            .copied()
-    }
-}
 
 /// What the hook sends.
 #[derive(Debug, Serialize, Deserialize)]

@@ -23,9 +23,9 @@ use russh::{Channel, ChannelId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::hooks;
+use super::bare;
 use crate::access::{self, Caller, Denied, Level};
-use crate::app::App;
+use crate::state::App;
 use crate::users::User;
 
 /// Loads the host key from the data dir, generating it on first start.
@@ -218,7 +218,7 @@ impl russh::server::Handler for SshSession {
         };
         let caller = Caller {
             user: Some(user.clone()),
-            token: None,
+            ..Caller::default()
         };
         let repo = match access::require_repo(&self.app, &caller, &owner, &name, need, action).await
         {
@@ -246,7 +246,7 @@ impl russh::server::Handler for SshSession {
         }
         let mut registration = None;
         if service == "receive-pack" {
-            if let Err(e) = hooks::install(&path) {
+            if let Err(e) = bare::install(&path) {
                 tracing::error!(repo = %repo.full_name(), "cannot install the pre-receive hook: {e}");
                 session.channel_success(channel)?;
                 return refuse(session, channel, "internal error").await;

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use sqlx::Row;
 
 use super::{Identity, ListedUser, SignInRefusal};
-use crate::app::App;
-use crate::db::now;
+use crate::db::{Db, now};
 use crate::plugins::Plugin;
+use crate::state::App;
 use crate::users::{self, User};
 
 /// What one source's sync did.
@@ -40,21 +40,6 @@ enum Outcome {
     Deactivated,
     Unchanged,
     Skipped,
-}
-
-fn flag(source: &Plugin, key: &str) -> bool {
-    source
-        .settings
-        .iter()
-        .any(|(k, v)| k == key && crate::config::schema::parse_bool(v) == Some(true))
-}
-
-fn setting<'a>(source: &'a Plugin, key: &str) -> Option<&'a str> {
-    source
-        .settings
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
 }
 
 /// Syncs one directory source. `progress(done, total)` is called as users
@@ -144,22 +129,11 @@ async fn finish(app: &App, source: &Plugin, started: i64, summary: Summary) -> S
 }
 
 async fn set_active(app: &App, user_id: i64, active: bool, by: &str) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET is_active = $1, deactivated_by = $2, updated = $3 WHERE id = $4")
-        .bind(i64::from(active))
-        .bind(if active { "" } else { by })
-        .bind(now())
-        .bind(user_id)
-        .execute(app.db.pool())
-        .await?;
-    Ok(())
+    users::set_active(&app.db, user_id, active, by).await
 }
 
 async fn deactivated_by(app: &App, user_id: i64) -> sqlx::Result<String> {
-    let row = sqlx::query("SELECT deactivated_by FROM users WHERE id = $1")
-        .bind(user_id)
-        .fetch_one(app.db.pool())
-        .await?;
-    row.try_get(0)
+    users::deactivated_by(&app.db, user_id).await
 }
 
 /// Applies one listed user.
@@ -169,7 +143,8 @@ async fn apply(app: &App, source: &Arc<Plugin>, listed: &ListedUser) -> anyhow::
         users::find_linked_or_relink(&app.db, &source.id, &identity.external_id, &identity.login)
             .await?
     else {
-        if listed.disabled || !(flag(source, "AUTO_REGISTER") && flag(source, "ALLOW_USER_CREATE"))
+        if listed.disabled
+            || !(source.host_settings.auto_register && source.host_settings.allow_user_create)
         {
             return Ok(Outcome::Skipped);
         }
@@ -227,14 +202,14 @@ async fn refresh_extras(
     identity: &Identity,
 ) -> anyhow::Result<bool> {
     let mut changed = false;
-    if setting(source, "ATTRIBUTE_SSH_PUBLIC_KEY").is_some_and(|a| !a.is_empty()) {
+    if source.host_settings.syncs_ssh_keys {
         changed |=
             crate::keys::sync_from_source(&app.db, user.id, &source.id, &identity.ssh_keys).await?;
     }
-    if flag(source, "SYNC_GROUPS") {
+    if source.host_settings.sync_groups {
         changed |= sync_teams(app, source, user, &identity.groups).await?;
     }
-    if flag(source, "AUTO_CREATE_ORG") {
+    if source.host_settings.auto_create_org {
         changed |= sync_orgs(app, source, user, &identity.organizations).await?;
     }
     Ok(changed)
@@ -347,7 +322,7 @@ async fn sync_teams(
     user: &User,
     groups: &[String],
 ) -> anyhow::Result<bool> {
-    let Some(map) = setting(source, "GROUP_TEAM_MAP").filter(|m| !m.trim().is_empty()) else {
+    let Some(map) = source.host_settings.group_team_map.as_deref() else {
         return Ok(false);
     };
     let map: TeamMap = serde_json::from_str(map).map_err(|e| {
@@ -426,7 +401,7 @@ pub async fn sync_all(
         .plugins
         .directory_sources()
         .into_iter()
-        .filter(|s| all || flag(s, "ENABLE_SYNC"))
+        .filter(|s| all || s.host_settings.enable_sync)
         .collect();
     for source in sources {
         let id = source.id.to_string();
@@ -435,4 +410,34 @@ pub async fn sync_all(
         out.push((id, summary));
     }
     out
+}
+
+/// A source's last sync, in words; "never" before the first.
+pub(crate) async fn last_sync(db: &Db, source: &str) -> crate::db::Result<String> {
+    let row = sqlx::query(
+        "SELECT finished, complete, created, updated, deactivated, unchanged, errors, message FROM source_syncs WHERE source = $1",
+    )
+    .bind(source)
+    .fetch_optional(db.pool())
+    .await?;
+    let Some(r) = row else {
+        return Ok("never".to_string());
+    };
+    let n = |i: usize| r.try_get::<i64, _>(i).unwrap_or(0);
+    let message: String = r.try_get(7).unwrap_or_default();
+    Ok(format!(
+        "at {} (unix): {}, created {}, updated {}, deactivated {}, unchanged {}, errors {}{}",
+        n(0),
+        if n(1) == 1 { "complete" } else { "incomplete" },
+        n(2),
+        n(3),
+        n(4),
+        n(5),
+        n(6),
+        if message.is_empty() {
+            String::new()
+        } else {
+            format!(": {message}")
+        }
+    ))
 }

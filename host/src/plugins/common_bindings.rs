@@ -7,11 +7,11 @@
 
 macro_rules! common_bindings {
     () => {
-        use crate::identity::{
+        use crate::plugins::capabilities::{CallState, CredentialsError, KvError, LogLevel};
+        use crate::plugins::contract::{
             Identity, KnownAccount, NewAccount, PasswordSignIn, Registration, RegistrationRefusal,
             SignInRefusal,
         };
-        use crate::plugins::capabilities::{CallState, CredentialsError, KvError, LogLevel};
 
         pub(crate) fn settings(list: &[(String, String)]) -> Vec<types::Setting> {
             list.iter()

@@ -6,7 +6,8 @@
 //! sign-in and no removal; the host fills those in (see the factor calls
 //! below).
 
-use crate::second_factor::{Ceremony, FactorRefusal};
+use crate::plugins::calls::{Call, FactorCalls, SourceCalls};
+use crate::plugins::contract::{Ceremony, FactorRefusal};
 
 pub(crate) const WIT_VERSION: &str = "0.1.0";
 
@@ -78,63 +79,110 @@ impl From<factor_wit::FactorError> for FactorRefusal {
 type FactorPre = second_factor::SecondFactorPre<CallState>;
 type Store = wasmtime::Store<CallState>;
 
-pub(crate) fn begin_enrollment(
-    pre: &FactorPre,
-    store: &mut Store,
-    user: &KnownAccount,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<Ceremony, FactorRefusal>> {
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings.postern_plugin_factor().call_begin_enrollment(
-        store,
-        &user.into(),
-        &settings(list),
-    )?;
-    Ok(out
-        .map(|e| Ceremony {
-            display: e.display,
-            pending_state: e.pending_state,
+impl SourceCalls for identity_source::IdentitySourcePre<CallState> {
+    fn authenticate(
+        &self,
+        store: &mut Store,
+        request: &PasswordSignIn,
+    ) -> Call<Identity, SignInRefusal> {
+        authenticate(self, store, request)
+    }
+
+    fn register(
+        &self,
+        store: &mut Store,
+        request: &Registration,
+    ) -> Call<NewAccount, RegistrationRefusal> {
+        register(self, store, request)
+    }
+}
+
+impl FactorCalls for FactorPre {
+    fn begin_enrollment(
+        &self,
+        store: &mut Store,
+        user: &KnownAccount,
+        list: &[(String, String)],
+    ) -> Call<Ceremony, FactorRefusal> {
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings.postern_plugin_factor().call_begin_enrollment(
+            store,
+            &user.into(),
+            &settings(list),
+        )?;
+        Ok(out
+            .map(|e| Ceremony {
+                display: e.display,
+                pending_state: e.pending_state,
+            })
+            .map_err(Into::into))
+    }
+
+    /// 0.1.0 confirms without naming the credential: the handle is empty.
+    fn confirm_enrollment(
+        &self,
+        store: &mut Store,
+        user: &KnownAccount,
+        pending: &[u8],
+        response: &str,
+        list: &[(String, String)],
+    ) -> Call<String, FactorRefusal> {
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings.postern_plugin_factor().call_confirm_enrollment(
+            store,
+            &user.into(),
+            pending,
+            response,
+            &settings(list),
+        )?;
+        Ok(out.map(|()| String::new()).map_err(Into::into))
+    }
+
+    /// 0.1.0 verifies a code without a challenge, and only for a known user.
+    fn verify(
+        &self,
+        store: &mut Store,
+        user: Option<&KnownAccount>,
+        _pending: &[u8],
+        response: &str,
+        list: &[(String, String)],
+    ) -> Call<i64, FactorRefusal> {
+        let Some(user) = user else {
+            return Ok(Err(FactorRefusal::NotSupported));
+        };
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings.postern_plugin_factor().call_verify(
+            store,
+            &user.into(),
+            response,
+            &settings(list),
+        )?;
+        Ok(out.map(|()| user.id).map_err(Into::into))
+    }
+
+    /// 0.1.0 factors answer without a challenge, and cannot start a passkey
+    /// sign-in.
+    fn begin_verification(
+        &self,
+        _store: &mut Store,
+        user: Option<&KnownAccount>,
+        _list: &[(String, String)],
+    ) -> Call<Ceremony, FactorRefusal> {
+        Ok(match user {
+            Some(_) => Ok(Ceremony::default()),
+            None => Err(FactorRefusal::NotSupported),
         })
-        .map_err(Into::into))
-}
+    }
 
-/// 0.1.0 confirms without naming the credential: the handle is empty.
-pub(crate) fn confirm_enrollment(
-    pre: &FactorPre,
-    store: &mut Store,
-    user: &KnownAccount,
-    pending: &[u8],
-    response: &str,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<String, FactorRefusal>> {
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings.postern_plugin_factor().call_confirm_enrollment(
-        store,
-        &user.into(),
-        pending,
-        response,
-        &settings(list),
-    )?;
-    Ok(out.map(|()| String::new()).map_err(Into::into))
-}
-
-/// 0.1.0 verifies a code without a challenge, and only for a known user.
-pub(crate) fn verify(
-    pre: &FactorPre,
-    store: &mut Store,
-    user: Option<&KnownAccount>,
-    response: &str,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<i64, FactorRefusal>> {
-    let Some(user) = user else {
-        return Ok(Err(FactorRefusal::NotSupported));
-    };
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings.postern_plugin_factor().call_verify(
-        store,
-        &user.into(),
-        response,
-        &settings(list),
-    )?;
-    Ok(out.map(|()| user.id).map_err(Into::into))
+    /// 0.1.0 has no removal: the host forgets the enrolment and the plugin's
+    /// state is left unused.
+    fn remove(
+        &self,
+        _store: &mut Store,
+        _user: &KnownAccount,
+        _handle: &str,
+        _list: &[(String, String)],
+    ) -> Call<(), FactorRefusal> {
+        Ok(Ok(()))
+    }
 }

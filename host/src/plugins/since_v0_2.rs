@@ -1,7 +1,8 @@
 //! Bindings for `postern:plugin@0.2.0` (`plugin-api/wit`), and conversions
 //! between its types and the host's own.
 
-use crate::second_factor::{Ceremony, FactorRefusal};
+use crate::plugins::calls::{Call, FactorCalls, SourceCalls};
+use crate::plugins::contract::{Ceremony, FactorRefusal};
 
 pub(crate) const WIT_VERSION: &str = "0.2.0";
 
@@ -140,122 +141,142 @@ impl From<factor_wit::Ceremony> for Ceremony {
 type FactorPre = second_factor::SecondFactorPre<CallState>;
 type Store = wasmtime::Store<CallState>;
 
-pub(crate) fn begin_enrollment(
-    pre: &FactorPre,
-    store: &mut Store,
-    user: &KnownAccount,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<Ceremony, FactorRefusal>> {
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings.postern_plugin_factor().call_begin_enrollment(
-        store,
-        &user.into(),
-        &settings(list),
-    )?;
-    Ok(out.map(Into::into).map_err(Into::into))
+impl FactorCalls for FactorPre {
+    fn begin_enrollment(
+        &self,
+        store: &mut Store,
+        user: &KnownAccount,
+        list: &[(String, String)],
+    ) -> Call<Ceremony, FactorRefusal> {
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings.postern_plugin_factor().call_begin_enrollment(
+            store,
+            &user.into(),
+            &settings(list),
+        )?;
+        Ok(out.map(Into::into).map_err(Into::into))
+    }
+
+    fn confirm_enrollment(
+        &self,
+        store: &mut Store,
+        user: &KnownAccount,
+        pending: &[u8],
+        response: &str,
+        list: &[(String, String)],
+    ) -> Call<String, FactorRefusal> {
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings.postern_plugin_factor().call_confirm_enrollment(
+            store,
+            &user.into(),
+            pending,
+            response,
+            &settings(list),
+        )?;
+        Ok(out.map_err(Into::into))
+    }
+
+    fn begin_verification(
+        &self,
+        store: &mut Store,
+        user: Option<&KnownAccount>,
+        list: &[(String, String)],
+    ) -> Call<Ceremony, FactorRefusal> {
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings.postern_plugin_factor().call_begin_verification(
+            store,
+            user.map(Into::into).as_ref(),
+            &settings(list),
+        )?;
+        Ok(out.map(Into::into).map_err(Into::into))
+    }
+
+    fn verify(
+        &self,
+        store: &mut Store,
+        user: Option<&KnownAccount>,
+        pending: &[u8],
+        response: &str,
+        list: &[(String, String)],
+    ) -> Call<i64, FactorRefusal> {
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings.postern_plugin_factor().call_verify(
+            store,
+            user.map(Into::into).as_ref(),
+            pending,
+            response,
+            &settings(list),
+        )?;
+        Ok(out.map_err(Into::into))
+    }
+
+    fn remove(
+        &self,
+        store: &mut Store,
+        user: &KnownAccount,
+        handle: &str,
+        list: &[(String, String)],
+    ) -> Call<(), FactorRefusal> {
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings.postern_plugin_factor().call_remove(
+            store,
+            &user.into(),
+            handle,
+            &settings(list),
+        )?;
+        Ok(out.map_err(Into::into))
+    }
 }
 
-pub(crate) fn confirm_enrollment(
-    pre: &FactorPre,
-    store: &mut Store,
-    user: &KnownAccount,
-    pending: &[u8],
-    response: &str,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<String, FactorRefusal>> {
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings.postern_plugin_factor().call_confirm_enrollment(
-        store,
-        &user.into(),
-        pending,
-        response,
-        &settings(list),
-    )?;
-    Ok(out.map_err(Into::into))
-}
+impl SourceCalls for identity_source::IdentitySourcePre<CallState> {
+    fn authenticate(
+        &self,
+        store: &mut Store,
+        request: &PasswordSignIn,
+    ) -> Call<Identity, SignInRefusal> {
+        authenticate(self, store, request)
+    }
 
-pub(crate) fn begin_verification(
-    pre: &FactorPre,
-    store: &mut Store,
-    user: Option<&KnownAccount>,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<Ceremony, FactorRefusal>> {
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings.postern_plugin_factor().call_begin_verification(
-        store,
-        user.map(Into::into).as_ref(),
-        &settings(list),
-    )?;
-    Ok(out.map(Into::into).map_err(Into::into))
-}
+    fn register(
+        &self,
+        store: &mut Store,
+        request: &Registration,
+    ) -> Call<NewAccount, RegistrationRefusal> {
+        register(self, store, request)
+    }
 
-pub(crate) fn verify(
-    pre: &FactorPre,
-    store: &mut Store,
-    user: Option<&KnownAccount>,
-    pending: &[u8],
-    response: &str,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<i64, FactorRefusal>> {
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings.postern_plugin_factor().call_verify(
-        store,
-        user.map(Into::into).as_ref(),
-        pending,
-        response,
-        &settings(list),
-    )?;
-    Ok(out.map_err(Into::into))
-}
+    /// A user as a source's full listing shows them.
+    fn list_users(
+        &self,
+        store: &mut Store,
+        list: &[(String, String)],
+    ) -> Call<Vec<crate::plugins::contract::ListedUser>, SignInRefusal> {
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings
+            .postern_plugin_source()
+            .call_list_users(store, &settings(list))?;
+        Ok(out
+            .map(|users| {
+                users
+                    .into_iter()
+                    .map(|u| crate::plugins::contract::ListedUser {
+                        identity: u.identity.into(),
+                        disabled: u.disabled,
+                    })
+                    .collect()
+            })
+            .map_err(Into::into))
+    }
 
-pub(crate) fn remove(
-    pre: &FactorPre,
-    store: &mut Store,
-    user: &KnownAccount,
-    handle: &str,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<(), FactorRefusal>> {
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings.postern_plugin_factor().call_remove(
-        store,
-        &user.into(),
-        handle,
-        &settings(list),
-    )?;
-    Ok(out.map_err(Into::into))
-}
-
-/// A user as a source's full listing shows them.
-pub(crate) fn list_users(
-    pre: &identity_source::IdentitySourcePre<CallState>,
-    store: &mut Store,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<Vec<crate::identity::ListedUser>, SignInRefusal>> {
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings
-        .postern_plugin_source()
-        .call_list_users(store, &settings(list))?;
-    Ok(out
-        .map(|users| {
-            users
-                .into_iter()
-                .map(|u| crate::identity::ListedUser {
-                    identity: u.identity.into(),
-                    disabled: u.disabled,
-                })
-                .collect()
-        })
-        .map_err(Into::into))
-}
-
-pub(crate) fn test_connection(
-    pre: &identity_source::IdentitySourcePre<CallState>,
-    store: &mut Store,
-    list: &[(String, String)],
-) -> wasmtime::Result<Result<String, SignInRefusal>> {
-    let bindings = pre.instantiate(&mut *store)?;
-    let out = bindings
-        .postern_plugin_source()
-        .call_test_connection(store, &settings(list))?;
-    Ok(out.map_err(Into::into))
+    fn test_connection(
+        &self,
+        store: &mut Store,
+        list: &[(String, String)],
+    ) -> Call<String, SignInRefusal> {
+        let bindings = self.instantiate(&mut *store)?;
+        let out = bindings
+            .postern_plugin_source()
+            .call_test_connection(store, &settings(list))?;
+        Ok(out.map_err(Into::into))
+    }
 }

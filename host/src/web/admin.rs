@@ -10,9 +10,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::{Viewer, internal, not_found, render};
-use crate::app::App;
+use super::{Viewer, WebError, check_csrf, render};
 use crate::identity::{self, DirectorySourceView, SourceError};
+use crate::state::App;
 
 #[derive(Template)]
 #[template(path = "admin_auths.html")]
@@ -47,24 +47,19 @@ impl NewSourcePage {
 
 /// Whether the viewer may use the panel; others get the plain 404, which
 /// does not say that the page exists.
-async fn admin_only(viewer: &Viewer) -> Option<Response> {
-    match &viewer.user {
-        Some(u) if u.is_admin => None,
-        Some(_) => Some(not_found().await),
-        None => Some(Redirect::to("/user/login").into_response()),
+fn admin_only(viewer: &Viewer) -> Result<(), WebError> {
+    if viewer.signed_in()?.is_admin {
+        Ok(())
+    } else {
+        Err(WebError::NotFound)
     }
 }
 
 /// The preamble of every form the panel posts: an administrator, and a CSRF
 /// token that matches.
-async fn admin_post(app: &App, viewer: &Viewer, csrf: Option<&String>) -> Option<Response> {
-    if let Some(r) = admin_only(viewer).await {
-        return Some(r);
-    }
-    if !viewer.csrf_ok(csrf.map(String::as_str).unwrap_or("")) {
-        return Some(super::refuse_csrf(viewer, app));
-    }
-    None
+fn admin_post(app: &App, viewer: &Viewer, csrf: Option<&String>) -> Result<(), WebError> {
+    admin_only(viewer)?;
+    check_csrf(viewer, app, csrf.map(String::as_str).unwrap_or(""))
 }
 
 async fn list_page(
@@ -72,11 +67,10 @@ async fn list_page(
     viewer: &Viewer,
     error: Option<String>,
     notice: Option<String>,
-) -> Response {
-    let sources = match identity::directory_sources(app).await {
-        Ok(s) => s,
-        Err(e) => return internal(e),
-    };
+) -> Result<Response, WebError> {
+    let sources = identity::directory_sources(app)
+        .await
+        .map_err(WebError::internal)?;
     let (csrf, jar) = viewer.csrf(app);
     let status = if error.is_some() {
         StatusCode::BAD_GATEWAY
@@ -91,13 +85,11 @@ async fn list_page(
         enabled: app.config.source.enable_ldap,
         sources,
     };
-    (jar, render(status, page)).into_response()
+    Ok((jar, render(status, page)?).into_response())
 }
 
-pub(crate) async fn list(State(app): State<App>, viewer: Viewer) -> Response {
-    if let Some(r) = admin_only(&viewer).await {
-        return r;
-    }
+pub(crate) async fn list(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
     list_page(&app, &viewer, None, None).await
 }
 
@@ -106,10 +98,8 @@ pub(crate) async fn test(
     viewer: Viewer,
     Path(id): Path<String>,
     Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    if let Some(r) = admin_post(&app, &viewer, form.get("_csrf")).await {
-        return r;
-    }
+) -> Result<Response, WebError> {
+    admin_post(&app, &viewer, form.get("_csrf"))?;
     match identity::test_source(&app, &id).await {
         Ok(report) => list_page(&app, &viewer, None, Some(format!("{id}: {report}"))).await,
         Err(e) => list_page(&app, &viewer, Some(format!("{id}: {e}")), None).await,
@@ -121,17 +111,15 @@ pub(crate) async fn sync(
     viewer: Viewer,
     Path(id): Path<String>,
     Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    if let Some(r) = admin_post(&app, &viewer, form.get("_csrf")).await {
-        return r;
-    }
+) -> Result<Response, WebError> {
+    admin_post(&app, &viewer, form.get("_csrf"))?;
     let Some(source) = app
         .plugins
         .directory_sources()
         .into_iter()
         .find(|p| *p.id == *id)
     else {
-        return not_found().await;
+        return Err(WebError::NotFound);
     };
     let s = identity::sync::sync_source(&app, &source, &|_, _| {}).await;
     let text = format!(
@@ -153,7 +141,7 @@ fn new_page(
     values: BTreeMap<String, String>,
     error: Option<String>,
     notice: Option<String>,
-) -> Response {
+) -> Result<Response, WebError> {
     let (csrf, jar) = viewer.csrf(app);
     let page = NewSourcePage {
         user: viewer.login(),
@@ -162,13 +150,11 @@ fn new_page(
         notice,
         values,
     };
-    (jar, render(status, page)).into_response()
+    Ok((jar, render(status, page)?).into_response())
 }
 
-pub(crate) async fn new_form(State(app): State<App>, viewer: Viewer) -> Response {
-    if let Some(r) = admin_only(&viewer).await {
-        return r;
-    }
+pub(crate) async fn new_form(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
     let values = BTreeMap::from([
         ("PORT".to_string(), "389".to_string()),
         ("SECURITY_PROTOCOL".to_string(), "unencrypted".to_string()),
@@ -182,10 +168,8 @@ pub(crate) async fn create(
     State(app): State<App>,
     viewer: Viewer,
     Form(mut form): Form<HashMap<String, String>>,
-) -> Response {
-    if let Some(r) = admin_post(&app, &viewer, form.get("_csrf")).await {
-        return r;
-    }
+) -> Result<Response, WebError> {
+    admin_post(&app, &viewer, form.get("_csrf"))?;
     form.remove("_csrf");
     let action = form.remove("action").unwrap_or_default();
     let values: BTreeMap<String, String> = form.into_iter().collect();
@@ -212,7 +196,7 @@ pub(crate) async fn create(
         };
     }
     match identity::add_directory_source(&app, section).await {
-        Ok(_) => Redirect::to("/admin/auths").into_response(),
+        Ok(_) => Ok(Redirect::to("/admin/auths").into_response()),
         Err(
             e @ (SourceError::Invalid(_) | SourceError::NotFound(_) | SourceError::ReadOnly(_)),
         ) => new_page(

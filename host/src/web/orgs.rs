@@ -8,9 +8,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Viewer, internal, render};
-use crate::app::App;
+use super::{Viewer, WebError, check_csrf, nothing_here, render};
 use crate::orgs::{self, Org};
+use crate::state::App;
 
 #[derive(Template)]
 #[template(path = "org_settings.html")]
@@ -22,21 +22,17 @@ struct SettingsPage {
     without: Vec<String>,
 }
 
-/// The organization, when the viewer owns it; otherwise the response to give.
-async fn owned(app: &App, viewer: &Viewer, name: &str) -> Result<Org, Response> {
-    let Some(user) = &viewer.user else {
-        return Err(Redirect::to("/user/login").into_response());
+/// The organization, when the viewer owns it (or is a site administrator);
+/// to anyone else it does not exist.
+async fn owned(app: &App, viewer: &Viewer, name: &str) -> Result<Org, WebError> {
+    let user = viewer.signed_in()?;
+    let Some(org) = orgs::find(&app.db, name).await? else {
+        return Err(nothing_here(viewer, app));
     };
-    let org = match orgs::find(&app.db, name).await {
-        Ok(Some(o)) => o,
-        Ok(None) => return Err(super::repos::not_found(viewer, app)),
-        Err(e) => return Err(internal(e)),
-    };
-    match orgs::is_owner(&app.db, org.id, user.id).await {
-        Ok(true) => Ok(org),
-        Ok(false) if user.is_admin => Ok(org),
-        Ok(false) => Err(super::repos::not_found(viewer, app)),
-        Err(e) => Err(internal(e)),
+    if orgs::is_owner(&app.db, org.id, user.id).await? || user.is_admin {
+        Ok(org)
+    } else {
+        Err(nothing_here(viewer, app))
     }
 }
 
@@ -44,15 +40,9 @@ pub(crate) async fn show(
     State(app): State<App>,
     viewer: Viewer,
     Path(name): Path<String>,
-) -> Response {
-    let org = match owned(&app, &viewer, &name).await {
-        Ok(o) => o,
-        Err(r) => return r,
-    };
-    let without = match orgs::members_without_second_factor(&app.db, org.id).await {
-        Ok(w) => w,
-        Err(e) => return internal(e),
-    };
+) -> Result<Response, WebError> {
+    let org = owned(&app, &viewer, &name).await?;
+    let without = orgs::members_without_second_factor(&app.db, org.id).await?;
     let (csrf, jar) = viewer.csrf(&app);
     let page = SettingsPage {
         user: viewer.login(),
@@ -61,7 +51,7 @@ pub(crate) async fn show(
         require_two_factor: org.require_two_factor,
         without,
     };
-    (jar, render(StatusCode::OK, page)).into_response()
+    Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -77,18 +67,9 @@ pub(crate) async fn save(
     viewer: Viewer,
     Path(name): Path<String>,
     Form(form): Form<PolicyForm>,
-) -> Response {
-    if !viewer.csrf_ok(&form.csrf) {
-        return super::refuse_csrf(&viewer, &app);
-    }
-    let org = match owned(&app, &viewer, &name).await {
-        Ok(o) => o,
-        Err(r) => return r,
-    };
-    if let Err(e) =
-        orgs::set_require_two_factor(&app.db, org.id, form.require_two_factor.is_some()).await
-    {
-        return internal(e);
-    }
-    Redirect::to(&format!("/org/{}/settings", org.name)).into_response()
+) -> Result<Response, WebError> {
+    check_csrf(&viewer, &app, &form.csrf)?;
+    let org = owned(&app, &viewer, &name).await?;
+    orgs::set_require_two_factor(&app.db, org.id, form.require_two_factor.is_some()).await?;
+    Ok(Redirect::to(&format!("/org/{}/settings", org.name)).into_response())
 }

@@ -5,11 +5,11 @@
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 
-use super::{Viewer, internal, render};
-use crate::access::{self, Caller, Denied, Level};
-use crate::app::App;
+use super::{Viewer, WebError, nothing_here, render};
+use crate::access::{self, Denied, Level};
+use crate::state::App;
 use crate::{orgs, repos, users};
 
 pub(crate) struct RepoItem {
@@ -45,21 +45,13 @@ struct RepoPage {
     commits: Vec<(String, String, String)>,
 }
 
-pub(crate) fn not_found(viewer: &Viewer, app: &App) -> Response {
-    let (csrf, jar) = viewer.csrf(app);
-    let page = super::MessagePage {
-        user: viewer.login(),
-        csrf,
-        heading: "Not found".into(),
-        message: "There is nothing here, or nothing you may see.".into(),
-    };
-    (jar, render(StatusCode::NOT_FOUND, page)).into_response()
-}
-
-fn caller(viewer: &Viewer) -> Caller {
-    Caller {
-        user: viewer.user.clone(),
-        token: None,
+/// A refusal of the access check, as the pages give it: sign in, or a
+/// "Not found" page (never a 403, so a hidden repository does not leak).
+fn denied(viewer: &Viewer, app: &App, e: Denied) -> WebError {
+    match e {
+        Denied::Unauthorized(_) => WebError::SignIn,
+        Denied::NotFound(_) | Denied::Forbidden(_) => nothing_here(viewer, app),
+        Denied::Internal(e) => WebError::Internal(e),
     }
 }
 
@@ -67,90 +59,55 @@ pub(crate) async fn owner_page(
     State(app): State<App>,
     viewer: Viewer,
     Path(owner): Path<String>,
-) -> Response {
-    if viewer.user.is_none() && app.config.service.require_signin_view {
-        return Redirect::to("/user/login").into_response();
+) -> Result<Response, WebError> {
+    if viewer.user().is_none() && app.config.service.require_signin_view {
+        return Err(WebError::SignIn);
     }
-    let account = match users::find_by_login(&app.db, &owner).await {
-        Ok(Some(u)) => Some((u.id, u.login)),
-        Ok(None) => match orgs::find(&app.db, &owner).await {
-            Ok(found) => found.map(|o| (o.id, o.name)),
-            Err(e) => return internal(e),
-        },
-        Err(e) => return internal(e),
+    let account = match users::find_by_login(&app.db, &owner).await? {
+        Some(u) => Some((u.id, u.login)),
+        None => orgs::find(&app.db, &owner).await?.map(|o| (o.id, o.name)),
     };
     let Some((id, login)) = account else {
-        return not_found(&viewer, &app);
-    };
-    let all = match repos::list_for_owner(&app.db, id).await {
-        Ok(all) => all,
-        Err(e) => return internal(e),
+        return Err(nothing_here(&viewer, &app));
     };
     let mut visible = Vec::new();
-    for repo in all {
-        match access::repo_level(&app, viewer.user.as_ref(), &repo).await {
-            Ok(level) if level >= Level::Read => visible.push(RepoItem {
+    for repo in repos::list_for_owner(&app.db, id).await? {
+        let level = access::repo_level(&app, viewer.user(), &repo)
+            .await
+            .map_err(WebError::internal)?;
+        if level >= Level::Read {
+            visible.push(RepoItem {
                 full_name: repo.full_name(),
                 name: repo.name.clone(),
                 private: repo.is_private,
                 description: repo.description.clone(),
-            }),
-            Ok(_) => {}
-            Err(e) => return internal(e),
+            });
         }
     }
     let (csrf, jar) = viewer.csrf(&app);
-    (
-        jar,
-        render(
-            StatusCode::OK,
-            OwnerPage {
-                user: viewer.login(),
-                csrf,
-                owner: login,
-                repos: visible,
-            },
-        ),
-    )
-        .into_response()
+    let page = OwnerPage {
+        user: viewer.login(),
+        csrf,
+        owner: login,
+        repos: visible,
+    };
+    Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
 
 async fn git_lines(dir: &std::path::Path, args: &[&str]) -> Vec<String> {
-    match tokio::process::Command::new("git")
-        .args(args)
-        .env("GIT_DIR", dir)
-        .output()
+    crate::git::bare::lines(dir, &[], args)
         .await
-    {
-        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_string)
-            .filter(|l| !l.is_empty())
-            .collect(),
-        _ => Vec::new(),
-    }
+        .unwrap_or_default()
 }
 
 pub(crate) async fn repo_page(
     State(app): State<App>,
     viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
-) -> Response {
-    let repo = match access::require_repo(
-        &app,
-        &caller(&viewer),
-        &owner,
-        &name,
-        Level::Read,
-        "viewing",
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(Denied::Unauthorized(_)) => return Redirect::to("/user/login").into_response(),
-        Err(Denied::NotFound(_) | Denied::Forbidden(_)) => return not_found(&viewer, &app),
-        Err(Denied::Internal(e)) => return internal(e),
-    };
+) -> Result<Response, WebError> {
+    let repo = access::require_repo(&app, &viewer.caller, &owner, &name, Level::Read, "viewing")
+        .await
+        .map_err(|e| denied(&viewer, &app, e))?;
     let dir = repo.path(&app);
     let branches = git_lines(
         &dir,
@@ -210,5 +167,5 @@ pub(crate) async fn repo_page(
         branches,
         commits,
     };
-    (jar, render(StatusCode::OK, page)).into_response()
+    Ok((jar, render(StatusCode::OK, page)?).into_response())
 }

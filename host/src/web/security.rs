@@ -9,10 +9,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Viewer, internal, render};
-use crate::app::App;
+use super::{Viewer, WebError, check_csrf, render};
 use crate::plugins::builtin;
 use crate::second_factor::{self, Error, Factor};
+use crate::state::App;
 use crate::users::User;
 
 pub(crate) enum TotpStage {
@@ -57,11 +57,8 @@ async fn page(
     user: &User,
     status: StatusCode,
     shown: Shown,
-) -> Response {
-    let factors = match second_factor::list(&app.db, user.id).await {
-        Ok(f) => f,
-        Err(e) => return internal(e),
-    };
+) -> Result<Response, WebError> {
+    let factors = second_factor::list(&app.db, user.id).await?;
     let has_totp = factors.iter().any(|f| f.kind == builtin::TOTP);
     let totp = match shown.enrolling {
         Some((qr_svg, uri)) => TotpStage::Enrolling { qr_svg, uri },
@@ -83,12 +80,17 @@ async fn page(
         registering: shown.registering,
         backup_codes: shown.backup_codes,
     };
-    (jar, render(status, page)).into_response()
+    Ok((jar, render(status, page)?).into_response())
 }
 
 /// The page after a step that may have made backup codes: shown this once
 /// (none after a factor that was not the first).
-async fn codes_page(app: &App, viewer: &Viewer, user: &User, codes: Vec<String>) -> Response {
+async fn codes_page(
+    app: &App,
+    viewer: &Viewer,
+    user: &User,
+    codes: Vec<String>,
+) -> Result<Response, WebError> {
     let shown = Shown {
         backup_codes: (!codes.is_empty()).then_some(codes),
         ..Shown::default()
@@ -97,7 +99,7 @@ async fn codes_page(app: &App, viewer: &Viewer, user: &User, codes: Vec<String>)
 }
 
 /// A refusal the user can act on, shown on the page; anything else is a 500.
-async fn refused(app: &App, viewer: &Viewer, user: &User, e: Error) -> Response {
+async fn refused(app: &App, viewer: &Viewer, user: &User, e: Error) -> Result<Response, WebError> {
     let status = match &e {
         Error::AlreadyEnrolled => StatusCode::CONFLICT,
         Error::NotFound => StatusCode::NOT_FOUND,
@@ -107,7 +109,7 @@ async fn refused(app: &App, viewer: &Viewer, user: &User, e: Error) -> Response 
             tracing::error!("second factor unavailable: {cause}");
             StatusCode::SERVICE_UNAVAILABLE
         }
-        Error::Db(_) => return internal(e),
+        Error::Db(_) => return Err(e.into()),
     };
     let shown = Shown {
         error: Some(format!("Not done: {e}.")),
@@ -125,24 +127,15 @@ fn qr_svg(uri: &str) -> Result<String, String> {
         .build())
 }
 
-/// The signed-in user of a settings request whose CSRF token checks out.
-fn settings_user(app: &App, viewer: &Viewer, csrf: Option<&str>) -> Result<User, Box<Response>> {
-    if let Some(token) = csrf
-        && !viewer.csrf_ok(token)
-    {
-        return Err(Box::new(super::refuse_csrf(viewer, app)));
-    }
-    viewer
-        .user
-        .clone()
-        .ok_or_else(|| Box::new(Redirect::to("/user/login").into_response()))
+/// The signed-in user of a settings form whose CSRF token checks out.
+fn settings_user<'v>(app: &App, viewer: &'v Viewer, csrf: &str) -> Result<&'v User, WebError> {
+    check_csrf(viewer, app, csrf)?;
+    viewer.signed_in()
 }
 
-pub(crate) async fn show(State(app): State<App>, viewer: Viewer) -> Response {
-    match settings_user(&app, &viewer, None) {
-        Ok(user) => page(&app, &viewer, &user, StatusCode::OK, Shown::default()).await,
-        Err(r) => *r,
-    }
+pub(crate) async fn show(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
+    let user = viewer.signed_in()?;
+    page(&app, &viewer, user, StatusCode::OK, Shown::default()).await
 }
 
 #[derive(Deserialize)]
@@ -155,24 +148,17 @@ pub(crate) async fn begin(
     State(app): State<App>,
     viewer: Viewer,
     Form(form): Form<CsrfOnly>,
-) -> Response {
-    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
-        Ok(u) => u,
-        Err(r) => return *r,
+) -> Result<Response, WebError> {
+    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let uri = match second_factor::begin_totp(&app, user).await {
+        Ok(uri) => uri,
+        Err(e) => return refused(&app, &viewer, user, e).await,
     };
-    match second_factor::begin_totp(&app, &user).await {
-        Ok(uri) => match qr_svg(&uri) {
-            Ok(svg) => {
-                let shown = Shown {
-                    enrolling: Some((svg, uri)),
-                    ..Shown::default()
-                };
-                page(&app, &viewer, &user, StatusCode::OK, shown).await
-            }
-            Err(e) => internal(e),
-        },
-        Err(e) => refused(&app, &viewer, &user, e).await,
-    }
+    let shown = Shown {
+        enrolling: Some((qr_svg(&uri).map_err(WebError::Internal)?, uri)),
+        ..Shown::default()
+    };
+    page(&app, &viewer, user, StatusCode::OK, shown).await
 }
 
 #[derive(Deserialize)]
@@ -187,14 +173,11 @@ pub(crate) async fn confirm(
     State(app): State<App>,
     viewer: Viewer,
     Form(form): Form<ConfirmForm>,
-) -> Response {
-    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
-    match second_factor::confirm_totp(&app, &user, &form.passcode).await {
-        Ok(codes) => codes_page(&app, &viewer, &user, codes).await,
-        Err(e) => refused(&app, &viewer, &user, e).await,
+) -> Result<Response, WebError> {
+    let user = settings_user(&app, &viewer, &form.csrf)?;
+    match second_factor::confirm_totp(&app, user, &form.passcode).await {
+        Ok(codes) => codes_page(&app, &viewer, user, codes).await,
+        Err(e) => refused(&app, &viewer, user, e).await,
     }
 }
 
@@ -202,14 +185,11 @@ pub(crate) async fn disable_totp(
     State(app): State<App>,
     viewer: Viewer,
     Form(form): Form<CsrfOnly>,
-) -> Response {
-    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
-    match second_factor::disable_totp(&app, &user).await {
-        Ok(()) => Redirect::to("/user/settings/security").into_response(),
-        Err(e) => refused(&app, &viewer, &user, e).await,
+) -> Result<Response, WebError> {
+    let user = settings_user(&app, &viewer, &form.csrf)?;
+    match second_factor::disable_totp(&app, user).await {
+        Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
+        Err(e) => refused(&app, &viewer, user, e).await,
     }
 }
 
@@ -217,19 +197,14 @@ pub(crate) async fn regenerate_codes(
     State(app): State<App>,
     viewer: Viewer,
     Form(form): Form<CsrfOnly>,
-) -> Response {
-    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
-    match second_factor::enrolled(&app.db, user.id).await {
-        Ok(true) => {}
-        Ok(false) => return refused(&app, &viewer, &user, Error::NotFound).await,
-        Err(e) => return internal(e),
+) -> Result<Response, WebError> {
+    let user = settings_user(&app, &viewer, &form.csrf)?;
+    if !second_factor::enrolled(&app.db, user.id).await? {
+        return refused(&app, &viewer, user, Error::NotFound).await;
     }
     match second_factor::regenerate_backup_codes(&app.db, user.id).await {
-        Ok(codes) => codes_page(&app, &viewer, &user, codes).await,
-        Err(e) => refused(&app, &viewer, &user, e).await,
+        Ok(codes) => codes_page(&app, &viewer, user, codes).await,
+        Err(e) => refused(&app, &viewer, user, e).await,
     }
 }
 
@@ -249,16 +224,13 @@ pub(crate) async fn begin_key(
     State(app): State<App>,
     viewer: Viewer,
     Form(form): Form<KeyForm>,
-) -> Response {
-    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
+) -> Result<Response, WebError> {
+    let user = settings_user(&app, &viewer, &form.csrf)?;
     let name = match second_factor::key_name(&form.name) {
         Ok(name) => name,
-        Err(e) => return refused(&app, &viewer, &user, e).await,
+        Err(e) => return refused(&app, &viewer, user, e).await,
     };
-    match second_factor::begin_enrollment(&app, &user, builtin::WEBAUTHN).await {
+    match second_factor::begin_enrollment(&app, user, builtin::WEBAUTHN).await {
         Ok(options) => {
             let shown = Shown {
                 registering: Some(Registering {
@@ -267,9 +239,9 @@ pub(crate) async fn begin_key(
                 }),
                 ..Shown::default()
             };
-            page(&app, &viewer, &user, StatusCode::OK, shown).await
+            page(&app, &viewer, user, StatusCode::OK, shown).await
         }
-        Err(e) => refused(&app, &viewer, &user, e).await,
+        Err(e) => refused(&app, &viewer, user, e).await,
     }
 }
 
@@ -277,22 +249,19 @@ pub(crate) async fn confirm_key(
     State(app): State<App>,
     viewer: Viewer,
     Form(form): Form<KeyForm>,
-) -> Response {
-    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
+) -> Result<Response, WebError> {
+    let user = settings_user(&app, &viewer, &form.csrf)?;
     match second_factor::confirm_enrollment(
         &app,
-        &user,
+        user,
         builtin::WEBAUTHN,
         &form.name,
         &form.credential,
     )
     .await
     {
-        Ok(enrolled) => codes_page(&app, &viewer, &user, enrolled.backup_codes).await,
-        Err(e) => refused(&app, &viewer, &user, e).await,
+        Ok(enrolled) => codes_page(&app, &viewer, user, enrolled.backup_codes).await,
+        Err(e) => refused(&app, &viewer, user, e).await,
     }
 }
 
@@ -301,13 +270,10 @@ pub(crate) async fn remove_key(
     viewer: Viewer,
     Path(id): Path<i64>,
     Form(form): Form<CsrfOnly>,
-) -> Response {
-    let user = match settings_user(&app, &viewer, Some(&form.csrf)) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
-    match second_factor::remove(&app, &user, id).await {
-        Ok(()) => Redirect::to("/user/settings/security").into_response(),
-        Err(e) => refused(&app, &viewer, &user, e).await,
+) -> Result<Response, WebError> {
+    let user = settings_user(&app, &viewer, &form.csrf)?;
+    match second_factor::remove(&app, user, id).await {
+        Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
+        Err(e) => refused(&app, &viewer, user, e).await,
     }
 }

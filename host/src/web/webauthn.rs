@@ -7,13 +7,13 @@ use askama::Template;
 use axum::Form;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::{Viewer, awaiting, internal, render};
-use crate::app::App;
+use super::{Viewer, WebError, awaiting, check_csrf, render};
 use crate::plugins::builtin;
 use crate::second_factor::{self, Error};
+use crate::state::App;
 use crate::users::User;
 
 #[derive(Template)]
@@ -34,7 +34,12 @@ struct WebAuthnPage {
 
 /// Begins a ceremony and renders the page for it. `user` is the user in
 /// their second step, or none for a passkey sign-in.
-async fn page(app: &App, viewer: &Viewer, user: Option<&User>, error: Option<String>) -> Response {
+async fn page(
+    app: &App,
+    viewer: &Viewer,
+    user: Option<&User>,
+    error: Option<String>,
+) -> Result<Response, WebError> {
     let status = if error.is_some() {
         StatusCode::UNAUTHORIZED
     } else {
@@ -43,7 +48,7 @@ async fn page(app: &App, viewer: &Viewer, user: Option<&User>, error: Option<Str
     let (options, ceremony, error, status) =
         match second_factor::begin_verification(app, user, builtin::WEBAUTHN).await {
             Ok((options, token)) => (Some(options), token, error, status),
-            Err(Error::Db(e)) => return internal(e),
+            Err(Error::Db(e)) => return Err(e.into()),
             Err(e) => {
                 if let Error::Unavailable(cause) = &e {
                     tracing::error!("webauthn unavailable: {cause}");
@@ -72,7 +77,7 @@ async fn page(app: &App, viewer: &Viewer, user: Option<&User>, error: Option<Str
         ceremony,
         offer_remember: user.is_some() && app.config.security.enable_remember_me_2fa,
     };
-    (jar, render(status, page)).into_response()
+    Ok((jar, render(status, page)?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -95,27 +100,21 @@ fn failure_text(e: &Error) -> String {
     }
 }
 
-pub(crate) async fn second_step_form(State(app): State<App>, viewer: Viewer) -> Response {
-    match awaiting(&app, &viewer).await {
-        Ok(Some(user)) => page(&app, &viewer, Some(&user), None).await,
-        Ok(None) => Redirect::to("/user/login").into_response(),
-        Err(r) => r,
-    }
+pub(crate) async fn second_step_form(
+    State(app): State<App>,
+    viewer: Viewer,
+) -> Result<Response, WebError> {
+    let user = awaiting(&app, &viewer).await?;
+    page(&app, &viewer, Some(&user), None).await
 }
 
 pub(crate) async fn second_step(
     State(app): State<App>,
     viewer: Viewer,
     Form(form): Form<AnswerForm>,
-) -> Response {
-    if !viewer.csrf_ok(&form.csrf) {
-        return super::refuse_csrf(&viewer, &app);
-    }
-    let user = match awaiting(&app, &viewer).await {
-        Ok(Some(u)) => u,
-        Ok(None) => return Redirect::to("/user/login").into_response(),
-        Err(r) => return r,
-    };
+) -> Result<Response, WebError> {
+    check_csrf(&viewer, &app, &form.csrf)?;
+    let user = awaiting(&app, &viewer).await?;
     match second_factor::finish_verification(
         &app,
         Some(&user),
@@ -128,12 +127,15 @@ pub(crate) async fn second_step(
         Ok(_) => {
             super::complete_second_step(&app, viewer, &user, form.remember_device.is_some()).await
         }
-        Err(Error::Db(e)) => internal(e),
+        Err(Error::Db(e)) => Err(e.into()),
         Err(e) => page(&app, &viewer, Some(&user), Some(failure_text(&e))).await,
     }
 }
 
-pub(crate) async fn passkey_form(State(app): State<App>, viewer: Viewer) -> Response {
+pub(crate) async fn passkey_form(
+    State(app): State<App>,
+    viewer: Viewer,
+) -> Result<Response, WebError> {
     page(&app, &viewer, None, None).await
 }
 
@@ -144,10 +146,8 @@ pub(crate) async fn passkey(
     viewer: Viewer,
     headers: HeaderMap,
     Form(form): Form<AnswerForm>,
-) -> Response {
-    if !viewer.csrf_ok(&form.csrf) {
-        return super::refuse_csrf(&viewer, &app);
-    }
+) -> Result<Response, WebError> {
+    check_csrf(&viewer, &app, &form.csrf)?;
     match second_factor::finish_verification(
         &app,
         None,
@@ -161,7 +161,7 @@ pub(crate) async fn passkey(
             tracing::info!(login = %user.login, "signed in with a passkey");
             super::start_session(&app, viewer, &headers, &user, false).await
         }
-        Err(Error::Db(e)) => internal(e),
+        Err(Error::Db(e)) => Err(e.into()),
         Err(e) => page(&app, &viewer, None, Some(failure_text(&e))).await,
     }
 }

@@ -1,0 +1,163 @@
+//! What the host itself reads from an identity source's section, parsed
+//! once when the source is loaded. The plugin gets the section's keys as
+//! they are; the host never looks a key up by name again.
+
+use std::collections::BTreeMap;
+
+use super::schema::parse_bool;
+
+/// The prefix of a directory source's id: `source.<n>`.
+const DIRECTORY_PREFIX: &str = "source.";
+
+/// The id of the directory source `[source.<n>]`.
+pub fn directory_id(number: u32) -> String {
+    format!("{DIRECTORY_PREFIX}{number}")
+}
+
+/// A directory source's id from what an administrator typed: `source.<n>`
+/// or just `<n>`.
+pub fn directory_id_from(text: String) -> String {
+    if text.starts_with(DIRECTORY_PREFIX) {
+        text
+    } else {
+        format!("{DIRECTORY_PREFIX}{text}")
+    }
+}
+
+/// The number of a directory source's id (`source.3` → 3).
+pub fn directory_number(id: &str) -> Option<u32> {
+    id.strip_prefix(DIRECTORY_PREFIX)?.parse().ok()
+}
+
+/// Where a directory source is defined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DefinedIn {
+    /// Not a directory source.
+    #[default]
+    Config,
+    /// `[source.<n>]` in the ini file: read-only in the panel and the API.
+    Ini,
+    /// Added in the panel or over the API, stored in the database.
+    Database,
+    /// The panel's Test connection of settings not saved yet.
+    Probe,
+}
+
+impl DefinedIn {
+    /// The word the panel and the API show, and the plugin is given as
+    /// `DEFINED_IN`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DefinedIn::Config => "config",
+            DefinedIn::Ini => "ini",
+            DefinedIn::Database => "database",
+            DefinedIn::Probe => "probe",
+        }
+    }
+}
+
+/// The host's typed view of an identity source's settings.
+#[derive(Debug, Clone, Default)]
+pub struct SourceSettings {
+    /// `n` of `[source.<n>]`, for a directory source.
+    pub directory_number: Option<u32>,
+    pub defined_in: DefinedIn,
+    /// `NAME`: what the sign-in form and the panel call the source.
+    pub name: String,
+    pub host: String,
+    pub port: String,
+    pub security_protocol: String,
+    pub user_search_base_dn: String,
+    /// `AUTO_REGISTER`: create a local user on first sign-in.
+    pub auto_register: bool,
+    /// `ALLOW_USER_CREATE`: a directory source creates users only with
+    /// this and `AUTO_REGISTER`.
+    pub allow_user_create: bool,
+    /// `SYNC_ON_LOGIN`: refresh keys and teams at every sign-in.
+    pub sync_on_login: bool,
+    /// `ENABLE_SYNC`: part of the scheduled sync.
+    pub enable_sync: bool,
+    /// `SYNC_GROUPS`: keep team memberships in step with directory groups.
+    pub sync_groups: bool,
+    /// `AUTO_CREATE_ORG`: make organizations from directory groups.
+    pub auto_create_org: bool,
+    /// `ATTRIBUTE_SSH_PUBLIC_KEY` is set: the directory holds the users'
+    /// SSH keys, and a sync keeps them in step.
+    pub syncs_ssh_keys: bool,
+    /// `GROUP_TEAM_MAP`: JSON, directory group → organization → teams.
+    pub group_team_map: Option<String>,
+}
+
+impl SourceSettings {
+    /// Reads the section of the directory source `[source.<number>]`.
+    pub fn directory(
+        number: u32,
+        section: &BTreeMap<String, String>,
+        defined_in: DefinedIn,
+    ) -> Self {
+        let text = |k: &str| section.get(k).cloned().unwrap_or_default();
+        let flag = |k: &str| section.get(k).and_then(|v| parse_bool(v)) == Some(true);
+        SourceSettings {
+            directory_number: Some(number),
+            defined_in,
+            name: text("NAME"),
+            host: text("HOST"),
+            port: text("PORT"),
+            security_protocol: text("SECURITY_PROTOCOL"),
+            user_search_base_dn: text("USER_SEARCH_BASE_DN"),
+            auto_register: flag("AUTO_REGISTER"),
+            allow_user_create: flag("ALLOW_USER_CREATE"),
+            sync_on_login: flag("SYNC_ON_LOGIN"),
+            enable_sync: flag("ENABLE_SYNC"),
+            sync_groups: flag("SYNC_GROUPS"),
+            auto_create_org: flag("AUTO_CREATE_ORG"),
+            syncs_ssh_keys: section
+                .get("ATTRIBUTE_SSH_PUBLIC_KEY")
+                .is_some_and(|a| !a.is_empty()),
+            group_team_map: section
+                .get("GROUP_TEAM_MAP")
+                .filter(|m| !m.trim().is_empty())
+                .cloned(),
+        }
+    }
+
+    /// Reads a plugin's own `[plugin.<id>]` keys (a third-party identity
+    /// source): only `NAME` and `AUTO_REGISTER` concern the host.
+    pub fn plugin(settings: &[(String, String)]) -> Self {
+        let get = |k: &str| settings.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+        SourceSettings {
+            name: get("NAME").cloned().unwrap_or_default(),
+            auto_register: get("AUTO_REGISTER").and_then(|v| parse_bool(v)) == Some(true),
+            ..SourceSettings::default()
+        }
+    }
+
+    pub fn is_directory(&self) -> bool {
+        self.directory_number.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directory_ids_round_trip() {
+        assert_eq!(directory_number(&directory_id(7)), Some(7));
+        assert_eq!(directory_number("local"), None);
+        assert_eq!(directory_number("source.x"), None);
+    }
+
+    #[test]
+    fn flags_take_gitea_booleans() {
+        let section: BTreeMap<String, String> = [
+            ("AUTO_REGISTER".to_string(), "True".to_string()),
+            ("ALLOW_USER_CREATE".to_string(), "0".to_string()),
+            ("GROUP_TEAM_MAP".to_string(), "  ".to_string()),
+        ]
+        .into();
+        let s = SourceSettings::directory(2, &section, DefinedIn::Ini);
+        assert!(s.auto_register && !s.allow_user_create && s.is_directory());
+        assert_eq!(s.group_team_map, None);
+    }
+}

@@ -1,0 +1,251 @@
+//! Identity sources as the administrator manages them: the password
+//! sources a sign-in form offers, and the directory sources listed, tested,
+//! added, changed and removed from the panel, the API and the CLI.
+
+use std::collections::BTreeMap;
+
+use super::{Error, Result, SignInRefusal};
+use crate::config::source_settings::{DefinedIn, directory_number};
+use crate::state::App;
+use crate::users::LOCAL_SOURCE;
+
+/// The password sources a sign-in form may name: `local`, then each
+/// directory source, as `(id, display name)`. Only worth showing when there
+/// is more than one.
+pub fn password_sources(app: &App) -> Vec<(String, String)> {
+    let mut out = vec![(LOCAL_SOURCE.to_string(), "Local account".to_string())];
+    for p in app.plugins.directory_sources() {
+        if !p.is_ready() {
+            continue;
+        }
+        let name = Some(p.host_settings.name.clone())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| p.id.to_string());
+        out.push((p.id.to_string(), name));
+    }
+    out
+}
+
+/// A directory source as the administrator sees it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct DirectorySourceView {
+    /// `source.<n>`.
+    pub id: String,
+    pub name: String,
+    pub host: String,
+    pub port: String,
+    pub security_protocol: String,
+    pub user_search_base_dn: String,
+    pub enable_sync: bool,
+    /// Where it is defined: `ini` (read-only in the panel) or `database`
+    /// (added in the panel or over the API).
+    pub origin: String,
+    /// The last sync, in words; "never" before the first.
+    pub last_sync: String,
+    /// The plugin's state: `ready`, or why not.
+    pub state: String,
+    /// The last thing that went wrong with it since the server started (a
+    /// failed call, a sign-in the directory accepted that created nobody).
+    pub last_problem: Option<String>,
+}
+
+/// The directory sources, with their last sync.
+pub async fn directory_sources(app: &App) -> Result<Vec<DirectorySourceView>> {
+    let mut out = Vec::new();
+    for p in &app.plugins.directory_sources() {
+        let last_sync = super::sync::last_sync(&app.db, &p.id)
+            .await
+            .map_err(|e| Error::Store(e.into()))?;
+        let settings = &p.host_settings;
+        out.push(DirectorySourceView {
+            id: p.id.to_string(),
+            name: settings.name.clone(),
+            host: settings.host.clone(),
+            port: settings.port.clone(),
+            security_protocol: settings.security_protocol.clone(),
+            user_search_base_dn: settings.user_search_base_dn.clone(),
+            enable_sync: settings.enable_sync,
+            origin: settings.defined_in.as_str().to_string(),
+            last_sync,
+            state: p.info_state(),
+            last_problem: p.last_problem(),
+        });
+    }
+    Ok(out)
+}
+
+/// The connection test of a directory source: binds with the service
+/// account and runs the user search. The error text starts with the spec's
+/// `LDAP connection failed`.
+pub async fn test_source(app: &App, id: &str) -> std::result::Result<String, String> {
+    let Some(source) = app
+        .plugins
+        .directory_sources()
+        .into_iter()
+        .find(|p| &*p.id == id)
+    else {
+        return Err(format!("no directory source {id:?}"));
+    };
+    match app.plugins.test_connection(&source).await {
+        Ok(Ok(report)) => Ok(report),
+        Ok(Err(refusal)) => Err(format!(
+            "LDAP connection failed: {}",
+            match refusal {
+                SignInRefusal::Unavailable(why)
+                | SignInRefusal::Misconfigured(why)
+                | SignInRefusal::AccountDisabled(why) => why,
+                SignInRefusal::NotSupported => "this source cannot test its connection".into(),
+                SignInRefusal::InvalidCredentials => "the bind account was refused".into(),
+            }
+        )),
+        Err(e) => Err(format!("LDAP connection failed: {e}")),
+    }
+}
+
+/// Why a directory source could not be added or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// No such directory source.
+    #[error("no directory source {0:?}")]
+    NotFound(String),
+    /// The source is defined in the ini file, which the panel and the API
+    /// do not change.
+    #[error("{0} is defined in the ini file; change it there")]
+    ReadOnly(String),
+    /// A key's value is not what the key takes; the text names both.
+    #[error("{0}")]
+    Invalid(String),
+    /// Stored, but its plugin could not be loaded; the text says why.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Adds a directory source (the panel's form, `POST /api/v1/admin/sources`):
+/// checks every key against the `[source.<n>]` schema, stores it with the
+/// bind password sealed, and serves it at once as `source.<n>`, `n` one more
+/// than the highest in use.
+pub async fn add_directory_source(
+    app: &App,
+    section: BTreeMap<String, String>,
+) -> std::result::Result<String, SourceError> {
+    if !app.config.source.enable_ldap {
+        return Err(SourceError::Invalid(
+            "directory sign-in is off: set [source] ENABLE_LDAP = true".into(),
+        ));
+    }
+    let section = checked_section(section)?;
+    let number = app
+        .plugins
+        .directory_sources()
+        .iter()
+        .filter_map(|p| p.host_settings.directory_number)
+        .chain(app.config.directory_sources.iter().map(|d| d.number))
+        .max()
+        .unwrap_or(0)
+        + 1;
+    crate::directory::store(&app.db, &app.key, number, &section)
+        .await
+        .map_err(SourceError::Unavailable)?;
+    let plugin = app
+        .plugins
+        .add_directory_source(number, &section)
+        .await
+        .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+    tracing::info!(source = %plugin.id, "directory source added");
+    Ok(plugin.id.to_string())
+}
+
+/// A directory source's keys, upper-cased, trimmed, without empty values,
+/// each checked against the `[source.<n>]` schema, the required ones there.
+fn checked_section(
+    section: BTreeMap<String, String>,
+) -> std::result::Result<BTreeMap<String, String>, SourceError> {
+    use crate::config::schema;
+    let mut section: BTreeMap<String, String> = section
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_uppercase(), v.trim().to_string()))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    for (key, value) in &section {
+        let spec = schema::key_spec("source.<n>", key).ok_or_else(|| {
+            SourceError::Invalid(format!("{key} is not a key of a directory source"))
+        })?;
+        spec.kind.check(value).map_err(|expected| {
+            SourceError::Invalid(format!("{key} = {value:?}: expected {expected}"))
+        })?;
+    }
+    for required in ["HOST", "USER_SEARCH_BASE_DN", "USER_FILTER"] {
+        if !section.contains_key(required) {
+            return Err(SourceError::Invalid(format!("{required} is required")));
+        }
+    }
+    section
+        .entry("TYPE".into())
+        .or_insert_with(|| "ldap".into());
+    Ok(section)
+}
+
+/// Changes a stored directory source: `changes` replace keys, an empty
+/// value removes one. The source is checked as a whole, stored, and served
+/// anew. Sources of the ini file are read-only.
+pub async fn update_directory_source(
+    app: &App,
+    id: &str,
+    changes: BTreeMap<String, String>,
+) -> std::result::Result<(), SourceError> {
+    let number = stored_number(app, id)?;
+    let stored = crate::directory::stored(&app.db, &app.key)
+        .await
+        .map_err(SourceError::Unavailable)?;
+    let mut section = stored
+        .into_iter()
+        .find(|(n, _)| *n == number)
+        .map(|(_, s)| s)
+        .ok_or_else(|| SourceError::NotFound(id.to_string()))?;
+    for (key, value) in changes {
+        let key = key.to_ascii_uppercase();
+        if value.trim().is_empty() {
+            section.remove(&key);
+        } else {
+            section.insert(key, value);
+        }
+    }
+    let section = checked_section(section)?;
+    crate::directory::replace(&app.db, &app.key, number, &section)
+        .await
+        .map_err(SourceError::Unavailable)?;
+    app.plugins.remove_directory_source(id);
+    app.plugins
+        .add_directory_source(number, &section)
+        .await
+        .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+    tracing::info!(source = %id, "directory source changed");
+    Ok(())
+}
+
+/// The number of a directory source stored in the database (not one of the
+/// ini file's).
+fn stored_number(app: &App, id: &str) -> std::result::Result<u32, SourceError> {
+    let source = app
+        .plugins
+        .directory_sources()
+        .into_iter()
+        .find(|p| &*p.id == id)
+        .ok_or_else(|| SourceError::NotFound(id.to_string()))?;
+    if source.host_settings.defined_in != DefinedIn::Database {
+        return Err(SourceError::ReadOnly(id.to_string()));
+    }
+    directory_number(id).ok_or_else(|| SourceError::NotFound(id.to_string()))
+}
+
+/// Removes a directory source added in the panel or over the API. Its users
+/// stay, and cannot sign in until another source or a password is theirs.
+pub async fn remove_directory_source(app: &App, id: &str) -> std::result::Result<(), SourceError> {
+    let number = stored_number(app, id)?;
+    crate::directory::delete(&app.db, number)
+        .await
+        .map_err(SourceError::Unavailable)?;
+    app.plugins.remove_directory_source(id);
+    tracing::info!(source = %id, "directory source removed");
+    Ok(())
+}

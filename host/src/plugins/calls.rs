@@ -1,0 +1,293 @@
+//! Typed calls into plugins: one trait per world that every WIT version's
+//! bindings implement (`since_v0_x`), and the host's async entry points,
+//! which run a call on a blocking thread in a fresh store and count it.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use wasmtime::Store;
+
+use super::capabilities::CallState;
+use super::contract::{
+    Ceremony, FactorRefusal, Identity, KnownAccount, ListedUser, NewAccount, PasswordSignIn,
+    Registration, RegistrationRefusal, SignInRefusal,
+};
+use super::registry::{Plugin, Plugins, State};
+use super::{Error, Kind, Result, engine};
+
+/// What a plugin call gives: a trap (`Err`), or the plugin's own answer.
+pub(crate) type Call<T, E> = wasmtime::Result<std::result::Result<T, E>>;
+type Settings = [(String, String)];
+
+/// An identity source's calls, whatever WIT version it was built against.
+pub(crate) trait SourceCalls: Send + Sync {
+    fn authenticate(
+        &self,
+        store: &mut Store<CallState>,
+        request: &PasswordSignIn,
+    ) -> Call<Identity, SignInRefusal>;
+    fn register(
+        &self,
+        store: &mut Store<CallState>,
+        request: &Registration,
+    ) -> Call<NewAccount, RegistrationRefusal>;
+    /// Every user, for a full sync; sources before 0.2.0 cannot list.
+    fn list_users(
+        &self,
+        _store: &mut Store<CallState>,
+        _settings: &Settings,
+    ) -> Call<Vec<ListedUser>, SignInRefusal> {
+        Ok(Err(SignInRefusal::NotSupported))
+    }
+    /// The source's own check of its connection; sources before 0.2.0
+    /// have none.
+    fn test_connection(
+        &self,
+        _store: &mut Store<CallState>,
+        _settings: &Settings,
+    ) -> Call<String, SignInRefusal> {
+        Ok(Err(SignInRefusal::NotSupported))
+    }
+}
+
+/// A second factor's calls, whatever WIT version it was built against.
+pub(crate) trait FactorCalls: Send + Sync {
+    fn begin_enrollment(
+        &self,
+        store: &mut Store<CallState>,
+        user: &KnownAccount,
+        settings: &Settings,
+    ) -> Call<Ceremony, FactorRefusal>;
+    fn confirm_enrollment(
+        &self,
+        store: &mut Store<CallState>,
+        user: &KnownAccount,
+        pending: &[u8],
+        response: &str,
+        settings: &Settings,
+    ) -> Call<String, FactorRefusal>;
+    fn begin_verification(
+        &self,
+        store: &mut Store<CallState>,
+        user: Option<&KnownAccount>,
+        settings: &Settings,
+    ) -> Call<Ceremony, FactorRefusal>;
+    fn verify(
+        &self,
+        store: &mut Store<CallState>,
+        user: Option<&KnownAccount>,
+        pending: &[u8],
+        response: &str,
+        settings: &Settings,
+    ) -> Call<i64, FactorRefusal>;
+    fn remove(
+        &self,
+        store: &mut Store<CallState>,
+        user: &KnownAccount,
+        handle: &str,
+        settings: &Settings,
+    ) -> Call<(), FactorRefusal>;
+}
+
+/// A component ready to instantiate, by world.
+#[derive(Clone)]
+pub(super) enum Prepared {
+    Source(Arc<dyn SourceCalls>),
+    Factor(Arc<dyn FactorCalls>),
+    /// Checked at load; transports are called once the webhook queue
+    /// exists.
+    Transport,
+}
+
+impl Prepared {
+    fn source(&self) -> wasmtime::Result<&dyn SourceCalls> {
+        match self {
+            Prepared::Source(calls) => Ok(&**calls),
+            _ => Err(wasmtime::Error::msg("not an identity source")),
+        }
+    }
+
+    fn factor(&self) -> wasmtime::Result<&dyn FactorCalls> {
+        match self {
+            Prepared::Factor(calls) => Ok(&**calls),
+            _ => Err(wasmtime::Error::msg("not a second factor")),
+        }
+    }
+}
+
+impl Plugins {
+    /// Calls `authenticate` of an identity source.
+    pub async fn authenticate(
+        &self,
+        plugin: &Arc<Plugin>,
+        request: &PasswordSignIn,
+    ) -> Result<std::result::Result<Identity, SignInRefusal>> {
+        let request = request.clone();
+        self.call(plugin, Kind::IdentitySource, move |p, store| {
+            p.source()?.authenticate(store, &request)
+        })
+        .await
+    }
+
+    /// Calls `register` of an identity source.
+    pub async fn register(
+        &self,
+        plugin: &Arc<Plugin>,
+        request: &Registration,
+    ) -> Result<std::result::Result<NewAccount, RegistrationRefusal>> {
+        let request = request.clone();
+        self.call(plugin, Kind::IdentitySource, move |p, store| {
+            p.source()?.register(store, &request)
+        })
+        .await
+    }
+
+    /// Every user of an identity source, for a full sync.
+    pub async fn list_users(
+        &self,
+        plugin: &Arc<Plugin>,
+    ) -> Result<std::result::Result<Vec<ListedUser>, SignInRefusal>> {
+        let settings = plugin.settings.clone();
+        self.call(plugin, Kind::IdentitySource, move |p, store| {
+            p.source()?.list_users(store, &settings)
+        })
+        .await
+    }
+
+    /// An identity source's own check of its connection and settings.
+    pub async fn test_connection(
+        &self,
+        plugin: &Arc<Plugin>,
+    ) -> Result<std::result::Result<String, SignInRefusal>> {
+        let settings = plugin.settings.clone();
+        self.call(plugin, Kind::IdentitySource, move |p, store| {
+            p.source()?.test_connection(store, &settings)
+        })
+        .await
+    }
+
+    /// Starts enrolling `user` with a second factor: what to show them, and
+    /// the state to keep until they confirm.
+    pub async fn begin_enrollment(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: &KnownAccount,
+        settings: &Settings,
+    ) -> Result<std::result::Result<Ceremony, FactorRefusal>> {
+        let (user, settings) = (user.clone(), settings.to_vec());
+        self.call(plugin, Kind::SecondFactor, move |p, store| {
+            p.factor()?.begin_enrollment(store, &user, &settings)
+        })
+        .await
+    }
+
+    /// Confirms an enrolment with the user's first response; returns the new
+    /// credential's handle.
+    pub async fn confirm_enrollment(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: &KnownAccount,
+        pending: Vec<u8>,
+        response: &str,
+        settings: &Settings,
+    ) -> Result<std::result::Result<String, FactorRefusal>> {
+        let (user, response, settings) = (user.clone(), response.to_string(), settings.to_vec());
+        self.call(plugin, Kind::SecondFactor, move |p, store| {
+            p.factor()?
+                .confirm_enrollment(store, &user, &pending, &response, &settings)
+        })
+        .await
+    }
+
+    /// Starts a verification: the challenge to show, and the state to keep.
+    /// `user` is `None` for a passkey sign-in.
+    pub async fn begin_verification(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: Option<&KnownAccount>,
+        settings: &Settings,
+    ) -> Result<std::result::Result<Ceremony, FactorRefusal>> {
+        let (user, settings) = (user.cloned(), settings.to_vec());
+        self.call(plugin, Kind::SecondFactor, move |p, store| {
+            p.factor()?
+                .begin_verification(store, user.as_ref(), &settings)
+        })
+        .await
+    }
+
+    /// Checks a second-factor response; returns the id of the user it
+    /// proves.
+    pub async fn verify_factor(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: Option<&KnownAccount>,
+        pending: Vec<u8>,
+        response: &str,
+        settings: &Settings,
+    ) -> Result<std::result::Result<i64, FactorRefusal>> {
+        let (user, response, settings) = (user.cloned(), response.to_string(), settings.to_vec());
+        self.call(plugin, Kind::SecondFactor, move |p, store| {
+            p.factor()?
+                .verify(store, user.as_ref(), &pending, &response, &settings)
+        })
+        .await
+    }
+
+    /// Removes one credential of a user from a factor.
+    pub async fn remove_factor(
+        &self,
+        plugin: &Arc<Plugin>,
+        user: &KnownAccount,
+        handle: &str,
+        settings: &Settings,
+    ) -> Result<std::result::Result<(), FactorRefusal>> {
+        let (user, handle, settings) = (user.clone(), handle.to_string(), settings.to_vec());
+        self.call(plugin, Kind::SecondFactor, move |p, store| {
+            p.factor()?.remove(store, &user, &handle, &settings)
+        })
+        .await
+    }
+
+    /// Runs `f` on a blocking thread (plugin code and argon2 are CPU-bound)
+    /// with a fresh store for the plugin, which must be ready and of `kind`.
+    /// A failure is counted, logged and recorded before it is returned.
+    async fn call<R, F>(&self, plugin: &Arc<Plugin>, kind: Kind, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Prepared, &mut Store<CallState>) -> wasmtime::Result<R> + Send + 'static,
+    {
+        let unavailable = |reason: String| Error::Unavailable {
+            plugin: plugin.id.to_string(),
+            reason,
+        };
+        let prepared = match &plugin.state {
+            State::Ready { prepared, .. } if plugin.kind == kind => prepared.clone(),
+            State::Ready { .. } => return Err(unavailable(format!("not a {}", kind.as_str()))),
+            State::Refused(why) => return Err(unavailable(why.clone())),
+            State::Disabled => return Err(unavailable("disabled".into())),
+        };
+        let (p, lender, engine) = (plugin.clone(), self.lender.clone(), self.engine.clone());
+        let outcome = tokio::task::spawn_blocking(move || {
+            let mut store = engine::new_store(p.id.clone(), &p.limits, lender, &engine);
+            f(&prepared, &mut store).map_err(|e| engine::describe_failure(&p.limits, &e))
+        })
+        .await
+        .map_err(|e| Error::Runtime(format!("plugin call did not finish: {e}")))?;
+        plugin.stats.calls.fetch_add(1, Ordering::Relaxed);
+        plugin.stats.pending_calls.fetch_add(1, Ordering::Relaxed);
+        match outcome {
+            Ok(v) => Ok(v),
+            Err(reason) => {
+                tracing::error!(plugin = %plugin.id, "plugin call failed: {reason}");
+                plugin.stats.failed(&reason);
+                // Written before the request answers, so that an operator who
+                // looks right after a failure sees it.
+                self.flush_stats().await;
+                Err(Error::Trap {
+                    plugin: plugin.id.to_string(),
+                    reason,
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! From configuration to loaded plugins: what to load (`[plugin.<id>]`
+//! sections, the built-ins, each `[source.<n>]` as an instance of `ldap`),
+//! reading and pinning the file, checking the imports against the grants,
+//! and preparing the component for its world and WIT version.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use super::calls::Prepared;
+use super::registry::{Plugin, State};
+use super::{Capability, Error, Kind, Limits, Origin, Result, builtin, capabilities, engine};
+use super::{since_v0_1, since_v0_2};
+use crate::config::source_settings::{DefinedIn, SourceSettings, directory_id};
+use crate::config::{Config, PluginSection};
+
+const DEFAULT_MEMORY_MB: u32 = 64;
+const DEFAULT_TIMEOUT_MS: u64 = 5000;
+/// A directory source's deadline covers the server's answers too, and a
+/// full listing of a large directory takes a while.
+const DIRECTORY_TIMEOUT: Duration = Duration::from_secs(300);
+const DIRECTORY_MEMORY_MB: usize = 128;
+
+/// A directory source's spec: the `ldap` plugin, its settings (without the
+/// bind password, which only its directory server holds), granted `log` and
+/// `directory`.
+pub(super) fn directory_spec(
+    number: u32,
+    section: &std::collections::BTreeMap<String, String>,
+    defined_in: DefinedIn,
+) -> Spec {
+    let (directory, problem) =
+        match crate::directory::Directory::new(crate::directory::Settings::from_section(section)) {
+            Ok(dir) => (Some(Arc::new(dir)), None),
+            Err(why) => (None, Some(format!("[source.{number}] {why}"))),
+        };
+    let mut settings: Vec<(String, String)> = section
+        .iter()
+        .filter(|(k, _)| !crate::directory::HOST_ONLY_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    settings.push(("DEFINED_IN".into(), defined_in.as_str().into()));
+    Spec {
+        id: directory_id(number),
+        host_settings: SourceSettings::directory(number, section, defined_in),
+        kind: Ok(Kind::IdentitySource),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        source: SpecSource::BuiltIn(builtin::ldap_wasm()),
+        grants: vec![Capability::Log, Capability::Directory],
+        limits: Limits {
+            memory_bytes: DIRECTORY_MEMORY_MB * 1024 * 1024,
+            timeout: DIRECTORY_TIMEOUT,
+        },
+        settings,
+        enabled: true,
+        directory,
+        problem,
+    }
+}
+
+/// What to load, before loading it.
+pub(super) struct Spec {
+    pub id: String,
+    kind: std::result::Result<Kind, String>,
+    version: String,
+    source: SpecSource,
+    grants: Vec<Capability>,
+    pub limits: Limits,
+    settings: Vec<(String, String)>,
+    /// What the host reads of them, parsed once.
+    host_settings: SourceSettings,
+    enabled: bool,
+    /// The server of a directory source, lent through `directory`.
+    pub directory: Option<Arc<crate::directory::Directory>>,
+    /// Why the plugin cannot be loaded although its file is fine (a
+    /// directory source whose CA file is unreadable, say).
+    problem: Option<String>,
+}
+
+enum SpecSource {
+    BuiltIn(&'static [u8]),
+    Path { path: PathBuf, sha256: String },
+}
+
+pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
+    let section = |id: &str| cfg.plugins.iter().find(|p| p.id == id);
+    let limits = |s: Option<&PluginSection>| Limits {
+        memory_bytes: s
+            .and_then(|s| s.memory_limit_mb)
+            .unwrap_or(DEFAULT_MEMORY_MB) as usize
+            * 1024
+            * 1024,
+        timeout: Duration::from_millis(s.and_then(|s| s.timeout_ms).unwrap_or(DEFAULT_TIMEOUT_MS)),
+    };
+    let grants = |s: Option<&PluginSection>, default: &[Capability]| match s
+        .and_then(|s| s.grants.as_ref())
+    {
+        Some(list) => list.iter().filter_map(|g| Capability::parse(g)).collect(),
+        None => default.to_vec(),
+    };
+    let settings = |s: Option<&PluginSection>| -> Vec<(String, String)> {
+        s.map(|s| {
+            s.settings
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for b in builtin::all() {
+        let s = section(b.id);
+        out.push(Spec {
+            id: b.id.to_string(),
+            kind: Ok(b.kind),
+            version: b.version.to_string(),
+            source: SpecSource::BuiltIn(b.wasm),
+            grants: grants(s, b.grants),
+            limits: limits(s),
+            host_settings: SourceSettings::plugin(&settings(s)),
+            settings: settings(s),
+            enabled: s.is_none_or(|s| s.enabled),
+            directory: None,
+            problem: None,
+        });
+    }
+    // Each `[source.<n>]` is an instance of the built-in `ldap` plugin, with
+    // its own settings and directory server.
+    if cfg.source.enable_ldap {
+        for d in &cfg.directory_sources {
+            out.push(directory_spec(d.number, &d.settings, DefinedIn::Ini));
+        }
+    }
+    for s in cfg.plugins.iter().filter(|s| s.path.is_some()) {
+        let kind = s.kind.as_deref().unwrap_or("");
+        out.push(Spec {
+            id: s.id.clone(),
+            kind: Kind::parse(kind).ok_or_else(|| format!("unknown KIND {kind:?}")),
+            version: "-".into(),
+            source: SpecSource::Path {
+                path: s.path.clone().expect("filtered on path"),
+                sha256: s.sha256.clone().unwrap_or_default(),
+            },
+            grants: grants(Some(s), &[Capability::Log]),
+            limits: limits(Some(s)),
+            host_settings: SourceSettings::plugin(&settings(Some(s))),
+            settings: settings(Some(s)),
+            enabled: s.enabled,
+            directory: None,
+            problem: None,
+        });
+    }
+    out
+}
+
+pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin {
+    let (bytes, origin) = match &spec.source {
+        SpecSource::BuiltIn(b) => (Ok(b.to_vec()), Origin::BuiltIn),
+        SpecSource::Path { path, .. } => (
+            std::fs::read(path).map_err(|e| Error::Read {
+                plugin: spec.id.clone(),
+                path: path.clone(),
+                reason: e.to_string(),
+            }),
+            Origin::Path(path.clone()),
+        ),
+    };
+    let sha256 = bytes
+        .as_ref()
+        .map(|b| hex::encode(Sha256::digest(b)))
+        .unwrap_or_default();
+    let kind = spec.kind.clone().unwrap_or(Kind::IdentitySource);
+    let state = if !spec.enabled {
+        State::Disabled
+    } else {
+        match prepare(engine, cache_dir, &spec, bytes, &sha256) {
+            Ok((prepared, wit_version)) => State::Ready {
+                prepared,
+                wit_version,
+            },
+            Err(e) => State::Refused(e.to_string()),
+        }
+    };
+    Plugin {
+        id: Arc::from(spec.id.as_str()),
+        kind,
+        version: spec.version,
+        origin,
+        sha256,
+        grants: spec.grants,
+        limits: spec.limits,
+        settings: spec.settings,
+        host_settings: spec.host_settings,
+        state,
+        stats: Default::default(),
+    }
+}
+
+fn prepare(
+    engine: &Engine,
+    cache_dir: &Path,
+    spec: &Spec,
+    bytes: Result<Vec<u8>>,
+    sha256: &str,
+) -> Result<(Prepared, &'static str)> {
+    let bytes = bytes?;
+    if let Some(reason) = &spec.problem {
+        return Err(Error::Unavailable {
+            plugin: spec.id.clone(),
+            reason: reason.clone(),
+        });
+    }
+    if let SpecSource::Path {
+        path,
+        sha256: expected,
+    } = &spec.source
+        && expected != sha256
+    {
+        return Err(Error::Sha256Mismatch {
+            plugin: spec.id.clone(),
+            path: path.clone(),
+            expected: expected.clone(),
+            actual: sha256.to_string(),
+        });
+    }
+    let kind = spec.kind.clone().map_err(|reason| Error::Invalid {
+        plugin: spec.id.clone(),
+        kind: "plugin",
+        reason,
+    })?;
+    let invalid = |e: wasmtime::Error| Error::Invalid {
+        plugin: spec.id.clone(),
+        kind: kind.as_str(),
+        reason: format!("{e:#}"),
+    };
+    let component = engine::compile_cached(engine, cache_dir, &bytes, sha256).map_err(invalid)?;
+    capabilities::check_imports(&spec.id, engine, &component, &spec.grants)?;
+    let linker = capabilities::linker(engine, &spec.grants)?;
+    let version = exported_version(engine, &component, kind).ok_or_else(|| Error::Invalid {
+        plugin: spec.id.clone(),
+        kind: kind.as_str(),
+        reason: format!(
+            "it exports no postern:plugin/{}@{} or @{} interface",
+            kind.interface(),
+            since_v0_1::WIT_VERSION,
+            since_v0_2::WIT_VERSION
+        ),
+    })?;
+    let pre = linker.instantiate_pre(&component).map_err(invalid)?;
+    use since_v0_1 as v1;
+    use since_v0_2 as v2;
+    let prepared = match (kind, version) {
+        (Kind::IdentitySource, v1::WIT_VERSION) => Prepared::Source(Arc::new(
+            v1::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?,
+        )),
+        (Kind::IdentitySource, _) => Prepared::Source(Arc::new(
+            v2::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?,
+        )),
+        (Kind::SecondFactor, v1::WIT_VERSION) => Prepared::Factor(Arc::new(
+            v1::second_factor::SecondFactorPre::new(pre).map_err(invalid)?,
+        )),
+        (Kind::SecondFactor, _) => Prepared::Factor(Arc::new(
+            v2::second_factor::SecondFactorPre::new(pre).map_err(invalid)?,
+        )),
+        // The bindings check that the component exports the world.
+        (Kind::WebhookTransport, v1::WIT_VERSION) => {
+            v1::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?;
+            Prepared::Transport
+        }
+        (Kind::WebhookTransport, _) => {
+            v2::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?;
+            Prepared::Transport
+        }
+    };
+    Ok((prepared, version))
+}
+
+/// The WIT version of the world interface a component exports
+/// (`postern:plugin/factor@0.2.0` → "0.2.0"), among those the host serves.
+fn exported_version(engine: &Engine, component: &Component, kind: Kind) -> Option<&'static str> {
+    let wanted = format!("postern:plugin/{}@", kind.interface());
+    component
+        .component_type()
+        .exports(engine)
+        .find_map(|(name, _)| {
+            let version = name.strip_prefix(&wanted)?;
+            [since_v0_1::WIT_VERSION, since_v0_2::WIT_VERSION]
+                .into_iter()
+                .find(|v| *v == version)
+        })
+}

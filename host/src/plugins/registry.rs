@@ -1,0 +1,301 @@
+//! The registry: every plugin, loaded or refused, with its state; and the
+//! directory sources, which an administrator can add and remove while the
+//! host runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde::Serialize;
+use wasmtime::Engine;
+
+use super::calls::Prepared;
+use super::capabilities::Lender;
+use super::contract::SignInRefusal;
+use super::loading::{directory_spec, load_one, specs};
+use super::stats::Stats;
+use super::{Capability, Error, Kind, Limits, Origin, Result, builtin, engine};
+use crate::config::Config;
+use crate::config::source_settings::{DefinedIn, SourceSettings};
+use crate::db::Db;
+
+pub(super) enum State {
+    Ready {
+        prepared: Prepared,
+        wit_version: &'static str,
+    },
+    Refused(String),
+    Disabled,
+}
+
+/// One loaded (or refused) plugin.
+pub struct Plugin {
+    pub id: Arc<str>,
+    pub kind: Kind,
+    pub version: String,
+    pub origin: Origin,
+    pub sha256: String,
+    pub grants: Vec<Capability>,
+    pub limits: Limits,
+    /// The plugin's own settings from its `[plugin.<id>]` section.
+    pub settings: Vec<(String, String)>,
+    /// What the host itself reads of an identity source's settings.
+    pub host_settings: SourceSettings,
+    pub(super) state: State,
+    pub(super) stats: Stats,
+}
+
+/// What `admin plugin list` and `GET /api/v1/admin/plugins` show.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PluginInfo {
+    pub id: String,
+    pub kind: Kind,
+    pub version: String,
+    pub wit_version: String,
+    pub origin: String,
+    pub sha256: String,
+    pub grants: Vec<String>,
+    pub state: String,
+    pub calls: u64,
+    pub traps: u64,
+    pub last_error: Option<String>,
+}
+
+impl Plugin {
+    pub(super) fn info(&self) -> PluginInfo {
+        PluginInfo {
+            id: self.id.to_string(),
+            kind: self.kind,
+            version: self.version.clone(),
+            wit_version: match &self.state {
+                State::Ready { wit_version, .. } => wit_version.to_string(),
+                _ => "-".into(),
+            },
+            origin: match &self.origin {
+                Origin::BuiltIn => "built-in".into(),
+                Origin::Path(p) => p.display().to_string(),
+            },
+            sha256: self.sha256.clone(),
+            grants: self.grants.iter().map(|g| g.name().to_string()).collect(),
+            state: self.info_state(),
+            calls: self.stats.calls.load(Ordering::Relaxed),
+            traps: self.stats.traps.load(Ordering::Relaxed),
+            last_error: self.stats.last_error(),
+        }
+    }
+
+    /// `ready`, `disabled`, or `refused: <why>`.
+    pub fn info_state(&self) -> String {
+        match &self.state {
+            State::Ready { .. } => "ready".into(),
+            State::Refused(why) => format!("refused: {why}"),
+            State::Disabled => "disabled".into(),
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        matches!(self.state, State::Ready { .. })
+    }
+}
+
+/// All plugins, and the engine they run on.
+pub struct Plugins {
+    pub(super) engine: Engine,
+    pub(super) lender: Arc<Lender>,
+    cache_dir: PathBuf,
+    /// Written only when an administrator adds a directory source.
+    plugins: std::sync::RwLock<Vec<Arc<Plugin>>>,
+}
+
+impl Plugins {
+    /// Loads the built-in plugins and every `[plugin.<id>]` section. A plugin
+    /// that cannot be loaded is kept as refused, with the reason, and the
+    /// host starts without it; only an engine that cannot start is an error.
+    pub async fn load(
+        cfg: &Config,
+        db: Db,
+        key: Arc<crate::secrets::InstanceKey>,
+    ) -> Result<Plugins> {
+        let mut specs = specs(cfg);
+        // Directory sources an administrator added in the panel.
+        if cfg.source.enable_ldap {
+            let taken: Vec<u32> = cfg.directory_sources.iter().map(|d| d.number).collect();
+            match crate::directory::stored(&db, &key).await {
+                Ok(stored) => {
+                    for (number, settings) in stored {
+                        if taken.contains(&number) {
+                            tracing::warn!(
+                                "the stored directory source {number} has the number of an ini section; the ini file wins"
+                            );
+                            continue;
+                        }
+                        specs.push(directory_spec(number, &settings, DefinedIn::Database));
+                    }
+                }
+                Err(e) => tracing::error!("cannot read the stored directory sources: {e}"),
+            }
+        }
+        let max_memory = specs
+            .iter()
+            .map(|s| s.limits.memory_bytes)
+            .max()
+            .unwrap_or(0);
+        let engine = engine::engine(max_memory)?;
+        let cache_dir = cfg.server.app_data_path.join("plugin-cache");
+        let directories = specs
+            .iter()
+            .filter_map(|s| Some((s.id.clone(), s.directory.clone()?)))
+            .collect();
+        let lender = Arc::new(Lender {
+            db,
+            runtime: tokio::runtime::Handle::current(),
+            key,
+            directories: std::sync::RwLock::new(directories),
+        });
+        let loader_engine = engine.clone();
+        let plugins = tokio::task::spawn_blocking(move || {
+            specs
+                .into_iter()
+                .map(|spec| Arc::new(load_one(&loader_engine, &cache_dir, spec)))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+        for p in &plugins {
+            if let State::Refused(why) = &p.state {
+                tracing::error!(plugin = %p.id, "plugin refused at load: {why}");
+            }
+        }
+        Ok(Plugins {
+            engine,
+            lender,
+            cache_dir: cfg.server.app_data_path.join("plugin-cache"),
+            plugins: std::sync::RwLock::new(plugins),
+        })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Plugin>>> {
+        self.plugins.read().expect("plugin list lock poisoned")
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Plugin>> {
+        self.read().iter().find(|p| &*p.id == id).cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Plugin>> {
+        self.read().clone()
+    }
+
+    pub fn list(&self) -> Vec<PluginInfo> {
+        self.read().iter().map(|p| p.info()).collect()
+    }
+
+    /// Loads a directory source an administrator added, and serves it from
+    /// now on.
+    pub async fn add_directory_source(
+        &self,
+        number: u32,
+        section: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Arc<Plugin>> {
+        let plugin = self
+            .load_directory_source(number, section, DefinedIn::Database)
+            .await?;
+        self.plugins
+            .write()
+            .expect("plugin list lock poisoned")
+            .push(plugin.clone());
+        Ok(plugin)
+    }
+
+    /// Stops serving a directory source added at run time.
+    pub fn remove_directory_source(&self, id: &str) {
+        self.plugins
+            .write()
+            .expect("plugin list lock poisoned")
+            .retain(|p| &*p.id != id);
+        self.lender
+            .directories
+            .write()
+            .expect("directory map lock poisoned")
+            .remove(id);
+    }
+
+    /// Runs a directory source's connection test with settings not saved
+    /// yet (the panel's Test connection button).
+    pub async fn probe_directory_source(
+        &self,
+        section: &std::collections::BTreeMap<String, String>,
+    ) -> std::result::Result<String, String> {
+        // A number no saved source has; the probe is never listed.
+        let number = u32::MAX - rand::random::<u16>() as u32;
+        let plugin = self
+            .load_directory_source(number, section, DefinedIn::Probe)
+            .await
+            .map_err(|e| e.to_string())?;
+        let out = self.test_connection(&plugin).await;
+        self.lender
+            .directories
+            .write()
+            .expect("directory map lock poisoned")
+            .remove(&*plugin.id);
+        match out {
+            Ok(Ok(report)) => Ok(report),
+            Ok(Err(refusal)) => Err(match refusal {
+                SignInRefusal::Unavailable(why)
+                | SignInRefusal::Misconfigured(why)
+                | SignInRefusal::AccountDisabled(why) => why,
+                SignInRefusal::NotSupported | SignInRefusal::InvalidCredentials => {
+                    "the source refused the test".into()
+                }
+            }),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn load_directory_source(
+        &self,
+        number: u32,
+        section: &std::collections::BTreeMap<String, String>,
+        defined_in: DefinedIn,
+    ) -> Result<Arc<Plugin>> {
+        let spec = directory_spec(number, section, defined_in);
+        let directory = spec.directory.clone();
+        let (engine, cache_dir) = (self.engine.clone(), self.cache_dir.clone());
+        let plugin =
+            tokio::task::spawn_blocking(move || Arc::new(load_one(&engine, &cache_dir, spec)))
+                .await
+                .map_err(|e| Error::Runtime(e.to_string()))?;
+        if let State::Refused(reason) = &plugin.state {
+            return Err(Error::Unavailable {
+                plugin: plugin.id.to_string(),
+                reason: reason.clone(),
+            });
+        }
+        if let Some(directory) = directory {
+            self.lender
+                .directories
+                .write()
+                .expect("directory map lock poisoned")
+                .insert(plugin.id.to_string(), directory);
+        }
+        Ok(plugin)
+    }
+
+    /// The directory sources (`[source.<n>]`), in the order they were added.
+    pub fn directory_sources(&self) -> Vec<Arc<Plugin>> {
+        self.read()
+            .iter()
+            .filter(|p| p.kind == Kind::IdentitySource && p.host_settings.is_directory())
+            .cloned()
+            .collect()
+    }
+
+    /// Identity sources other than `local`, in configuration order.
+    pub fn extra_identity_sources(&self) -> Vec<Arc<Plugin>> {
+        self.read()
+            .iter()
+            .filter(|p| p.kind == Kind::IdentitySource && &*p.id != builtin::LOCAL)
+            .cloned()
+            .collect()
+    }
+}
