@@ -6,6 +6,7 @@
 //! versioning, deprecation headers), and the OpenAPI description generated
 //! from the handlers ([`openapi`]).
 
+mod applications;
 mod error;
 mod factors;
 mod keys;
@@ -80,6 +81,16 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             get(repos::collaborators),
         ),
         ("/user/keys", get(keys::list).post(keys::create)),
+        (
+            "/user/applications/oauth2",
+            get(applications::list).post(applications::create),
+        ),
+        (
+            "/user/applications/oauth2/{id}",
+            get(applications::get)
+                .patch(applications::edit)
+                .delete(applications::delete),
+        ),
         ("/user/2fa", get(factors::list)),
         ("/user/2fa/{id}", delete(factors::remove)),
         (

@@ -9,7 +9,7 @@ use base64::engine::general_purpose::STANDARD;
 
 use crate::access::Caller;
 use crate::state::App;
-use crate::{identity, sessions, tokens, users};
+use crate::{identity, oauth_provider, sessions, tokens, users};
 
 /// Why credentials were refused. Every variant is a 401.
 #[derive(Debug, thiserror::Error)]
@@ -39,9 +39,10 @@ fn internal(e: impl std::fmt::Display) -> Error {
 async fn by_token(app: &App, secret: &str) -> Result<Caller, Error> {
     let token = match tokens::authenticate(&app.db, secret).await {
         Ok(t) => t,
-        Err(tokens::Error::Unknown) => {
-            return Err(Error::BadToken("the token is not valid".into()));
-        }
+        Err(tokens::Error::Unknown) => match oauth_token(app, secret).await? {
+            Some(token) => token,
+            None => return Err(Error::BadToken("the token is not valid".into())),
+        },
         Err(tokens::Error::Expired) => return Err(Error::BadToken("the token has expired".into())),
         Err(e) => return Err(internal(e)),
     };
@@ -58,10 +59,48 @@ async fn by_token(app: &App, secret: &str) -> Result<Caller, Error> {
     }
 }
 
+/// An OAuth access token (`Authorization: Bearer`, or as a password), in
+/// the shape the access checks take for personal access tokens: its
+/// scopes, no repository limit. `None` when it is no live access token.
+async fn oauth_token(app: &App, secret: &str) -> Result<Option<tokens::Token>, Error> {
+    if !app.config.oauth2.enable {
+        return Ok(None);
+    }
+    let Some(bearer) = oauth_provider::grants::bearer(&app.db, secret)
+        .await
+        .map_err(internal)?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(tokens::Token {
+        id: 0,
+        user_id: bearer.user_id,
+        name: format!("oauth2: {}", bearer.app_name),
+        last_eight: String::new(),
+        scopes: oauth_provider::token_scopes(&bearer.scopes),
+        repositories: Vec::new(),
+        expires: Some(bearer.expires),
+        created: bearer.created,
+        last_used: None,
+    }))
+}
+
+/// Whether a password field holds a token rather than a password: a
+/// personal access token (40 hexadecimal characters) or an OAuth access
+/// token (43 or more base64url characters).
+fn looks_like_token(password: &str) -> bool {
+    let pat = password.len() == 40 && password.chars().all(|c| c.is_ascii_hexdigit());
+    let oauth = password.len() >= 43
+        && password
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    pat || oauth
+}
+
 async fn by_password(app: &App, login: &str, password: &str) -> Result<Caller, Error> {
     // A token in the password field (as git credential helpers send it)
     // counts when it belongs to the named user.
-    if password.len() == 40 && password.chars().all(|c| c.is_ascii_hexdigit()) {
+    if looks_like_token(password) {
         match by_token(app, password).await {
             Ok(auth)
                 if auth

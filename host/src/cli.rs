@@ -58,6 +58,37 @@ enum Admin {
     /// Identity sources: directory sources' connection test and sync.
     #[command(subcommand)]
     Auth(AuthCmd),
+    /// The OAuth 2.0 provider: instance-wide applications and the ID-token
+    /// signing key.
+    #[command(subcommand)]
+    Oauth2(OAuth2Cmd),
+}
+
+#[derive(Subcommand)]
+enum OAuth2Cmd {
+    /// List the instance-wide applications.
+    List,
+    /// Register an instance-wide application; prints its client id and
+    /// secret (shown this once).
+    Create {
+        #[arg(long)]
+        name: String,
+        /// A redirect URI; repeat for several.
+        #[arg(long = "redirect-uri", required = true)]
+        redirect_uris: Vec<String>,
+        /// A public client (a native or single-page app, PKCE only).
+        #[arg(long)]
+        public: bool,
+    },
+    /// Delete an instance-wide application by client id; its tokens stop
+    /// working.
+    Delete {
+        #[arg(long)]
+        client_id: String,
+    },
+    /// Make a new ID-token signing key; the old one stays published until
+    /// the tokens it signed have expired.
+    RotateKey,
 }
 
 #[derive(Subcommand)]
@@ -245,7 +276,65 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             plugin_list(App::open(config).await?, json).await
         }
         Command::Admin(Admin::Auth(cmd)) => auth(App::open(config).await?, cmd).await,
+        Command::Admin(Admin::Oauth2(cmd)) => oauth2(App::open(config).await?, cmd).await,
     }
+}
+
+async fn oauth2(app: App, cmd: OAuth2Cmd) -> anyhow::Result<()> {
+    use crate::oauth_provider::{apps, keys};
+    match cmd {
+        OAuth2Cmd::List => {
+            for a in apps::list(&app.db, None).await? {
+                let kind = if a.confidential {
+                    "confidential"
+                } else {
+                    "public"
+                };
+                println!(
+                    "{}\t{}\t{kind}\t{}",
+                    a.client_id,
+                    a.name,
+                    a.redirect_uris.join(" ")
+                );
+            }
+        }
+        OAuth2Cmd::Create {
+            name,
+            redirect_uris,
+            public,
+        } => {
+            let registration = apps::Registration {
+                name,
+                redirect_uris,
+                confidential: !public,
+            };
+            let (a, secret) = apps::create(
+                &app.db,
+                None,
+                registration,
+                app.config.oauth2.minimal_token_length,
+            )
+            .await?;
+            println!("client_id: {}", a.client_id);
+            println!("client_secret: {secret}");
+            println!("The secret is shown this once; keep it now.");
+        }
+        OAuth2Cmd::Delete { client_id } => {
+            let a = apps::by_client_id(&app.db, &client_id)
+                .await?
+                .filter(|a| a.owner_id.is_none())
+                .with_context(|| format!("no instance-wide application {client_id:?}"))?;
+            apps::delete(&app.db, &a).await?;
+            println!("Deleted {client_id}.");
+        }
+        OAuth2Cmd::RotateKey => {
+            let kid = keys::rotate(&app.db, &app.key).await?;
+            println!(
+                "New signing key {kid}; the previous one stays published until its tokens expire."
+            );
+        }
+    }
+    Ok(())
 }
 
 async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {

@@ -18,6 +18,7 @@ pub mod directory;
 pub mod git;
 pub mod identity;
 pub mod keys;
+pub mod oauth_provider;
 pub mod orgs;
 pub mod plugins;
 pub mod protection;

@@ -369,3 +369,24 @@ pub async fn is_owner(db: &Db, org_id: i64, user_id: i64) -> Result<bool> {
     .await?;
     Ok(row.is_some())
 }
+
+/// The user's organizations and teams as OpenID Connect `groups`: `org`
+/// for each organization, `org:team` for each team.
+pub async fn groups_of(db: &Db, user_id: i64) -> Result<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT u.login, t.name FROM team_members m JOIN teams t ON t.id = m.team_id \
+         JOIN users u ON u.id = t.org_id WHERE m.user_id = $1 ORDER BY u.lower_login, t.name",
+    )
+    .bind(user_id)
+    .fetch_all(db.pool())
+    .await?;
+    let mut out: Vec<String> = Vec::new();
+    for r in &rows {
+        let (org, team): (String, String) = (r.try_get(0)?, r.try_get(1)?);
+        if !out.contains(&org) {
+            out.push(org.clone());
+        }
+        out.push(format!("{org}:{team}"));
+    }
+    Ok(out)
+}

@@ -19,6 +19,7 @@ use subtle::ConstantTimeEq;
 
 mod admin;
 mod error;
+mod oauth;
 mod orgs;
 mod repos;
 mod security;
@@ -77,6 +78,7 @@ pub(crate) fn routes() -> Router<App> {
             "/user/settings/security/webauthn/{id}/delete",
             post(security::remove_key),
         )
+        .merge(oauth::routes())
         .route("/admin/auths", get(admin::list))
         .route("/admin/auths/new", get(admin::new_form).post(admin::create))
         .route("/admin/auths/{id}/test", post(admin::test))
@@ -89,6 +91,8 @@ pub(crate) fn routes() -> Router<App> {
 /// session, or nobody), and the cookies.
 pub(crate) struct Viewer {
     caller: Caller,
+    /// When the viewer's session was made (their sign-in), Unix seconds.
+    signed_in_at: Option<i64>,
     jar: CookieJar,
 }
 
@@ -97,16 +101,19 @@ impl FromRequestParts<App> for Viewer {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         let jar = CookieJar::from_headers(&parts.headers);
-        let caller = match jar.get(sessions::COOKIE) {
+        let (caller, signed_in_at) = match jar.get(sessions::COOKIE) {
             Some(c) => match sessions::lookup(&app.db, c.value()).await? {
-                Some((session, user)) => Caller {
-                    user: Some(user),
-                    session: Some(session.handle),
-                    ..Caller::default()
-                },
-                None => Caller::anonymous(),
+                Some((session, user)) => (
+                    Caller {
+                        user: Some(user),
+                        session: Some(session.handle),
+                        ..Caller::default()
+                    },
+                    Some(session.created),
+                ),
+                None => (Caller::anonymous(), None),
             },
-            None => Caller::anonymous(),
+            None => (Caller::anonymous(), None),
         };
         // [security] ENABLE_2FA: a user without a factor is sent to
         // enrolment from every page but enrolment and sign-out.
@@ -117,7 +124,11 @@ impl FromRequestParts<App> for Viewer {
         {
             return Err(WebError::Enrolment);
         }
-        Ok(Viewer { caller, jar })
+        Ok(Viewer {
+            caller,
+            signed_in_at,
+            jar,
+        })
     }
 }
 
@@ -274,11 +285,38 @@ struct LoginPage {
     source: String,
 }
 
-async fn login_form(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
+/// `?redirect_to=`: where to go once signed in (an OAuth authorization
+/// request, say).
+#[derive(Deserialize)]
+struct LoginQuery {
+    #[serde(default)]
+    redirect_to: String,
+}
+
+/// The cookie that carries `redirect_to` across the sign-in steps (as
+/// Gitea's `redirect_to` cookie does).
+const REDIRECT_COOKIE: &str = "redirect_to";
+
+/// Only a path on this site: never another host, so that a link cannot
+/// send a user who signs in somewhere else (an open redirect).
+fn local_path(target: &str) -> Option<&str> {
+    (target.starts_with('/') && !target.starts_with("//") && !target.contains('\\'))
+        .then_some(target)
+}
+
+async fn login_form(
+    State(app): State<App>,
+    viewer: Viewer,
+    axum::extract::Query(query): axum::extract::Query<LoginQuery>,
+) -> Result<Response, WebError> {
+    let target = local_path(&query.redirect_to);
     if viewer.user().is_some() {
-        return Ok(Redirect::to("/").into_response());
+        return Ok(Redirect::to(target.unwrap_or("/")).into_response());
     }
-    let (csrf, jar) = viewer.csrf(&app);
+    let (csrf, mut jar) = viewer.csrf(&app);
+    if let Some(target) = target {
+        jar = jar.add(cookie(&app, REDIRECT_COOKIE, target.to_string(), Some(600)));
+    }
     let page = LoginPage {
         user: None,
         csrf,
@@ -369,7 +407,18 @@ async fn start_session(
         .add(cookie(app, sessions::COOKIE, value, max_age))
         .add(cookie(app, CSRF_COOKIE, sessions::random_token(24), None));
     tracing::info!(login = %user.login, "signed in");
-    Ok((jar, Redirect::to("/")).into_response())
+    Ok(signed_in_redirect(jar))
+}
+
+/// Where a completed sign-in goes: the page the `redirect_to` cookie names,
+/// or home. The cookie is used up.
+fn signed_in_redirect(jar: CookieJar) -> Response {
+    let target = jar
+        .get(REDIRECT_COOKIE)
+        .and_then(|c| local_path(c.value()).map(str::to_string))
+        .unwrap_or_else(|| "/".to_string());
+    let jar = jar.remove(Cookie::build(REDIRECT_COOKIE).path("/"));
+    (jar, Redirect::to(&target)).into_response()
 }
 
 /// The browser's `User-Agent`, kept with the session; empty when absent.
@@ -534,7 +583,7 @@ async fn complete_second_step(
         jar = jar.add(device);
     }
     tracing::info!(login = %user.login, "signed in with a second factor");
-    Ok((jar, Redirect::to("/")).into_response())
+    Ok(signed_in_redirect(jar))
 }
 
 #[derive(Deserialize)]

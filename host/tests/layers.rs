@@ -40,6 +40,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "protection",
             "second_factor",
             "identity",
+            "oauth_provider",
             "authn",
         ],
     ),

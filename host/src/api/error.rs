@@ -283,6 +283,21 @@ impl From<crate::plugins::Error> for ApiError {
     }
 }
 
+/// `oauth_provider::Error` at the applications API: `NotFound` → 404;
+/// `Invalid` → 422 (text); `Internal`, `Db` → 500 (cause logged). The
+/// protocol errors belong to the OAuth endpoints, which answer them per
+/// RFC 6749; here they would be a bug, so a 500.
+impl From<crate::oauth_provider::Error> for ApiError {
+    fn from(e: crate::oauth_provider::Error) -> Self {
+        use crate::oauth_provider::Error;
+        match e {
+            e @ Error::NotFound => ApiError::NotFound(e.to_string()),
+            Error::Invalid(m) => ApiError::Unprocessable(m),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
 /// `authn::Error`: `Internal` → 500; every other variant → 401 with
 /// `WWW-Authenticate` and the error's text.
 impl From<crate::authn::Error> for ApiError {

@@ -7,7 +7,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    __path_health, factors, keys, orgs, plugins, protections, repos, sessions, sources, tokens,
+    __path_health, applications, factors, keys, orgs, plugins, protections, repos, sessions, sources, tokens,
     users,
 };
 
@@ -56,6 +56,11 @@ use super::{
         keys::create,
         keys::list,
         keys::delete,
+        applications::create,
+        applications::list,
+        applications::get,
+        applications::edit,
+        applications::delete,
         protections::create,
         protections::list,
         protections::get,

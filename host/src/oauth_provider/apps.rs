@@ -1,0 +1,313 @@
+//! Registered OAuth applications (spec: "OAuth 2.0 application"): a name,
+//! a generated client id, a client secret generated on request and shown
+//! once, the redirect URIs, and whether the client is confidential.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+use subtle::ConstantTimeEq;
+
+use super::{Error, Result, digest, new_secret};
+use crate::db::{Db, now};
+
+/// An application, without its secret.
+#[derive(Debug, Clone)]
+pub struct App {
+    pub id: i64,
+    /// The user or organization that owns it; `None` for an instance-wide
+    /// application.
+    pub owner_id: Option<i64>,
+    pub name: String,
+    pub client_id: String,
+    pub redirect_uris: Vec<String>,
+    /// A confidential client authenticates with its secret; a public one
+    /// (a native or browser app) with PKCE alone.
+    pub confidential: bool,
+    pub created: i64,
+}
+
+const COLUMNS: &str = "id, owner_id, name, client_id, redirect_uris, confidential, created";
+
+fn from_row(r: &AnyRow) -> std::result::Result<App, sqlx::Error> {
+    let uris: String = r.try_get(4)?;
+    Ok(App {
+        id: r.try_get(0)?,
+        owner_id: r.try_get(1)?,
+        name: r.try_get(2)?,
+        client_id: r.try_get(3)?,
+        redirect_uris: uris.lines().map(str::to_string).collect(),
+        confidential: r.try_get::<i64, _>(5)? != 0,
+        created: r.try_get(6)?,
+    })
+}
+
+/// What an application is registered with.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub name: String,
+    pub redirect_uris: Vec<String>,
+    pub confidential: bool,
+}
+
+impl Registration {
+    /// Trims and checks the fields: a name, and at least one redirect URI,
+    /// each absolute, without a fragment (RFC 6749 §3.1.2).
+    fn checked(mut self) -> Result<Registration> {
+        self.name = self.name.trim().to_string();
+        if self.name.is_empty() || self.name.chars().count() > 255 {
+            return Err(Error::Invalid(
+                "name: 1 to 255 characters are required".into(),
+            ));
+        }
+        self.redirect_uris = self
+            .redirect_uris
+            .iter()
+            .map(|u| u.trim().to_string())
+            .filter(|u| !u.is_empty())
+            .collect();
+        if self.redirect_uris.is_empty() {
+            return Err(Error::Invalid(
+                "redirect_uris: at least one is required".into(),
+            ));
+        }
+        for uri in &self.redirect_uris {
+            let parsed = url::Url::parse(uri)
+                .map_err(|e| Error::Invalid(format!("redirect_uris: {uri:?} is not a URL: {e}")))?;
+            if parsed.fragment().is_some() || uri.contains('\n') {
+                return Err(Error::Invalid(format!(
+                    "redirect_uris: {uri:?} must not have a fragment"
+                )));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// A client id: random, in the shape of a UUID, as Gitea's.
+fn new_client_id() -> String {
+    let h = hex::encode(rand::random::<[u8; 16]>());
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// Registers an application; returns it and its client secret, to be
+/// shown this once.
+pub async fn create(
+    db: &Db,
+    owner_id: Option<i64>,
+    registration: Registration,
+    min_secret_len: i64,
+) -> Result<(App, String)> {
+    let r = registration.checked()?;
+    let secret = new_secret(min_secret_len);
+    let row = sqlx::query(&format!(
+        "INSERT INTO oauth_apps (owner_id, name, client_id, secret_hash, redirect_uris, confidential, created) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
+    ))
+    .bind(owner_id)
+    .bind(&r.name)
+    .bind(new_client_id())
+    .bind(digest(&secret))
+    .bind(r.redirect_uris.join("\n"))
+    .bind(i64::from(r.confidential))
+    .bind(now())
+    .fetch_one(db.pool())
+    .await?;
+    Ok((from_row(&row)?, secret))
+}
+
+/// The applications of an owner (`None`: the instance-wide ones), oldest
+/// first.
+pub async fn list(db: &Db, owner_id: Option<i64>) -> Result<Vec<App>> {
+    let rows = match owner_id {
+        Some(id) => {
+            sqlx::query(&format!(
+                "SELECT {COLUMNS} FROM oauth_apps WHERE owner_id = $1 ORDER BY id"
+            ))
+            .bind(id)
+            .fetch_all(db.pool())
+            .await?
+        }
+        None => {
+            sqlx::query(&format!(
+                "SELECT {COLUMNS} FROM oauth_apps WHERE owner_id IS NULL ORDER BY id"
+            ))
+            .fetch_all(db.pool())
+            .await?
+        }
+    };
+    Ok(rows
+        .iter()
+        .map(from_row)
+        .collect::<std::result::Result<_, _>>()?)
+}
+
+/// An application of `owner_id` (`None`: instance-wide) by id.
+pub async fn find_owned(db: &Db, owner_id: Option<i64>, id: i64) -> Result<App> {
+    list(db, owner_id)
+        .await?
+        .into_iter()
+        .find(|a| a.id == id)
+        .ok_or(Error::NotFound)
+}
+
+/// An application by its client id.
+pub async fn by_client_id(db: &Db, client_id: &str) -> Result<Option<App>> {
+    let row = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM oauth_apps WHERE client_id = $1"
+    ))
+    .bind(client_id)
+    .fetch_optional(db.pool())
+    .await?;
+    Ok(row.as_ref().map(from_row).transpose()?)
+}
+
+/// Changes an application's name, redirect URIs and kind.
+pub async fn update(db: &Db, app: &App, registration: Registration) -> Result<App> {
+    let r = registration.checked()?;
+    sqlx::query(
+        "UPDATE oauth_apps SET name = $1, redirect_uris = $2, confidential = $3 WHERE id = $4",
+    )
+    .bind(&r.name)
+    .bind(r.redirect_uris.join("\n"))
+    .bind(i64::from(r.confidential))
+    .bind(app.id)
+    .execute(db.pool())
+    .await?;
+    Ok(App {
+        name: r.name,
+        redirect_uris: r.redirect_uris,
+        confidential: r.confidential,
+        ..app.clone()
+    })
+}
+
+/// Replaces an application's client secret; returns the new one, to be
+/// shown this once. The old one stops working at once.
+pub async fn regenerate_secret(db: &Db, app: &App, min_secret_len: i64) -> Result<String> {
+    let secret = new_secret(min_secret_len);
+    sqlx::query("UPDATE oauth_apps SET secret_hash = $1 WHERE id = $2")
+        .bind(digest(&secret))
+        .bind(app.id)
+        .execute(db.pool())
+        .await?;
+    Ok(secret)
+}
+
+/// Deletes an application; its grants, codes and tokens go with it.
+pub async fn delete(db: &Db, app: &App) -> Result<()> {
+    for sql in [
+        "DELETE FROM oauth_tokens WHERE app_id = $1",
+        "DELETE FROM oauth_codes WHERE app_id = $1",
+        "DELETE FROM oauth_grants WHERE app_id = $1",
+        "DELETE FROM oauth_apps WHERE id = $1",
+    ] {
+        sqlx::query(sql).bind(app.id).execute(db.pool()).await?;
+    }
+    Ok(())
+}
+
+/// Authenticates a client at the token, introspection and revocation
+/// endpoints: a confidential client by its secret (compared in constant
+/// time), a public one by its id alone (its proof is PKCE).
+pub async fn authenticate(db: &Db, client_id: &str, secret: Option<&str>) -> Result<App> {
+    let unknown = || Error::InvalidClient("client authentication failed".into());
+    let row = sqlx::query(&format!(
+        "SELECT {COLUMNS}, secret_hash FROM oauth_apps WHERE client_id = $1"
+    ))
+    .bind(client_id)
+    .fetch_optional(db.pool())
+    .await?
+    .ok_or_else(unknown)?;
+    let app = from_row(&row)?;
+    let stored: String = row.try_get(7)?;
+    match secret {
+        Some(secret) => {
+            let given = digest(secret);
+            if stored.is_empty() || !bool::from(given.as_bytes().ct_eq(stored.as_bytes())) {
+                return Err(unknown());
+            }
+        }
+        None if app.confidential => return Err(unknown()),
+        None => {}
+    }
+    Ok(app)
+}
+
+/// Whether `given` is one of the application's redirect URIs: an exact
+/// match, or for a public client a loopback URI that differs only in its
+/// port (RFC 8252 §7.3: native apps listen on a port they pick each time).
+pub fn redirect_allowed(app: &App, given: &str) -> bool {
+    if app.redirect_uris.iter().any(|u| u == given) {
+        return true;
+    }
+    if app.confidential {
+        return false;
+    }
+    let Ok(given) = url::Url::parse(given) else {
+        return false;
+    };
+    let loopback = |u: &url::Url| {
+        u.scheme() == "http" && matches!(u.host_str(), Some("127.0.0.1") | Some("[::1]"))
+    };
+    loopback(&given)
+        && app.redirect_uris.iter().any(|r| {
+            url::Url::parse(r).is_ok_and(|r| {
+                loopback(&r)
+                    && r.host_str() == given.host_str()
+                    && r.path() == given.path()
+                    && r.query() == given.query()
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(confidential: bool) -> App {
+        App {
+            id: 1,
+            owner_id: Some(1),
+            name: "ci".into(),
+            client_id: "c".into(),
+            redirect_uris: vec![
+                "https://ci.example.com/cb".into(),
+                "http://127.0.0.1/native".into(),
+            ],
+            confidential,
+            created: 0,
+        }
+    }
+
+    #[test]
+    fn redirect_uris_match_exactly_except_loopback_ports_of_public_clients() {
+        let c = app(true);
+        assert!(redirect_allowed(&c, "https://ci.example.com/cb"));
+        assert!(!redirect_allowed(&c, "https://ci.example.com/cb/"));
+        assert!(!redirect_allowed(&c, "https://ci.example.com/cb?x=1"));
+        assert!(!redirect_allowed(&c, "http://127.0.0.1:5000/native"));
+        let p = app(false);
+        assert!(redirect_allowed(&p, "http://127.0.0.1:5000/native"));
+        assert!(!redirect_allowed(&p, "http://127.0.0.1:5000/other"));
+        assert!(!redirect_allowed(&p, "http://evil.example.com:5000/native"));
+    }
+
+    #[test]
+    fn a_registration_needs_a_name_and_absolute_uris() {
+        let r = |name: &str, uri: &str| Registration {
+            name: name.into(),
+            redirect_uris: vec![uri.into()],
+            confidential: true,
+        };
+        assert!(r(" ", "https://a/cb").checked().is_err());
+        assert!(r("a", "/relative").checked().is_err());
+        assert!(r("a", "https://a/cb#frag").checked().is_err());
+        assert!(r("a", "https://a/cb").checked().is_ok());
+    }
+}

@@ -1,0 +1,335 @@
+//! The authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3), the user's
+//! consent, and the single-use authorization codes.
+
+use sqlx::Row;
+
+use super::apps::{self, App};
+use super::{CODE_LIFETIME, Error, Result, digest, parse_scope};
+use crate::db::{Db, now};
+use crate::users::User;
+
+/// The parameters of `GET /login/oauth/authorize`, as the client sent them.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct AuthorizeRequest {
+    #[serde(default)]
+    pub response_type: String,
+    #[serde(default)]
+    pub client_id: String,
+    #[serde(default)]
+    pub redirect_uri: String,
+    #[serde(default)]
+    pub state: String,
+    #[serde(default)]
+    pub scope: String,
+    #[serde(default)]
+    pub nonce: String,
+    #[serde(default)]
+    pub code_challenge: String,
+    #[serde(default)]
+    pub code_challenge_method: String,
+}
+
+/// A request that may go on to consent.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub app: App,
+    pub redirect_uri: String,
+    pub scopes: Vec<String>,
+    pub state: String,
+    pub nonce: String,
+    pub code_challenge: String,
+    pub code_challenge_method: String,
+}
+
+/// Why an authorization request was refused.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The client or the redirect URI cannot be trusted: an error page,
+    /// never a redirect (RFC 6749 §4.1.2.1, first paragraph).
+    Page(String),
+    /// Everything else goes back to the client's redirect URI with `error`
+    /// and the `state`.
+    Redirect {
+        redirect_uri: String,
+        error: Error,
+        state: String,
+    },
+}
+
+/// Checks an authorization request: the client and its redirect URI
+/// first, then the response type, the scopes and PKCE (S256 only; required
+/// for public clients, RFC 9700 §2.1.1).
+pub async fn check(db: &Db, req: &AuthorizeRequest) -> std::result::Result<Checked, Refusal> {
+    let app = apps::by_client_id(db, &req.client_id)
+        .await
+        .map_err(|e| Refusal::Page(e.to_string()))?
+        .ok_or_else(|| Refusal::Page("The application is not registered here.".into()))?;
+    if !apps::redirect_allowed(&app, &req.redirect_uri) {
+        return Err(Refusal::Page(
+            "The redirect URI is not registered for this application.".into(),
+        ));
+    }
+    let back = |error: Error| Refusal::Redirect {
+        redirect_uri: req.redirect_uri.clone(),
+        error,
+        state: req.state.clone(),
+    };
+    if req.response_type != "code" {
+        return Err(back(Error::UnsupportedResponseType(
+            "only response_type=code is supported".into(),
+        )));
+    }
+    let scopes = parse_scope(&req.scope).map_err(back)?;
+    match req.code_challenge_method.as_str() {
+        _ if req.code_challenge.is_empty() && !app.confidential => {
+            return Err(back(Error::InvalidRequest(
+                "a public client must send a PKCE code_challenge".into(),
+            )));
+        }
+        "" if req.code_challenge.is_empty() => {}
+        "S256" => {}
+        "" | "plain" => {
+            return Err(back(Error::InvalidRequest(
+                "code_challenge_method must be S256".into(),
+            )));
+        }
+        other => {
+            return Err(back(Error::InvalidRequest(format!(
+                "unknown code_challenge_method {other:?}"
+            ))));
+        }
+    }
+    // RFC 7636 §4.1: 43 to 128 characters once base64url-encoded.
+    if !req.code_challenge.is_empty() && !(43..=128).contains(&req.code_challenge.len()) {
+        return Err(back(Error::InvalidRequest(
+            "code_challenge must be 43 to 128 characters".into(),
+        )));
+    }
+    Ok(Checked {
+        redirect_uri: req.redirect_uri.clone(),
+        scopes,
+        state: req.state.clone(),
+        nonce: req.nonce.clone(),
+        code_challenge: req.code_challenge.clone(),
+        code_challenge_method: req.code_challenge_method.clone(),
+        app,
+    })
+}
+
+/// Whether the user already consented to these scopes for this
+/// application, so that the consent page can be skipped.
+pub async fn remembered(db: &Db, app: &App, user: &User, scopes: &[String]) -> Result<bool> {
+    let row = sqlx::query("SELECT scope FROM oauth_grants WHERE app_id = $1 AND user_id = $2")
+        .bind(app.id)
+        .bind(user.id)
+        .fetch_optional(db.pool())
+        .await?;
+    let Some(row) = row else {
+        return Ok(false);
+    };
+    let granted: String = row.try_get(0)?;
+    let granted: Vec<&str> = granted.split_whitespace().collect();
+    Ok(scopes.iter().all(|s| granted.contains(&s.as_str())))
+}
+
+/// The user consented: remembers the consent (widened to these scopes) and
+/// issues a code for the client.
+pub async fn issue(db: &Db, checked: &Checked, user: &User, auth_time: i64) -> Result<String> {
+    let t = now();
+    let scope = checked.scopes.join(" ");
+    let mut remembered: Vec<String> =
+        match sqlx::query("SELECT scope FROM oauth_grants WHERE app_id = $1 AND user_id = $2")
+            .bind(checked.app.id)
+            .bind(user.id)
+            .fetch_optional(db.pool())
+            .await?
+        {
+            Some(row) => row
+                .try_get::<String, _>(0)?
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+            None => Vec::new(),
+        };
+    for s in &checked.scopes {
+        if !remembered.contains(s) {
+            remembered.push(s.clone());
+        }
+    }
+    sqlx::query(
+        "INSERT INTO oauth_grants (app_id, user_id, scope, created) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (app_id, user_id) DO UPDATE SET scope = excluded.scope",
+    )
+    .bind(checked.app.id)
+    .bind(user.id)
+    .bind(remembered.join(" "))
+    .bind(t)
+    .execute(db.pool())
+    .await?;
+    let code = crate::sessions::random_token(32);
+    sqlx::query("DELETE FROM oauth_codes WHERE expires <= $1 AND used IS NULL")
+        .bind(t)
+        .execute(db.pool())
+        .await?;
+    sqlx::query(
+        "INSERT INTO oauth_codes (code_hash, app_id, user_id, redirect_uri, scope, nonce, code_challenge, code_challenge_method, auth_time, expires) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(digest(&code))
+    .bind(checked.app.id)
+    .bind(user.id)
+    .bind(&checked.redirect_uri)
+    .bind(scope)
+    .bind(&checked.nonce)
+    .bind(&checked.code_challenge)
+    .bind(&checked.code_challenge_method)
+    .bind(auth_time)
+    .bind(t + CODE_LIFETIME)
+    .execute(db.pool())
+    .await?;
+    Ok(code)
+}
+
+/// An application a user has authorized, for Settings › Applications.
+#[derive(Debug, Clone)]
+pub struct Authorized {
+    pub app_id: i64,
+    pub app_name: String,
+    pub scope: String,
+    pub created: i64,
+}
+
+/// The applications `user` has authorized, oldest first.
+pub async fn authorized(db: &Db, user: &User) -> Result<Vec<Authorized>> {
+    let rows = sqlx::query(
+        "SELECT g.app_id, a.name, g.scope, g.created FROM oauth_grants g JOIN oauth_apps a ON a.id = g.app_id \
+         WHERE g.user_id = $1 ORDER BY g.id",
+    )
+    .bind(user.id)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Authorized {
+                app_id: r.try_get(0)?,
+                app_name: r.try_get(1)?,
+                scope: r.try_get(2)?,
+                created: r.try_get(3)?,
+            })
+        })
+        .collect()
+}
+
+/// Withdraws a user's authorization of an application: the consent is
+/// forgotten, and every code and token the application holds for the user
+/// stops working at once.
+pub async fn withdraw(db: &Db, user: &User, app_id: i64) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM oauth_grants WHERE app_id = $1 AND user_id = $2")
+        .bind(app_id)
+        .bind(user.id)
+        .execute(db.pool())
+        .await?;
+    sqlx::query("DELETE FROM oauth_codes WHERE app_id = $1 AND user_id = $2")
+        .bind(app_id)
+        .bind(user.id)
+        .execute(db.pool())
+        .await?;
+    sqlx::query("UPDATE oauth_tokens SET revoked = 1 WHERE app_id = $1 AND user_id = $2")
+        .bind(app_id)
+        .bind(user.id)
+        .execute(db.pool())
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// A code being exchanged, once it has been taken (marked used).
+#[derive(Debug, Clone)]
+pub(super) struct Code {
+    pub hash: String,
+    pub app_id: i64,
+    pub user_id: i64,
+    pub redirect_uri: String,
+    pub scope: String,
+    pub nonce: String,
+    pub code_challenge: String,
+    pub auth_time: i64,
+}
+
+/// What taking a code found.
+pub(super) enum Taken {
+    /// Good, and now used.
+    Fresh(Code),
+    /// Known but used before: a replay, whose earlier tokens must go.
+    Replayed { hash: String },
+    /// Unknown or expired.
+    Invalid,
+}
+
+/// Takes a code for an exchange: at most one exchange wins, even when two
+/// race (the UPDATE that marks it used succeeds once).
+pub(super) async fn take(db: &Db, code: &str) -> Result<Taken> {
+    let hash = digest(code);
+    let row = sqlx::query(
+        "SELECT app_id, user_id, redirect_uri, scope, nonce, code_challenge, auth_time, expires, used FROM oauth_codes WHERE code_hash = $1",
+    )
+    .bind(&hash)
+    .fetch_optional(db.pool())
+    .await?;
+    let Some(r) = row else {
+        return Ok(Taken::Invalid);
+    };
+    if r.try_get::<Option<i64>, _>(8)?.is_some() {
+        return Ok(Taken::Replayed { hash });
+    }
+    let t = now();
+    if r.try_get::<i64, _>(7)? <= t {
+        return Ok(Taken::Invalid);
+    }
+    let done =
+        sqlx::query("UPDATE oauth_codes SET used = $1 WHERE code_hash = $2 AND used IS NULL")
+            .bind(t)
+            .bind(&hash)
+            .execute(db.pool())
+            .await?;
+    if done.rows_affected() != 1 {
+        return Ok(Taken::Replayed { hash });
+    }
+    Ok(Taken::Fresh(Code {
+        app_id: r.try_get(0)?,
+        user_id: r.try_get(1)?,
+        redirect_uri: r.try_get(2)?,
+        scope: r.try_get(3)?,
+        nonce: r.try_get(4)?,
+        code_challenge: r.try_get(5)?,
+        auth_time: r.try_get(6)?,
+        hash,
+    }))
+}
+
+/// RFC 7636 §4.6: `BASE64URL(SHA256(code_verifier)) == code_challenge`.
+pub(super) fn pkce_matches(challenge: &str, verifier: &str) -> bool {
+    use base64::Engine as _;
+    use sha2::{Digest, Sha256};
+    use subtle::ConstantTimeEq;
+    let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(Sha256::digest(verifier.as_bytes()));
+    (43..=128).contains(&verifier.len())
+        && bool::from(computed.as_bytes().ct_eq(challenge.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pkce_s256_matches_rfc_7636_appendix_b() {
+        let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+        let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+        assert!(pkce_matches(challenge, verifier));
+        assert!(!pkce_matches(
+            challenge,
+            "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXK"
+        ));
+        assert!(!pkce_matches(challenge, "short"));
+    }
+}
