@@ -7,8 +7,8 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    __path_health, applications, factors, keys, orgs, plugins, protections, repos, sessions, sources, tokens,
-    users,
+    __path_health, applications, factors, keys, orgs, plugins, protections, repos, sessions,
+    sources, tokens, users,
 };
 
 #[derive(OpenApi)]
