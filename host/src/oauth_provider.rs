@@ -6,6 +6,7 @@
 //! - [`codes`]: the authorization request, consent, and single-use codes;
 //! - [`grants`]: the token endpoint's grants, refresh rotation, revocation,
 //!   introspection, and the access tokens the API and git accept;
+//! - [`device`]: the device authorization grant (RFC 8628);
 //! - [`keys`]: the keys that sign ID tokens, the JWKS, and the ID token.
 //!
 //! Nothing secret is kept in clear: client secrets, codes and tokens are
@@ -14,6 +15,7 @@
 
 pub mod apps;
 pub mod codes;
+pub mod device;
 pub mod grants;
 pub mod keys;
 
@@ -73,6 +75,16 @@ pub enum Error {
     /// `unsupported_response_type`.
     #[error("{0}")]
     UnsupportedResponseType(String),
+    /// `authorization_pending` (RFC 8628 §3.5): the user has not answered
+    /// yet; poll again.
+    #[error("the user has not answered yet")]
+    AuthorizationPending,
+    /// `slow_down`: polling faster than the interval; wait 5 s more.
+    #[error("polling too fast: wait longer between requests")]
+    SlowDown,
+    /// `expired_token`: the device code expired; start again.
+    #[error("the device code has expired")]
+    ExpiredToken,
     /// An application the caller does not own, or none with this id.
     #[error("no such application")]
     NotFound,
@@ -104,6 +116,9 @@ impl Error {
             Error::InvalidScope(_) => "invalid_scope",
             Error::AccessDenied => "access_denied",
             Error::UnsupportedResponseType(_) => "unsupported_response_type",
+            Error::AuthorizationPending => "authorization_pending",
+            Error::SlowDown => "slow_down",
+            Error::ExpiredToken => "expired_token",
             Error::NotFound => "invalid_request",
             Error::Internal(_) | Error::Db(_) => "server_error",
         }

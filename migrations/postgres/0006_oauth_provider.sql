@@ -76,3 +76,21 @@ CREATE TABLE oauth_signing_keys (
     created BIGINT NOT NULL,
     retired BIGINT
 );
+
+-- Device authorization requests (RFC 8628): the device polls with its
+-- device code while the user approves the user code on another screen.
+-- Both codes are stored as their sha256.
+CREATE TABLE oauth_device_codes (
+    device_code_hash TEXT PRIMARY KEY,
+    user_code_hash TEXT NOT NULL UNIQUE,
+    app_id BIGINT NOT NULL REFERENCES oauth_apps(id) ON DELETE CASCADE,
+    scope TEXT NOT NULL,
+    -- Set when the user answers: 'approved' or 'denied'.
+    status TEXT NOT NULL DEFAULT 'pending',
+    user_id BIGINT REFERENCES users(id) ON DELETE CASCADE,
+    auth_time BIGINT,
+    -- Seconds the device must wait between polls; grows on slow_down.
+    poll_interval BIGINT NOT NULL,
+    last_poll BIGINT,
+    expires BIGINT NOT NULL
+);

@@ -84,7 +84,7 @@ pub fn issuer(app: &App) -> String {
 
 /// Issues an access and a refresh token in `family`, and an ID token when
 /// `openid` is among the scopes.
-async fn issue(
+pub(super) async fn issue(
     app: &App,
     client: &Client,
     user: &User,
@@ -153,7 +153,7 @@ async fn revoke_family(db: &Db, family: &str) -> Result<()> {
     Ok(())
 }
 
-async fn active_user(db: &Db, id: i64) -> Result<User> {
+pub(super) async fn active_user(db: &Db, id: i64) -> Result<User> {
     users::find_by_id(db, id)
         .await
         .map_err(|e| Error::Internal(e.to_string()))?

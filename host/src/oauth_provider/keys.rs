@@ -119,3 +119,41 @@ pub async fn sign(db: &Db, key: &InstanceKey, claims: &IdClaims) -> Result<Strin
     jsonwebtoken::encode(&header, claims, &encoding)
         .map_err(|e| Error::Internal(format!("cannot sign the ID token: {e}")))
 }
+
+/// Who an ID token this site signed names, as `(sub, aud)`: for the
+/// `id_token_hint` of RP-initiated logout. An expired token still counts
+/// (a user signs out after their tokens expired); a signature by any key
+/// not published here does not.
+pub async fn verify_hint(db: &Db, token: &str, keep: i64) -> Result<Option<(String, String)>> {
+    use jsonwebtoken::{DecodingKey, Validation};
+    let Ok(header) = jsonwebtoken::decode_header(token) else {
+        return Ok(None);
+    };
+    let set = jwks(db, keep).await?;
+    let Some(jwk) = set["keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|k| k["kid"].as_str() == header.kid.as_deref())
+    else {
+        return Ok(None);
+    };
+    let (Some(n), Some(e)) = (jwk["n"].as_str(), jwk["e"].as_str()) else {
+        return Ok(None);
+    };
+    let Ok(key) = DecodingKey::from_rsa_components(n, e) else {
+        return Ok(None);
+    };
+    let mut validation = Validation::new(Algorithm::RS256);
+    validation.validate_exp = false;
+    validation.validate_aud = false;
+    validation.required_spec_claims.clear();
+    #[derive(serde::Deserialize)]
+    struct Hint {
+        sub: String,
+        aud: String,
+    }
+    Ok(jsonwebtoken::decode::<Hint>(token, &key, &validation)
+        .ok()
+        .map(|d| (d.claims.sub, d.claims.aud)))
+}

@@ -1,7 +1,9 @@
 //! The OAuth 2.0 / OpenID Connect provider's endpoints, at Gitea's paths:
 //! the authorization page and consent (`/login/oauth/authorize`, `/grant`),
 //! the token endpoint (`/login/oauth/access_token`), userinfo, the JWKS
-//! (`/login/oauth/keys`), discovery, introspection and revocation.
+//! (`/login/oauth/keys`), discovery, introspection and revocation, the
+//! device grant (`/login/oauth/device/code`, the `/login/device` page) and
+//! RP-initiated logout (`/login/oauth/logout`).
 //!
 //! The token, introspection and revocation endpoints answer RFC 6749 §5.2
 //! errors (`{"error", "error_description"}`), never the API's shape; the
@@ -23,7 +25,7 @@ use serde::Deserialize;
 use super::{Viewer, WebError, check_csrf, message, render};
 use crate::db::now;
 use crate::oauth_provider::codes::{self, AuthorizeRequest, Checked, Refusal};
-use crate::oauth_provider::{self, Error, apps, grants, keys};
+use crate::oauth_provider::{self, Error, apps, device, grants, keys};
 use crate::state::App;
 use crate::users;
 
@@ -36,6 +38,9 @@ pub(super) fn routes() -> Router<App> {
         .route("/login/oauth/keys", get(jwks))
         .route("/login/oauth/introspect", post(introspect))
         .route("/login/oauth/revoke", post(revoke))
+        .route("/login/oauth/device/code", post(device_code))
+        .route("/login/device", get(device_page).post(device_answer))
+        .route("/login/oauth/logout", get(end_session))
         .route("/.well-known/openid-configuration", get(discovery))
 }
 
@@ -153,9 +158,7 @@ async fn authorize(
         Err(r) => return refusal(&viewer, &app, r),
     };
     let Some(user) = viewer.user() else {
-        let back = uri.path_and_query().map_or("/", |p| p.as_str());
-        let target: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
-        return Ok(Redirect::to(&format!("/user/login?redirect_to={target}")).into_response());
+        return Ok(sign_in_first(&uri));
     };
     if codes::remembered(&app.db, &checked.app, user, &checked.scopes)
         .await
@@ -163,12 +166,7 @@ async fn authorize(
     {
         return issue(&app, &viewer, &checked).await;
     }
-    let owner = match checked.app.owner_id {
-        Some(id) => users::find_by_id(&app.db, id)
-            .await?
-            .map_or_else(|| "a deleted account".to_string(), |u| u.login),
-        None => "this site".to_string(),
-    };
+    let owner = owner_name(&app, checked.app.owner_id).await?;
     let (csrf, jar) = viewer.csrf(&app);
     let page = GrantPage {
         user: viewer.login(),
@@ -385,6 +383,7 @@ async fn token(
                 )
                 .await
             }
+            DEVICE_GRANT => device::poll(&app, &client, require("device_code")?).await,
             "refresh_token" => {
                 grants::refresh(
                     &app,
@@ -404,6 +403,229 @@ async fn token(
         Ok(tokens) => Ok((no_store(), axum::Json(tokens)).into_response()),
         Err(e) => Err(OAuthError(e).into_response()),
     }
+}
+
+/// RFC 8628's grant type.
+const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+/// `POST /login/oauth/device/code` (RFC 8628 §3.1): a device asks for a
+/// user code.
+async fn device_code(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Response> {
+    enabled(&app).map_err(IntoResponse::into_response)?;
+    let answer = async {
+        let fields = fields(&headers, &body)?;
+        let client = client(&app, &headers, &fields).await?;
+        device::begin(
+            &app,
+            &client,
+            fields.get("scope").map(String::as_str).unwrap_or_default(),
+        )
+        .await
+    };
+    match answer.await {
+        Ok(a) => Ok((no_store(), axum::Json(a)).into_response()),
+        Err(e) => Err(OAuthError(e).into_response()),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "oauth_device.html")]
+struct DevicePage {
+    user: Option<String>,
+    csrf: String,
+    error: Option<String>,
+    done: Option<String>,
+    user_code: String,
+    app_name: Option<String>,
+    owner: String,
+    login: String,
+    scopes: Vec<(String, &'static str)>,
+}
+
+#[derive(Deserialize)]
+struct DeviceQuery {
+    #[serde(default)]
+    user_code: String,
+}
+
+/// The name of an application's owner, for consent pages.
+async fn owner_name(app: &App, owner_id: Option<i64>) -> Result<String, WebError> {
+    Ok(match owner_id {
+        Some(id) => users::find_by_id(&app.db, id)
+            .await?
+            .map_or_else(|| "a deleted account".to_string(), |u| u.login),
+        None => "this site".to_string(),
+    })
+}
+
+/// `GET /login/device`: the form for the user code, or, with one, the
+/// consent for the device's request. Signing in comes first.
+async fn device_page(
+    State(app): State<App>,
+    viewer: Viewer,
+    uri: axum::http::Uri,
+    Query(query): Query<DeviceQuery>,
+) -> Result<Response, WebError> {
+    enabled(&app)?;
+    let Some(user) = viewer.user() else {
+        return Ok(sign_in_first(&uri));
+    };
+    let mut page = DevicePage {
+        user: viewer.login(),
+        csrf: String::new(),
+        error: None,
+        done: None,
+        user_code: query.user_code.trim().to_string(),
+        app_name: None,
+        owner: String::new(),
+        login: user.login.clone(),
+        scopes: Vec::new(),
+    };
+    let mut status = StatusCode::OK;
+    if !page.user_code.is_empty() {
+        match device::pending(&app.db, &page.user_code)
+            .await
+            .map_err(WebError::internal)?
+        {
+            Some(p) => {
+                page.owner = owner_name(&app, p.app_owner_id).await?;
+                page.scopes = p.scopes.iter().map(|s| (s.clone(), meaning(s))).collect();
+                page.app_name = Some(p.app_name);
+            }
+            None => {
+                status = StatusCode::NOT_FOUND;
+                page.error = Some("That code is unknown or has expired.".into());
+            }
+        }
+    }
+    let (csrf, jar) = viewer.csrf(&app);
+    page.csrf = csrf;
+    Ok((jar, render(status, page)?).into_response())
+}
+
+#[derive(Deserialize)]
+struct DeviceForm {
+    #[serde(default)]
+    user_code: String,
+    #[serde(default)]
+    granted: String,
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+/// `POST /login/device`: the user's answer for a device.
+async fn device_answer(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<DeviceForm>,
+) -> Result<Response, WebError> {
+    enabled(&app)?;
+    check_csrf(&viewer, &app, &form.csrf)?;
+    let user = viewer.signed_in()?;
+    let approved = form.granted == "true";
+    let auth_time = viewer.signed_in_at.unwrap_or_else(now);
+    let answered = device::answer(&app.db, &form.user_code, user, approved, auth_time)
+        .await
+        .map_err(WebError::internal)?;
+    let (csrf, jar) = viewer.csrf(&app);
+    let mut page = DevicePage {
+        user: viewer.login(),
+        csrf,
+        error: None,
+        done: None,
+        user_code: String::new(),
+        app_name: None,
+        owner: String::new(),
+        login: user.login.clone(),
+        scopes: Vec::new(),
+    };
+    let status = if !answered {
+        page.error = Some("That code is unknown or has expired.".into());
+        StatusCode::NOT_FOUND
+    } else {
+        page.done = Some(if approved {
+            "The device is connected; you may close this page.".into()
+        } else {
+            "The device was refused.".into()
+        });
+        StatusCode::OK
+    };
+    Ok((jar, render(status, page)?).into_response())
+}
+
+#[derive(Deserialize)]
+struct LogoutQuery {
+    #[serde(default)]
+    id_token_hint: String,
+    #[serde(default)]
+    post_logout_redirect_uri: String,
+    #[serde(default)]
+    state: String,
+}
+
+#[derive(Template)]
+#[template(path = "oauth_logout.html")]
+struct LogoutPage {
+    user: Option<String>,
+    csrf: String,
+}
+
+/// `GET /login/oauth/logout` (OpenID Connect RP-Initiated Logout 1.0): with
+/// an `id_token_hint` this site signed for the signed-in user, the browser
+/// is signed out at once and sent to `post_logout_redirect_uri` when it is
+/// one of the client's registered redirect URIs; without one, the user is
+/// asked (a link alone must not sign anybody out).
+async fn end_session(
+    State(app): State<App>,
+    viewer: Viewer,
+    Query(query): Query<LogoutQuery>,
+) -> Result<Response, WebError> {
+    enabled(&app)?;
+    let keep = app.config.oauth2.refresh_token_expiration;
+    let hint = keys::verify_hint(&app.db, &query.id_token_hint, keep)
+        .await
+        .map_err(WebError::internal)?;
+    let user = viewer.user();
+    let Some((_, aud)) = hint.filter(|(sub, _)| user.is_some_and(|u| u.id.to_string() == *sub))
+    else {
+        if user.is_none() {
+            return Ok(Redirect::to("/").into_response());
+        }
+        let (csrf, jar) = viewer.csrf(&app);
+        let page = LogoutPage {
+            user: viewer.login(),
+            csrf,
+        };
+        return Ok((jar, render(StatusCode::OK, page)?).into_response());
+    };
+    if let Some(c) = viewer.jar.get(crate::sessions::COOKIE) {
+        crate::sessions::end(&app.db, c.value()).await?;
+    }
+    let jar = viewer
+        .jar
+        .clone()
+        .remove(axum_extra::extract::cookie::Cookie::build(crate::sessions::COOKIE).path("/"));
+    let client = apps::by_client_id(&app.db, &aud)
+        .await
+        .map_err(WebError::internal)?;
+    let target = client
+        .filter(|c| c.redirect_uris.contains(&query.post_logout_redirect_uri))
+        .map(|_| query.post_logout_redirect_uri.clone());
+    Ok(match target {
+        Some(uri) => (jar, back_to_client(&uri, &[("state", &query.state)])).into_response(),
+        None => (jar, Redirect::to("/")).into_response(),
+    })
+}
+
+/// A visitor goes to sign in, and comes back here.
+fn sign_in_first(uri: &axum::http::Uri) -> Response {
+    let back = uri.path_and_query().map_or("/", |p| p.as_str());
+    let target: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
+    Redirect::to(&format!("/user/login?redirect_to={target}")).into_response()
 }
 
 /// The live access token of `Authorization: Bearer`, or a 401 with
@@ -529,9 +751,11 @@ async fn discovery(State(app): State<App>) -> Result<Response, WebError> {
         "jwks_uri": format!("{iss}/login/oauth/keys"),
         "introspection_endpoint": format!("{iss}/login/oauth/introspect"),
         "revocation_endpoint": format!("{iss}/login/oauth/revoke"),
+        "device_authorization_endpoint": format!("{iss}/login/oauth/device/code"),
+        "end_session_endpoint": format!("{iss}/login/oauth/logout"),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "grant_types_supported": ["authorization_code", "refresh_token", DEVICE_GRANT],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256"],
         "scopes_supported": scopes,
