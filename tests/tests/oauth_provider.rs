@@ -1,0 +1,1741 @@
+//! Postern as an OAuth 2.0 and OpenID Connect provider (issue 11), driven by
+//! a third-party client library, the `openidconnect` crate: it reads the
+//! discovery document, checks the ID token's signature against the JWKS and
+//! its nonce, and does PKCE. The browser's part is played by a cookie-keeping
+//! HTTP client that does not follow redirects, and once by headless
+//! Chromium. Refusals are checked one by one against RFC 6749, RFC 7636,
+//! RFC 7009 and RFC 7662, on every backend.
+
+// In a test a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use openidconnect::core::{
+    CoreAuthenticationFlow, CoreClient, CoreErrorResponseType, CoreIdTokenClaims,
+    CoreProviderMetadata, CoreTokenResponse, CoreTokenType, CoreUserInfoClaims,
+};
+use openidconnect::{
+    AccessTokenHash, AuthType, AuthorizationCode, ClientId, ClientSecret, CsrfToken,
+    EndpointMaybeSet, EndpointNotSet, EndpointSet, IssuerUrl, Nonce, OAuth2TokenResponse,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope,
+    TokenResponse,
+};
+use postern_tests::browser::{Browser, free_port};
+use postern_tests::{Backend, Options, Server, backends, client, git};
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use url::Url;
+
+const PW: &str = "a-long-password";
+
+/// The redirect URI the confidential test clients register: nothing listens
+/// there, the tests read the code from the `Location` header.
+const REDIRECT: &str = "http://127.0.0.1:1234/cb";
+
+/// The client as the discovery document configures it: authorization,
+/// token and userinfo endpoints from the document.
+type Oidc = CoreClient<
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
+
+/// A server whose ROOT_URL is the address it listens on, so that the
+/// issuer and the endpoints of the discovery document are reachable.
+async fn start(backend: &Backend, ini: &str) -> Server {
+    let port = free_port();
+    let env = vec![
+        ("POSTERN__SERVER__HTTP_PORT".to_string(), port.to_string()),
+        (
+            "POSTERN__SERVER__ROOT_URL".to_string(),
+            format!("http://127.0.0.1:{port}/"),
+        ),
+    ];
+    let server = Server::start(
+        backend,
+        Options {
+            ini: ini.into(),
+            env,
+        },
+    )
+    .await;
+    assert_eq!(server.base, format!("http://127.0.0.1:{port}"));
+    server
+}
+
+/// The HTTP client the library uses: redirects are not followed (RFC 6749
+/// §5.1 answers the token request directly).
+fn library_http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+fn random(prefix: &str) -> String {
+    format!(
+        "{prefix}-{:016x}{:016x}",
+        rand::random::<u64>(),
+        rand::random::<u64>()
+    )
+}
+
+// ---------------------------------------------------------------- the API
+
+/// A JSON API call as `user` (password), returning the status and body.
+async fn api(
+    server: &Server,
+    method: reqwest::Method,
+    path: &str,
+    user: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, server.url(path))
+        .basic_auth(user, Some(PW));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status();
+    let text = res.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// A GET with `Authorization: Bearer <token>`.
+async fn bearer(server: &Server, path: &str, token: &str) -> (StatusCode, Value) {
+    let res = reqwest::Client::new()
+        .get(server.url(path))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let text = res.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// A registered OAuth2 application, as the creation answer showed it.
+#[derive(Debug, Clone)]
+struct App {
+    id: i64,
+    client_id: String,
+    client_secret: String,
+    confidential: bool,
+}
+
+/// Registers an application as `owner` and checks Gitea's answer.
+async fn register(
+    server: &Server,
+    owner: &str,
+    name: &str,
+    redirect_uris: &[&str],
+    confidential: bool,
+) -> App {
+    let (s, b) = api(
+        server,
+        reqwest::Method::POST,
+        "/api/v1/user/applications/oauth2",
+        owner,
+        Some(json!({
+            "name": name,
+            "redirect_uris": redirect_uris,
+            "confidential_client": confidential,
+        })),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{}: {b}", server.backend);
+    assert_eq!(b["name"], name, "{b}");
+    assert_eq!(b["redirect_uris"], json!(redirect_uris), "{b}");
+    assert_eq!(b["confidential_client"], confidential, "{b}");
+    assert!(b["created"].is_string(), "{b}");
+    let client_id = b["client_id"].as_str().unwrap().to_string();
+    assert!(!client_id.is_empty());
+    let client_secret = b["client_secret"].as_str().unwrap_or_default().to_string();
+    if confidential {
+        assert!(
+            client_secret.len() >= 32,
+            "MINIMAL_TOKEN_LENGTH is 32: {client_secret:?}"
+        );
+    }
+    App {
+        id: b["id"].as_i64().expect("a numeric id"),
+        client_id,
+        client_secret,
+        confidential,
+    }
+}
+
+/// How a request to the token, introspection or revocation endpoint
+/// authenticates its client.
+#[derive(Clone, Copy)]
+enum ClientAuth<'a> {
+    /// `client_secret_basic`.
+    Basic(&'a str, &'a str),
+    /// `client_secret_post`.
+    Post(&'a str, &'a str),
+    /// A public client: `client_id` alone.
+    Public(&'a str),
+    None,
+}
+
+impl<'a> ClientAuth<'a> {
+    fn basic(app: &'a App) -> Self {
+        ClientAuth::Basic(&app.client_id, &app.client_secret)
+    }
+}
+
+/// A form POST to one of the provider's client endpoints.
+async fn client_post(
+    server: &Server,
+    path: &str,
+    auth: ClientAuth<'_>,
+    fields: &[(&str, &str)],
+) -> (StatusCode, HeaderMap, Value) {
+    let mut form: Vec<(&str, &str)> = fields.to_vec();
+    let mut req = library_http().post(server.url(path));
+    match auth {
+        ClientAuth::Basic(id, secret) => req = req.basic_auth(id, Some(secret)),
+        ClientAuth::Post(id, secret) => {
+            form.push(("client_id", id));
+            form.push(("client_secret", secret));
+        }
+        ClientAuth::Public(id) => form.push(("client_id", id)),
+        ClientAuth::None => {}
+    }
+    let res = req.form(&form).send().await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let text = res.text().await.unwrap();
+    (
+        status,
+        headers,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// `POST /login/oauth/access_token`.
+async fn token_request(
+    server: &Server,
+    auth: ClientAuth<'_>,
+    fields: &[(&str, &str)],
+) -> (StatusCode, HeaderMap, Value) {
+    client_post(server, "/login/oauth/access_token", auth, fields).await
+}
+
+/// An RFC 6749 §5.2 error answer: the status, the code, a description, and
+/// no token.
+fn assert_token_error(answer: &(StatusCode, HeaderMap, Value), status: StatusCode, error: &str) {
+    let (s, _, b) = answer;
+    assert_eq!(*s, status, "{b}");
+    assert_eq!(b["error"], error, "{b}");
+    assert!(b["error_description"].is_string(), "{b}");
+    assert!(b.get("access_token").is_none(), "nothing granted: {b}");
+    assert!(b.get("refresh_token").is_none(), "nothing granted: {b}");
+}
+
+/// Exchanges a code with `client_secret_basic`, as a client library without
+/// its own checks would; returns the token answer after checking its shape.
+async fn exchange_raw(
+    server: &Server,
+    app: &App,
+    code: &str,
+    redirect: &str,
+    verifier: &str,
+) -> Value {
+    let answer = token_request(
+        server,
+        ClientAuth::basic(app),
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect),
+            ("code_verifier", verifier),
+        ],
+    )
+    .await;
+    let (s, headers, b) = answer;
+    assert_eq!(s, StatusCode::OK, "{}: {b}", server.backend);
+    let cache = headers
+        .get("cache-control")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(cache.contains("no-store"), "Cache-Control: {cache:?}");
+    assert_eq!(b["token_type"], "bearer", "{b}");
+    assert_eq!(b["expires_in"], 3600, "{b}");
+    assert!(b["access_token"].as_str().unwrap().len() >= 32, "{b}");
+    assert!(b["refresh_token"].as_str().unwrap().len() >= 32, "{b}");
+    assert!(b["scope"].is_string(), "{b}");
+    b
+}
+
+/// A refresh grant with `client_secret_basic`.
+async fn refresh_raw(
+    server: &Server,
+    app: &App,
+    refresh_token: &str,
+    scope: Option<&str>,
+) -> (StatusCode, HeaderMap, Value) {
+    let mut fields = vec![
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+    ];
+    if let Some(scope) = scope {
+        fields.push(("scope", scope));
+    }
+    token_request(server, ClientAuth::basic(app), &fields).await
+}
+
+// ------------------------------------------------- the browser's part
+
+/// A PKCE pair: (challenge, verifier).
+fn pkce() -> (String, String) {
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    (
+        challenge.as_str().to_string(),
+        verifier.secret().to_string(),
+    )
+}
+
+/// An authorization request for a code, built by hand for the refusal
+/// tests; `challenge` is an S256 PKCE challenge.
+fn authorize_url(
+    server: &Server,
+    client_id: &str,
+    redirect: &str,
+    scope: &str,
+    challenge: Option<&str>,
+) -> Url {
+    let state = random("state");
+    let nonce = random("nonce");
+    let mut pairs = vec![
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", redirect),
+        ("state", &state),
+        ("scope", scope),
+        ("nonce", &nonce),
+    ];
+    if let Some(challenge) = challenge {
+        pairs.push(("code_challenge", challenge));
+        pairs.push(("code_challenge_method", "S256"));
+    }
+    Url::parse_with_params(&server.url("/login/oauth/authorize"), &pairs).unwrap()
+}
+
+/// The value of a query parameter.
+fn query(url: &Url, name: &str) -> Option<String> {
+    url.query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// `url` with the query parameter `name` set to `value`.
+fn with_param(url: &Url, name: &str, value: &str) -> Url {
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .into_owned()
+        .filter(|(k, _)| k != name)
+        .chain([(name.to_string(), value.to_string())])
+        .collect();
+    let mut out = url.clone();
+    out.query_pairs_mut().clear().extend_pairs(&pairs);
+    out
+}
+
+/// The `Location` of a redirect, resolved against the request's URL.
+fn location(res: &reqwest::Response) -> Url {
+    let loc = res
+        .headers()
+        .get("location")
+        .unwrap_or_else(|| panic!("{} without a Location", res.status()))
+        .to_str()
+        .unwrap();
+    res.url().join(loc).unwrap()
+}
+
+/// Two URLs name the same request: origin, path and the same query
+/// parameters (in any order).
+fn same_request(a: &Url, b: &Url) -> bool {
+    let pairs = |u: &Url| {
+        let mut p: Vec<(String, String)> = u.query_pairs().into_owned().collect();
+        p.sort();
+        p
+    };
+    a.origin() == b.origin() && a.path() == b.path() && pairs(a) == pairs(b)
+}
+
+/// `landing` is `redirect` with query parameters added.
+fn assert_lands_on(landing: &Url, redirect: &str) {
+    let redirect = Url::parse(redirect).unwrap();
+    assert!(
+        landing.origin() == redirect.origin() && landing.path() == redirect.path(),
+        "the client is sent to {landing}, not to its redirect URI {redirect}"
+    );
+}
+
+/// HTML character references, as a template escapes attribute values.
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let decoded = rest.find(';').filter(|&j| j <= 10).and_then(|j| {
+            let entity = &rest[1..j];
+            let c = match entity {
+                "amp" => Some('&'),
+                "lt" => Some('<'),
+                "gt" => Some('>'),
+                "quot" => Some('"'),
+                "apos" => Some('\''),
+                _ => match entity.strip_prefix('#') {
+                    Some(hex) if hex.starts_with(['x', 'X']) => u32::from_str_radix(&hex[1..], 16)
+                        .ok()
+                        .and_then(char::from_u32),
+                    Some(dec) => dec.parse().ok().and_then(char::from_u32),
+                    None => None,
+                },
+            };
+            c.map(|c| (c, j))
+        });
+        match decoded {
+            Some((c, j)) => {
+                out.push(c);
+                rest = &rest[j + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A tag found in a page: where its opening tag ends, and its attributes
+/// (names lower-cased, values unescaped).
+struct Tag {
+    end: usize,
+    attrs: Vec<(String, String)>,
+}
+
+impl Tag {
+    fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Every `<tag …>` in `html`.
+fn tags(html: &str, tag: &str) -> Vec<Tag> {
+    let lower = html.to_ascii_lowercase();
+    let bytes = html.as_bytes();
+    let len = bytes.len();
+    let open = format!("<{tag}");
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(&open) {
+        let mut pos = from + i + open.len();
+        from = pos;
+        if pos < len && !(bytes[pos].is_ascii_whitespace() || matches!(bytes[pos], b'>' | b'/')) {
+            continue;
+        }
+        let mut attrs = Vec::new();
+        loop {
+            while pos < len && (bytes[pos].is_ascii_whitespace() || bytes[pos] == b'/') {
+                pos += 1;
+            }
+            if pos >= len || bytes[pos] == b'>' {
+                break;
+            }
+            let name_start = pos;
+            while pos < len
+                && !bytes[pos].is_ascii_whitespace()
+                && !matches!(bytes[pos], b'=' | b'>' | b'/')
+            {
+                pos += 1;
+            }
+            let name = lower[name_start..pos].to_string();
+            while pos < len && bytes[pos].is_ascii_whitespace() {
+                pos += 1;
+            }
+            let mut value = String::new();
+            if pos < len && bytes[pos] == b'=' {
+                pos += 1;
+                while pos < len && bytes[pos].is_ascii_whitespace() {
+                    pos += 1;
+                }
+                if pos < len && matches!(bytes[pos], b'"' | b'\'') {
+                    let quote = bytes[pos] as char;
+                    let start = pos + 1;
+                    let end = html[start..].find(quote).map_or(len, |e| start + e);
+                    value = unescape(&html[start..end]);
+                    pos = (end + 1).min(len);
+                } else {
+                    let start = pos;
+                    while pos < len && !bytes[pos].is_ascii_whitespace() && bytes[pos] != b'>' {
+                        pos += 1;
+                    }
+                    value = unescape(&html[start..pos]);
+                }
+            }
+            attrs.push((name, value));
+        }
+        out.push(Tag { end: pos, attrs });
+        from = pos;
+    }
+    out
+}
+
+/// A form of a page: where it posts, its hidden fields and its submit
+/// buttons (`name`, `value`).
+#[derive(Debug)]
+struct Form {
+    action: String,
+    hidden: Vec<(String, String)>,
+    buttons: Vec<(String, String)>,
+}
+
+impl Form {
+    fn hidden(&self, name: &str) -> Option<&str> {
+        self.hidden
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The form of `html` whose action is `path` (with or without a query).
+fn form(html: &str, path: &str) -> Form {
+    let lower = html.to_ascii_lowercase();
+    for f in tags(html, "form") {
+        let action = f.attr("action").unwrap_or_default();
+        let action_path = action.split('?').next().unwrap_or_default();
+        if !action_path.ends_with(path) {
+            continue;
+        }
+        let close = lower[f.end..]
+            .find("</form")
+            .map_or(html.len(), |i| f.end + i);
+        let body = &html[f.end..close];
+        let pair = |t: &Tag| {
+            (
+                t.attr("name").unwrap_or_default().to_string(),
+                t.attr("value").unwrap_or_default().to_string(),
+            )
+        };
+        let inputs = tags(body, "input");
+        let hidden = inputs
+            .iter()
+            .filter(|t| {
+                t.attr("type")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("hidden"))
+            })
+            .map(pair)
+            .collect();
+        let mut buttons: Vec<(String, String)> = tags(body, "button")
+            .iter()
+            .filter(|t| {
+                t.attr("type")
+                    .is_none_or(|v| v.eq_ignore_ascii_case("submit"))
+            })
+            .map(pair)
+            .collect();
+        buttons.extend(
+            inputs
+                .iter()
+                .filter(|t| {
+                    t.attr("type")
+                        .is_some_and(|v| v.eq_ignore_ascii_case("submit"))
+                })
+                .map(pair),
+        );
+        return Form {
+            action: action.to_string(),
+            hidden,
+            buttons,
+        };
+    }
+    panic!("the page has no form posting to {path}:\n{html}");
+}
+
+/// Walks `auth_url` with a browser that is not signed in: the provider
+/// sends it to the sign-in page with `redirect_to`, and after signing in
+/// the browser is back at `auth_url`.
+async fn sign_in_through_authorize(
+    server: &Server,
+    browser: &reqwest::Client,
+    auth_url: &Url,
+    user: &str,
+) {
+    let backend = &server.backend;
+    let res = browser.get(auth_url.clone()).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+    let login = location(&res);
+    assert_eq!(login.path(), "/user/login", "{backend}: {login}");
+    let redirect_to = query(&login, "redirect_to").expect("redirect_to on the sign-in URL");
+    let back = Url::parse(&server.url("/"))
+        .unwrap()
+        .join(&redirect_to)
+        .unwrap();
+    assert!(
+        same_request(&back, auth_url),
+        "{backend}: redirect_to {redirect_to} is not the authorization request {auth_url}"
+    );
+
+    let res = browser.get(login.clone()).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK, "{backend}");
+    let page = res.text().await.unwrap();
+    // The form posts what the page gives it (a hidden redirect_to, if the
+    // page keeps it there rather than in a cookie, as Gitea does).
+    let form = form(&page, "/user/login");
+    if let Some(kept) = form.hidden("redirect_to") {
+        assert_eq!(kept, redirect_to, "{backend}: {form:?}");
+    }
+    let mut fields = form.hidden.clone();
+    fields.push(("user_name".into(), user.into()));
+    fields.push(("password".into(), PW.into()));
+    let res = browser
+        .post(login.join(&form.action).unwrap())
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}: signs in");
+    let back = location(&res);
+    assert!(
+        same_request(&back, auth_url),
+        "{backend}: after signing in the browser goes to {back}, not back to {auth_url}"
+    );
+}
+
+/// Loads the consent page of `auth_url` (the browser is signed in).
+async fn consent_page(browser: &reqwest::Client, auth_url: &Url, app_name: &str) -> String {
+    let res = browser.get(auth_url.clone()).send().await.unwrap();
+    consent_page_of(res, auth_url, app_name).await
+}
+
+/// The answer to `auth_url` is the consent page: it names the application
+/// and the scopes asked.
+async fn consent_page_of(res: reqwest::Response, auth_url: &Url, app_name: &str) -> String {
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "the consent page of {auth_url} (Location: {:?})",
+        res.headers().get("location")
+    );
+    let page = res.text().await.unwrap();
+    let text = visible_text(&page);
+    assert!(
+        text.contains(app_name),
+        "the page names {app_name}:\n{text}"
+    );
+    let scope = query(auth_url, "scope").unwrap_or_default();
+    for s in scope.split_whitespace() {
+        assert!(text.contains(s), "the page names the scope {s}:\n{text}");
+    }
+    page
+}
+
+/// What a page shows: its text without the tags (so without the values of
+/// hidden fields).
+fn visible_text(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    unescape(&out)
+}
+
+/// Submits the consent form of `page` (loaded from `page_url`) with
+/// `granted`; returns where the provider sends the browser.
+async fn answer_consent(
+    browser: &reqwest::Client,
+    page_url: &Url,
+    page: &str,
+    granted: bool,
+) -> Url {
+    let form = form(page, "/login/oauth/grant");
+    for name in [
+        "client_id",
+        "state",
+        "scope",
+        "nonce",
+        "redirect_uri",
+        "_csrf",
+    ] {
+        assert!(
+            form.hidden(name).is_some(),
+            "the consent form carries {name}: {form:?}"
+        );
+    }
+    assert_eq!(form.hidden("state"), query(page_url, "state").as_deref());
+    for value in ["true", "false"] {
+        assert!(
+            form.buttons
+                .iter()
+                .any(|(n, v)| n == "granted" && v == value),
+            "a granted={value} button: {form:?}"
+        );
+    }
+    let mut fields = form.hidden.clone();
+    fields.push(("granted".into(), granted.to_string()));
+    let res = browser
+        .post(page_url.join(&form.action).unwrap())
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "the grant answer");
+    location(&res)
+}
+
+/// Runs `auth_url` in a signed-in browser up to the code: the consent page
+/// is answered with yes, or skipped when the grant is remembered. Checks
+/// the redirect and the state; returns the code.
+async fn obtain_code(browser: &reqwest::Client, auth_url: &Url, app_name: &str) -> String {
+    let redirect = query(auth_url, "redirect_uri").unwrap();
+    let res = browser.get(auth_url.clone()).send().await.unwrap();
+    let landing = match res.status() {
+        StatusCode::OK => {
+            let page = consent_page_of(res, auth_url, app_name).await;
+            answer_consent(browser, auth_url, &page, true).await
+        }
+        // A remembered grant skips the page.
+        StatusCode::SEE_OTHER => location(&res),
+        s => panic!("authorize answers {s}: {}", res.text().await.unwrap()),
+    };
+    assert_lands_on(&landing, &redirect);
+    assert_eq!(query(&landing, "state"), query(auth_url, "state"));
+    assert_eq!(query(&landing, "error"), None, "{landing}");
+    query(&landing, "code").unwrap_or_else(|| panic!("no code in {landing}"))
+}
+
+/// An authorization answered by a redirect to the client with an RFC 6749
+/// §4.1.2.1 error, the state, and no code.
+async fn assert_redirected_error(browser: &reqwest::Client, auth_url: &Url, error: &str) {
+    let res = browser.get(auth_url.clone()).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "{auth_url}");
+    let landing = location(&res);
+    assert_lands_on(&landing, &query(auth_url, "redirect_uri").unwrap());
+    assert_eq!(
+        query(&landing, "error").as_deref(),
+        Some(error),
+        "{landing}"
+    );
+    assert_eq!(query(&landing, "state"), query(auth_url, "state"));
+    assert_eq!(query(&landing, "code"), None, "nothing granted: {landing}");
+}
+
+/// An authorization the provider refuses with its own error page, without
+/// sending the browser anywhere.
+async fn assert_error_page(browser: &reqwest::Client, auth_url: &Url) {
+    let res = browser.get(auth_url.clone()).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{auth_url}");
+    assert!(
+        res.headers().get("location").is_none(),
+        "no redirect: {:?}",
+        res.headers().get("location")
+    );
+    let content_type = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    let page = res.text().await.unwrap();
+    assert!(!page.contains("code="), "{page}");
+}
+
+// --------------------------------------------------------- the library
+
+/// Discovery by the library, and a client for `app`.
+async fn oidc_client(server: &Server, http: &reqwest::Client, app: &App, redirect: &str) -> Oidc {
+    let issuer = IssuerUrl::new(server.base.clone()).unwrap();
+    let provider = CoreProviderMetadata::discover_async(issuer, http)
+        .await
+        .unwrap_or_else(|e| panic!("{}: discovery: {e:?}", server.backend));
+    let secret = app
+        .confidential
+        .then(|| ClientSecret::new(app.client_secret.clone()));
+    CoreClient::from_provider_metadata(provider, ClientId::new(app.client_id.clone()), secret)
+        .set_redirect_uri(RedirectUrl::new(redirect.to_string()).unwrap())
+}
+
+/// An authorization request the library builds: code flow, S256 PKCE,
+/// fresh state and nonce, `openid` plus `scopes`.
+struct Flow {
+    url: Url,
+    state: CsrfToken,
+    nonce: Nonce,
+    verifier: PkceCodeVerifier,
+}
+
+fn library_flow(client: &Oidc, scopes: &[&str]) -> Flow {
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let mut request = client
+        .authorize_url(
+            CoreAuthenticationFlow::AuthorizationCode,
+            CsrfToken::new_random,
+            Nonce::new_random,
+        )
+        .set_pkce_challenge(challenge);
+    for s in scopes {
+        request = request.add_scope(Scope::new((*s).to_string()));
+    }
+    let (url, state, nonce) = request.url();
+    assert_eq!(
+        query(&url, "code_challenge_method").as_deref(),
+        Some("S256")
+    );
+    Flow {
+        url,
+        state,
+        nonce,
+        verifier,
+    }
+}
+
+/// The library exchanges the code (with the PKCE verifier).
+async fn library_exchange(
+    client: &Oidc,
+    http: &reqwest::Client,
+    code: String,
+    verifier: PkceCodeVerifier,
+) -> CoreTokenResponse {
+    client
+        .exchange_code(AuthorizationCode::new(code))
+        .expect("discovery names a token endpoint")
+        .set_pkce_verifier(verifier)
+        .request_async(http)
+        .await
+        .unwrap_or_else(|e| panic!("the library's code exchange: {e:?}"))
+}
+
+/// The library verifies the ID token: signature against the JWKS, issuer,
+/// audience, expiry, nonce; and the access token hash when there is one.
+fn verified_claims(client: &Oidc, token: &CoreTokenResponse, nonce: &Nonce) -> CoreIdTokenClaims {
+    let id_token = token.id_token().expect("an ID token: openid was granted");
+    let verifier = client.id_token_verifier();
+    let claims = id_token
+        .claims(&verifier, nonce)
+        .unwrap_or_else(|e| panic!("the ID token does not verify: {e:?}"))
+        .clone();
+    if let Some(expected) = claims.access_token_hash() {
+        let actual = AccessTokenHash::from_token(
+            token.access_token(),
+            id_token.signing_alg().unwrap(),
+            id_token.signing_key(&verifier).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(actual, *expected, "at_hash");
+    }
+    // A different nonce is refused: the library does check it.
+    assert!(
+        id_token
+            .claims(&verifier, &Nonce::new("another-nonce".into()))
+            .is_err()
+    );
+    claims
+}
+
+/// The RFC 6749 error of a failed library request.
+fn library_error<E: std::error::Error + 'static>(
+    err: RequestTokenError<E, openidconnect::StandardErrorResponse<CoreErrorResponseType>>,
+) -> CoreErrorResponseType {
+    match err {
+        RequestTokenError::ServerResponse(r) => r.error().clone(),
+        other => panic!("not an RFC 6749 error answer: {other:?}"),
+    }
+}
+
+/// A refresh grant by the library.
+async fn library_refresh(
+    client: &Oidc,
+    http: &reqwest::Client,
+    refresh_token: &RefreshToken,
+) -> Result<CoreTokenResponse, CoreErrorResponseType> {
+    client
+        .exchange_refresh_token(refresh_token)
+        .expect("discovery names a token endpoint")
+        .request_async(http)
+        .await
+        .map_err(library_error)
+}
+
+fn scopes_of(token: &CoreTokenResponse) -> Vec<String> {
+    token
+        .scopes()
+        .map(|s| s.iter().map(|s| s.to_string()).collect())
+        .unwrap_or_default()
+}
+
+// --------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn a_confidential_client_runs_the_code_flow_with_pkce_and_rotates_its_refresh_token() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("root", PW, true);
+        server.create_user("alice", PW, false);
+        let (s, b) = api(
+            &server,
+            reqwest::Method::PATCH,
+            "/api/v1/admin/users/alice",
+            "root",
+            Some(json!({"full_name": "Alice Liddell"})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        let (s, b) = api(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/orgs",
+            "alice",
+            Some(json!({"username": "wonderland"})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED, "{b}");
+
+        // The discovery document, as any client reads it.
+        let res = reqwest::get(server.url("/.well-known/openid-configuration"))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        let doc: Value = res.json().await.unwrap();
+        let root = &server.base;
+        assert_eq!(doc["issuer"], *root, "{doc}");
+        for (key, path) in [
+            ("authorization_endpoint", "/login/oauth/authorize"),
+            ("token_endpoint", "/login/oauth/access_token"),
+            ("jwks_uri", "/login/oauth/keys"),
+            ("userinfo_endpoint", "/login/oauth/userinfo"),
+            ("introspection_endpoint", "/login/oauth/introspect"),
+            ("revocation_endpoint", "/login/oauth/revoke"),
+        ] {
+            assert_eq!(doc[key], format!("{root}{path}"), "{key}: {doc}");
+        }
+        assert_eq!(
+            doc["id_token_signing_alg_values_supported"],
+            json!(["RS256"])
+        );
+        assert_eq!(doc["response_types_supported"], json!(["code"]));
+        assert_eq!(doc["subject_types_supported"], json!(["public"]));
+        assert_eq!(doc["code_challenge_methods_supported"], json!(["S256"]));
+        let listed = |key: &str, want: &[&str]| {
+            let have: Vec<&str> = doc[key]
+                .as_array()
+                .unwrap_or_else(|| panic!("{key} is a list: {doc}"))
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            for w in want {
+                assert!(have.contains(w), "{key} lists {w}: {have:?}");
+            }
+        };
+        listed(
+            "grant_types_supported",
+            &["authorization_code", "refresh_token"],
+        );
+        listed(
+            "scopes_supported",
+            &[
+                "openid",
+                "profile",
+                "email",
+                "groups",
+                "read:repository",
+                "write:repository",
+            ],
+        );
+
+        // Register the client; the list never shows the secret again.
+        let app = register(&server, "alice", "Woodpecker", &[REDIRECT], true).await;
+        let (s, list) = api(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/user/applications/oauth2",
+            "alice",
+            None,
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{list}");
+        let listed_app = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["client_id"] == app.client_id.as_str())
+            .unwrap_or_else(|| panic!("the app is listed: {list}"));
+        assert_eq!(listed_app["id"], app.id);
+        assert_eq!(listed_app["name"], "Woodpecker");
+        assert!(
+            !list.to_string().contains(&app.client_secret),
+            "the list shows no secret: {list}"
+        );
+
+        // The library: discovery, then the authorization request.
+        let http = library_http();
+        let oidc = oidc_client(&server, &http, &app, REDIRECT).await;
+        let flow = library_flow(&oidc, &["profile", "email", "groups"]);
+
+        // The browser: not signed in, it signs in and comes back, consents.
+        let browser = client();
+        sign_in_through_authorize(&server, &browser, &flow.url, "alice").await;
+        let page = consent_page(&browser, &flow.url, "Woodpecker").await;
+        let landing = answer_consent(&browser, &flow.url, &page, true).await;
+        assert_lands_on(&landing, REDIRECT);
+        assert_eq!(
+            query(&landing, "state").as_deref(),
+            Some(flow.state.secret().as_str())
+        );
+        let code = query(&landing, "code").expect("a code");
+
+        // The library exchanges the code and checks the ID token.
+        let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+        assert_eq!(*token.token_type(), CoreTokenType::Bearer);
+        assert_eq!(token.expires_in(), Some(Duration::from_secs(3600)));
+        let scopes = scopes_of(&token);
+        for s in ["openid", "profile", "email", "groups"] {
+            assert!(scopes.iter().any(|g| g == s), "{s} granted: {scopes:?}");
+        }
+        let claims = verified_claims(&oidc, &token, &flow.nonce);
+        assert_eq!(claims.issuer().as_str(), root.as_str());
+        assert!(claims.audiences().iter().any(|a| **a == app.client_id));
+        assert_eq!(
+            claims.preferred_username().map(|u| u.as_str()),
+            Some("alice")
+        );
+        assert_eq!(
+            claims.email().map(|e| e.as_str()),
+            Some("alice@example.com")
+        );
+        let access = token.access_token().secret().clone();
+
+        // The access token reads the API.
+        let (s, me) = bearer(&server, "/api/v1/user", &access).await;
+        assert_eq!(s, StatusCode::OK, "{backend}: {me}");
+        assert_eq!(me["login"], "alice");
+
+        // Userinfo, through the library (which checks the subject) and raw;
+        // the groups scope adds the organizations.
+        let info: CoreUserInfoClaims = oidc
+            .user_info(token.access_token().clone(), Some(claims.subject().clone()))
+            .expect("discovery names a userinfo endpoint")
+            .request_async(&http)
+            .await
+            .unwrap_or_else(|e| panic!("{backend}: userinfo: {e:?}"));
+        assert_eq!(info.preferred_username().map(|u| u.as_str()), Some("alice"));
+        assert_eq!(info.email().map(|e| e.as_str()), Some("alice@example.com"));
+        let (s, info) = bearer(&server, "/login/oauth/userinfo", &access).await;
+        assert_eq!(s, StatusCode::OK, "{info}");
+        assert_eq!(info["sub"], claims.subject().as_str(), "{info}");
+        assert_eq!(info["name"], "Alice Liddell", "{info}");
+        assert_eq!(info["preferred_username"], "alice", "{info}");
+        assert_eq!(info["email"], "alice@example.com", "{info}");
+        assert!(info["email_verified"].is_boolean(), "{info}");
+        let groups = info["groups"]
+            .as_array()
+            .unwrap_or_else(|| panic!("groups is a list: {info}"));
+        assert!(groups.contains(&json!("wonderland")), "{info}");
+
+        // The refresh grant, with client_secret_post this time: a new pair.
+        let by_post = oidc.clone().set_auth_type(AuthType::RequestBody);
+        let first_refresh = token.refresh_token().expect("a refresh token").clone();
+        let second = library_refresh(&by_post, &http, &first_refresh)
+            .await
+            .unwrap_or_else(|e| panic!("{backend}: refresh: {e:?}"));
+        let second_access = second.access_token().secret().clone();
+        let second_refresh = second.refresh_token().expect("rotation").clone();
+        assert_ne!(second_access, access);
+        assert_ne!(second_refresh.secret(), first_refresh.secret());
+        let (s, me) = bearer(&server, "/api/v1/user", &second_access).await;
+        assert_eq!(s, StatusCode::OK, "{me}");
+        assert_eq!(me["login"], "alice");
+
+        // The used refresh token again: refused, and the family revoked.
+        let replay = library_refresh(&by_post, &http, &first_refresh).await;
+        assert_eq!(
+            replay.err(),
+            Some(CoreErrorResponseType::InvalidGrant),
+            "{backend}"
+        );
+        let (s, _) = bearer(&server, "/api/v1/user", &second_access).await;
+        assert_eq!(
+            s,
+            StatusCode::UNAUTHORIZED,
+            "{backend}: the newer access token stops working"
+        );
+        let again = library_refresh(&oidc, &http, &second_refresh).await;
+        assert_eq!(
+            again.err(),
+            Some(CoreErrorResponseType::InvalidGrant),
+            "{backend}: the newer refresh token stops working"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_public_client_runs_the_code_flow_with_pkce_alone() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("bob", PW, false);
+        let redirect = "http://127.0.0.1:4321/callback";
+        let app = register(&server, "bob", "Bob's CLI", &[redirect], false).await;
+        let browser = server.signed_in("bob", PW).await;
+
+        // Without a PKCE challenge a public client is sent back with
+        // invalid_request.
+        let url = authorize_url(&server, &app.client_id, redirect, "openid", None);
+        assert_redirected_error(&browser, &url, "invalid_request").await;
+
+        // With one, the library (no secret: client_id and code_verifier).
+        let http = library_http();
+        let oidc = oidc_client(&server, &http, &app, redirect).await;
+        let flow = library_flow(&oidc, &["profile", "email"]);
+        let code = obtain_code(&browser, &flow.url, "CLI").await;
+        let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+        assert_eq!(*token.token_type(), CoreTokenType::Bearer);
+        let claims = verified_claims(&oidc, &token, &flow.nonce);
+        assert_eq!(claims.preferred_username().map(|u| u.as_str()), Some("bob"));
+        let access = token.access_token().secret().clone();
+        let (s, me) = bearer(&server, "/api/v1/user", &access).await;
+        assert_eq!(s, StatusCode::OK, "{backend}: {me}");
+        assert_eq!(me["login"], "bob");
+
+        // A public client refreshes with its client_id alone; rotation
+        // holds as for a confidential client.
+        let first_refresh = token.refresh_token().expect("a refresh token").clone();
+        let second = library_refresh(&oidc, &http, &first_refresh)
+            .await
+            .unwrap_or_else(|e| panic!("{backend}: refresh: {e:?}"));
+        let second_access = second.access_token().secret().clone();
+        assert_ne!(second_access, access);
+        let (s, _) = bearer(&server, "/api/v1/user", &second_access).await;
+        assert_eq!(s, StatusCode::OK);
+        assert_eq!(
+            library_refresh(&oidc, &http, &first_refresh).await.err(),
+            Some(CoreErrorResponseType::InvalidGrant),
+            "{backend}"
+        );
+        let (s, _) = bearer(&server, "/api/v1/user", &second_access).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn consent_given_in_chromium_yields_a_code_the_library_exchanges() {
+    use fantoccini::Locator;
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("erin", PW, false);
+        // A path on Postern itself: the browser only needs to land there.
+        let redirect = server.url("/oauth-test-callback");
+        let app = register(&server, "erin", "Drone", &[&redirect], true).await;
+        let http = library_http();
+        let oidc = oidc_client(&server, &http, &app, &redirect).await;
+        let flow = library_flow(&oidc, &["profile", "email"]);
+
+        let browser = Browser::start().await;
+        let c = &browser.client;
+        let wait = |l: Locator<'static>| c.wait().at_most(Duration::from_secs(20)).for_element(l);
+
+        // Not signed in: the sign-in page, which brings the browser back.
+        c.goto(flow.url.as_str()).await.unwrap();
+        wait(Locator::Id("user_name")).await.unwrap();
+        let login = c.current_url().await.unwrap();
+        assert_eq!(login.path(), "/user/login", "{backend}: {login}");
+        browser.sign_in(login.as_str(), "erin", PW).await;
+
+        // The consent page names the app; click "grant".
+        let grant = wait(Locator::Css(r#"[name="granted"][value="true"]"#))
+            .await
+            .unwrap_or_else(|e| panic!("{backend}: no consent page: {e}"));
+        let page = c.source().await.unwrap();
+        assert!(page.contains("Drone"), "{page}");
+        grant.click().await.unwrap();
+
+        let mut landing = c.current_url().await.unwrap();
+        for _ in 0..200 {
+            if landing.path() == "/oauth-test-callback" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            landing = c.current_url().await.unwrap();
+        }
+        assert_lands_on(&landing, &redirect);
+        assert_eq!(
+            query(&landing, "state").as_deref(),
+            Some(flow.state.secret().as_str())
+        );
+        let code = query(&landing, "code").unwrap_or_else(|| panic!("no code in {landing}"));
+        browser.close().await;
+
+        let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+        let claims = verified_claims(&oidc, &token, &flow.nonce);
+        assert_eq!(
+            claims.preferred_username().map(|u| u.as_str()),
+            Some("erin")
+        );
+        let (s, me) = bearer(&server, "/api/v1/user", token.access_token().secret()).await;
+        assert_eq!(s, StatusCode::OK, "{backend}: {me}");
+        assert_eq!(me["login"], "erin");
+    }
+}
+
+#[tokio::test]
+async fn authorization_refusals_never_send_a_code_or_an_unregistered_redirect() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("carol", PW, false);
+        let app = register(&server, "carol", "Jenkins", &[REDIRECT], true).await;
+        let browser = server.signed_in("carol", PW).await;
+        let (challenge, _) = pkce();
+        let ch = Some(challenge.as_str());
+
+        // A redirect URI that is not exactly registered, or an unknown
+        // client: an error page, and the browser is sent nowhere.
+        for wrong in [
+            "http://127.0.0.1:1234/cb/more",
+            "http://127.0.0.1:1234/cb?x=1",
+            "http://127.0.0.1:1235/cb",
+            "http://evil.example/cb",
+        ] {
+            let url = authorize_url(&server, &app.client_id, wrong, "openid", ch);
+            assert_error_page(&browser, &url).await;
+        }
+        let url = authorize_url(&server, "no-such-client", REDIRECT, "openid", ch);
+        assert_error_page(&browser, &url).await;
+
+        // A deleted application is an unknown client.
+        let gone = register(&server, "carol", "Gone", &[REDIRECT], true).await;
+        let (s, b) = api(
+            &server,
+            reqwest::Method::DELETE,
+            &format!("/api/v1/user/applications/oauth2/{}", gone.id),
+            "carol",
+            None,
+        )
+        .await;
+        assert!(s.is_success(), "{backend}: delete answers {s}: {b}");
+        let (_, list) = api(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/user/applications/oauth2",
+            "carol",
+            None,
+        )
+        .await;
+        assert!(
+            !list.to_string().contains(&gone.client_id),
+            "{backend}: {list}"
+        );
+        let url = authorize_url(&server, &gone.client_id, REDIRECT, "openid", ch);
+        assert_error_page(&browser, &url).await;
+
+        // Errors the client can be told about go back to it with the state.
+        let url = authorize_url(&server, &app.client_id, REDIRECT, "openid", ch);
+        let url = with_param(&url, "response_type", "token");
+        assert_redirected_error(&browser, &url, "unsupported_response_type").await;
+        let url = authorize_url(&server, &app.client_id, REDIRECT, "openid teleport", ch);
+        assert_redirected_error(&browser, &url, "invalid_scope").await;
+
+        // Consent refused: access_denied and no code; nothing is
+        // remembered, so the next request asks again.
+        let url = authorize_url(&server, &app.client_id, REDIRECT, "openid profile", ch);
+        let page = consent_page(&browser, &url, "Jenkins").await;
+        let landing = answer_consent(&browser, &url, &page, false).await;
+        assert_lands_on(&landing, REDIRECT);
+        assert_eq!(query(&landing, "error").as_deref(), Some("access_denied"));
+        assert_eq!(query(&landing, "state"), query(&url, "state"));
+        assert_eq!(query(&landing, "code"), None, "{backend}: {landing}");
+        let url = authorize_url(&server, &app.client_id, REDIRECT, "openid profile", ch);
+        consent_page(&browser, &url, "Jenkins").await;
+    }
+}
+
+#[tokio::test]
+async fn token_endpoint_refusals_follow_rfc_6749_and_rfc_7636() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("frank", PW, false);
+        let app = register(&server, "frank", "Argo", &[REDIRECT], true).await;
+        let other = register(&server, "frank", "Other", &[REDIRECT], true).await;
+        let browser = server.signed_in("frank", PW).await;
+        let scope = "openid profile email";
+        let new_code = |challenge: String| {
+            let url = authorize_url(&server, &app.client_id, REDIRECT, scope, Some(&challenge));
+            let browser = &browser;
+            async move { obtain_code(browser, &url, "Argo").await }
+        };
+
+        // A good exchange, read as JSON with its headers.
+        let (challenge, verifier) = pkce();
+        let code = new_code(challenge).await;
+        let first = exchange_raw(&server, &app, &code, REDIRECT, &verifier).await;
+        assert!(first["id_token"].is_string(), "openid was asked: {first}");
+        let access = first["access_token"].as_str().unwrap().to_string();
+        let refresh = first["refresh_token"].as_str().unwrap().to_string();
+        let (s, _) = bearer(&server, "/api/v1/user", &access).await;
+        assert_eq!(s, StatusCode::OK, "{backend}");
+
+        // The code again: invalid_grant, and what it gave is revoked.
+        let replay = token_request(
+            &server,
+            ClientAuth::basic(&app),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", &verifier),
+            ],
+        )
+        .await;
+        assert_token_error(&replay, StatusCode::BAD_REQUEST, "invalid_grant");
+        let (s, _) = bearer(&server, "/api/v1/user", &access).await;
+        assert_eq!(
+            s,
+            StatusCode::UNAUTHORIZED,
+            "{backend}: the replayed code's access token stops working"
+        );
+        assert_token_error(
+            &refresh_raw(&server, &app, &refresh, None).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+        );
+
+        // A PKCE verifier that does not match the challenge.
+        let (challenge, _) = pkce();
+        let code = new_code(challenge).await;
+        let (_, wrong_verifier) = pkce();
+        let answer = token_request(
+            &server,
+            ClientAuth::basic(&app),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", &wrong_verifier),
+            ],
+        )
+        .await;
+        assert_token_error(&answer, StatusCode::BAD_REQUEST, "invalid_grant");
+
+        // A wrong client secret, by Basic and in the body: invalid_client,
+        // 401, and the Basic answer says how to authenticate.
+        let (challenge, verifier) = pkce();
+        let code = new_code(challenge).await;
+        let fields = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", verifier.as_str()),
+        ];
+        let wrong = "x".repeat(app.client_secret.len());
+        let answer =
+            token_request(&server, ClientAuth::Basic(&app.client_id, &wrong), &fields).await;
+        assert_token_error(&answer, StatusCode::UNAUTHORIZED, "invalid_client");
+        assert!(
+            answer.1.get("www-authenticate").is_some(),
+            "{backend}: 401 with WWW-Authenticate: {:?}",
+            answer.1
+        );
+        let answer =
+            token_request(&server, ClientAuth::Post(&app.client_id, &wrong), &fields).await;
+        assert_token_error(&answer, StatusCode::UNAUTHORIZED, "invalid_client");
+        // A confidential client must authenticate: PKCE alone is not enough
+        // (RFC 6749 §3.2.1; 400 or 401 per §5.2).
+        let answer = token_request(&server, ClientAuth::Public(&app.client_id), &fields).await;
+        let status = if answer.0 == StatusCode::UNAUTHORIZED {
+            StatusCode::UNAUTHORIZED
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        assert_token_error(&answer, status, "invalid_client");
+
+        // A code issued to one client, presented by another (with its own
+        // valid secret and the right verifier).
+        let (challenge, verifier) = pkce();
+        let code = new_code(challenge).await;
+        let answer = token_request(
+            &server,
+            ClientAuth::basic(&other),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", &verifier),
+            ],
+        )
+        .await;
+        assert_token_error(&answer, StatusCode::BAD_REQUEST, "invalid_grant");
+
+        // A grant type the provider does not know.
+        let answer = token_request(
+            &server,
+            ClientAuth::basic(&app),
+            &[("grant_type", "urn:example:teleport")],
+        )
+        .await;
+        assert_token_error(&answer, StatusCode::BAD_REQUEST, "unsupported_grant_type");
+
+        // A refresh asking for more than was granted.
+        let (challenge, verifier) = pkce();
+        let url = authorize_url(
+            &server,
+            &app.client_id,
+            REDIRECT,
+            "openid profile",
+            Some(&challenge),
+        );
+        let code = obtain_code(&browser, &url, "Argo").await;
+        let granted = exchange_raw(&server, &app, &code, REDIRECT, &verifier).await;
+        let granted_scope = granted["scope"].as_str().unwrap();
+        assert!(!granted_scope.split(' ').any(|s| s == "email"), "{granted}");
+        let refresh = granted["refresh_token"].as_str().unwrap();
+        let answer = refresh_raw(&server, &app, refresh, Some("openid profile email")).await;
+        assert_token_error(&answer, StatusCode::BAD_REQUEST, "invalid_scope");
+    }
+}
+
+/// Every row of `table`, as text (SQLite: each column cast to bytes;
+/// PostgreSQL: the row's text form).
+async fn stored_rows(server: &Server, table: &str) -> Vec<String> {
+    use sqlx::Row;
+    sqlx::any::install_default_drivers();
+    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&server.database_url())
+        .await
+        .unwrap();
+    match server.backend {
+        Backend::Postgres(_) => sqlx::query(&format!("SELECT t::text FROM {table} AS t"))
+            .fetch_all(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("the table {table}: {e}"))
+            .iter()
+            .map(|r| r.get::<String, _>(0))
+            .collect(),
+        Backend::Sqlite => {
+            let columns: Vec<String> =
+                sqlx::query(&format!("SELECT name FROM pragma_table_info('{table}')"))
+                    .fetch_all(&mut conn)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get::<String, _>(0))
+                    .collect();
+            assert!(!columns.is_empty(), "the table {table} exists");
+            let select = columns
+                .iter()
+                .map(|c| format!("CAST(\"{c}\" AS BLOB)"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            sqlx::query(&format!("SELECT {select} FROM {table}"))
+                .fetch_all(&mut conn)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (0..columns.len())
+                        .map(|i| {
+                            let v: Option<Vec<u8>> = r.get(i);
+                            String::from_utf8_lossy(&v.unwrap_or_default()).into_owned()
+                        })
+                        .collect::<Vec<_>>()
+                        .join("|")
+                })
+                .collect()
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_token_clones_a_private_repository_until_revoked_or_the_user_is_deactivated() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("root", PW, true);
+        server.create_user("dave", PW, false);
+        let work = tempfile::tempdir().unwrap();
+
+        // A private repository with one commit, pushed with the password.
+        let (s, b) = api(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/user/repos",
+            "dave",
+            Some(json!({"name": "plans", "private": true})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED, "{b}");
+        let host = server.base.trim_start_matches("http://");
+        let repo_url =
+            |user: &str, password: &str| format!("http://{user}:{password}@{host}/dave/plans.git");
+        let wc = work.path().join("wc");
+        std::fs::create_dir_all(&wc).unwrap();
+        assert!(git(&wc, &["init", "-q"]).0);
+        std::fs::write(wc.join("plan.txt"), "the plan").unwrap();
+        assert!(git(&wc, &["add", "."]).0);
+        assert!(git(&wc, &["commit", "-q", "-m", "plan"]).0);
+        let (ok, out) = git(
+            &wc,
+            &["push", &repo_url("dave", PW), "HEAD:refs/heads/main"],
+        );
+        assert!(ok, "{backend}: {out}");
+
+        // A CI system registered by the administrator; dave consents.
+        let app = register(&server, "root", "CI", &[REDIRECT], true).await;
+        let browser = server.signed_in("dave", PW).await;
+        let scope = "openid read:repository";
+        let code_for = |challenge: &str| {
+            let url = authorize_url(&server, &app.client_id, REDIRECT, scope, Some(challenge));
+            let browser = &browser;
+            async move { obtain_code(browser, &url, "CI").await }
+        };
+        let (challenge, verifier) = pkce();
+        let code = code_for(&challenge).await;
+        let answer = exchange_raw(&server, &app, &code, REDIRECT, &verifier).await;
+        let access = answer["access_token"].as_str().unwrap().to_string();
+        let refresh = answer["refresh_token"].as_str().unwrap().to_string();
+
+        // Nothing secret is stored in clear (an unused code too).
+        let (unused_challenge, _) = pkce();
+        let unused_code = code_for(&unused_challenge).await;
+        let secrets = [
+            ("client secret", app.client_secret.as_str()),
+            ("used code", code.as_str()),
+            ("unused code", unused_code.as_str()),
+            ("access token", access.as_str()),
+            ("refresh token", refresh.as_str()),
+        ];
+        for table in ["oauth_apps", "oauth_codes", "oauth_tokens"] {
+            let rows = stored_rows(&server, table).await;
+            assert!(!rows.is_empty(), "{backend}: {table} holds rows");
+            for row in &rows {
+                for (what, secret) in secrets {
+                    assert!(
+                        !row.contains(secret) && !row.contains(&hex::encode(secret)),
+                        "{backend}: the {what} is stored in clear in {table}: {row}"
+                    );
+                }
+            }
+        }
+
+        // The token clones the private repository and reads it on the API.
+        let (ok, out) = git(
+            work.path(),
+            &["clone", "-q", &repo_url("dave", &access), "clone"],
+        );
+        assert!(ok, "{backend}: clone with the access token: {out}");
+        assert_eq!(
+            std::fs::read_to_string(work.path().join("clone/plan.txt")).unwrap(),
+            "the plan"
+        );
+        let (s, repo) = bearer(&server, "/api/v1/repos/dave/plans", &access).await;
+        assert_eq!(s, StatusCode::OK, "{repo}");
+        assert_eq!(repo["name"], "plans");
+
+        // read:repository reads but does not push.
+        let (ok, out) = git(
+            &wc,
+            &["push", &repo_url("dave", &access), "HEAD:refs/heads/other"],
+        );
+        assert!(
+            !ok && out.contains("the token lacks the scope write:repository"),
+            "{backend}: a read:repository token pushes: {out}"
+        );
+
+        // A token granted without a repository scope does not clone.
+        let (challenge, verifier) = pkce();
+        let url = authorize_url(
+            &server,
+            &app.client_id,
+            REDIRECT,
+            "openid profile",
+            Some(&challenge),
+        );
+        let code = obtain_code(&browser, &url, "CI").await;
+        let profile_only = exchange_raw(&server, &app, &code, REDIRECT, &verifier).await;
+        assert!(
+            !profile_only["scope"]
+                .as_str()
+                .unwrap()
+                .contains("repository"),
+            "{profile_only}"
+        );
+        let profile_access = profile_only["access_token"].as_str().unwrap();
+        let (ok, out) = git(
+            work.path(),
+            &["clone", "-q", &repo_url("dave", profile_access), "no-scope"],
+        );
+        assert!(
+            !ok,
+            "{backend}: a token without read:repository clones: {out}"
+        );
+
+        // Introspection (RFC 7662) by the client: active, with its facts.
+        let (s, _, b) = client_post(
+            &server,
+            "/login/oauth/introspect",
+            ClientAuth::None,
+            &[("token", &access)],
+        )
+        .await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{backend}: {b}");
+        assert_ne!(b["active"], true, "{b}");
+        let introspect = |token: String| {
+            let server = &server;
+            let app = &app;
+            async move {
+                let (s, _, b) = client_post(
+                    server,
+                    "/login/oauth/introspect",
+                    ClientAuth::basic(app),
+                    &[("token", &token)],
+                )
+                .await;
+                assert_eq!(s, StatusCode::OK, "{b}");
+                b
+            }
+        };
+        let facts = introspect(access.clone()).await;
+        assert_eq!(facts["active"], true, "{backend}: {facts}");
+        assert_eq!(facts["client_id"], app.client_id.as_str(), "{facts}");
+        assert_eq!(facts["username"], "dave", "{facts}");
+        assert!(facts["sub"].is_string(), "{facts}");
+        let exp = facts["exp"].as_u64().expect("exp is a number");
+        let now = postern_tests::unix_now();
+        assert!(exp > now && exp <= now + 3600 + 60, "{facts}");
+        let scopes: Vec<&str> = facts["scope"].as_str().unwrap().split(' ').collect();
+        assert!(scopes.contains(&"read:repository"), "{facts}");
+
+        // Revocation (RFC 7009) of the access token: the API, git and
+        // introspection all see it gone.
+        let (s, _, b) = client_post(
+            &server,
+            "/login/oauth/revoke",
+            ClientAuth::basic(&app),
+            &[("token", &access)],
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{backend}: {b}");
+        let (s, _) = bearer(&server, "/api/v1/repos/dave/plans", &access).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{backend}");
+        let (ok, out) = git(
+            work.path(),
+            &["clone", "-q", &repo_url("dave", &access), "clone-after"],
+        );
+        assert!(!ok, "{backend}: a revoked token still clones: {out}");
+        assert_eq!(introspect(access.clone()).await, json!({"active": false}));
+
+        // Revocation of the refresh token: no more refresh grants.
+        let (s, _, b) = client_post(
+            &server,
+            "/login/oauth/revoke",
+            ClientAuth::basic(&app),
+            &[("token", &refresh)],
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{backend}: {b}");
+        assert_token_error(
+            &refresh_raw(&server, &app, &refresh, None).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+        );
+
+        // A fresh token works until dave is deactivated, then not at all.
+        let (challenge, verifier) = pkce();
+        let code = code_for(&challenge).await;
+        let answer = exchange_raw(&server, &app, &code, REDIRECT, &verifier).await;
+        let access = answer["access_token"].as_str().unwrap().to_string();
+        let refresh = answer["refresh_token"].as_str().unwrap().to_string();
+        let (s, _) = bearer(&server, "/api/v1/repos/dave/plans", &access).await;
+        assert_eq!(s, StatusCode::OK, "{backend}");
+        let (s, _) = bearer(&server, "/login/oauth/userinfo", &access).await;
+        assert_eq!(s, StatusCode::OK, "{backend}");
+        let (s, b) = api(
+            &server,
+            reqwest::Method::PATCH,
+            "/api/v1/admin/users/dave",
+            "root",
+            Some(json!({"active": false})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        let (s, _) = bearer(&server, "/api/v1/repos/dave/plans", &access).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{backend}: deactivated");
+        let (s, _) = bearer(&server, "/login/oauth/userinfo", &access).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{backend}: deactivated");
+        let (ok, out) = git(
+            work.path(),
+            &[
+                "clone",
+                "-q",
+                &repo_url("dave", &access),
+                "clone-deactivated",
+            ],
+        );
+        assert!(!ok, "{backend}: a deactivated user's token clones: {out}");
+        assert_token_error(
+            &refresh_raw(&server, &app, &refresh, None).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_disabled_provider_answers_404() {
+    for backend in backends() {
+        let server = start(&backend, "[oauth2]\nENABLE = false\n").await;
+        server.create_user("gina", PW, false);
+        let signed_in = server.signed_in("gina", PW).await;
+        let authorize = authorize_url(&server, "any-client", REDIRECT, "openid", Some("x"));
+        for browser in [client(), signed_in] {
+            let res = browser.get(authorize.clone()).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::NOT_FOUND, "{backend}: authorize");
+        }
+        for path in [
+            "/.well-known/openid-configuration",
+            "/login/oauth/keys",
+            "/login/oauth/userinfo",
+        ] {
+            let res = reqwest::get(server.url(path)).await.unwrap();
+            assert_eq!(res.status(), StatusCode::NOT_FOUND, "{backend}: {path}");
+        }
+        for path in [
+            "/login/oauth/access_token",
+            "/login/oauth/introspect",
+            "/login/oauth/revoke",
+        ] {
+            let (s, _, b) = client_post(
+                &server,
+                path,
+                ClientAuth::Basic("any-client", "any-secret"),
+                &[
+                    ("grant_type", "authorization_code"),
+                    ("code", "x"),
+                    ("token", "x"),
+                ],
+            )
+            .await;
+            assert_eq!(s, StatusCode::NOT_FOUND, "{backend}: {path}: {b}");
+        }
+    }
+}
