@@ -157,6 +157,8 @@ pub struct OAuth2Provider {
     pub access_token_expiration: i64,
     pub refresh_token_expiration: i64,
     pub minimal_token_length: i64,
+    /// Refresh tokens are single-use, with reuse detection.
+    pub invalidate_refresh_tokens: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -408,6 +410,7 @@ impl Config {
                 access_token_expiration: int("oauth2", "ACCESS_TOKEN_EXPIRATION"),
                 refresh_token_expiration: int("oauth2", "REFRESH_TOKEN_EXPIRATION"),
                 minimal_token_length: int("oauth2", "MINIMAL_TOKEN_LENGTH"),
+                invalidate_refresh_tokens: flag("oauth2", "INVALIDATE_REFRESH_TOKENS"),
             },
             webauthn: WebAuthn {
                 enable: flag("webauthn", "ENABLE"),
@@ -629,6 +632,21 @@ mod tests {
         assert_eq!(cfg.directory_sources.len(), 1);
         assert_eq!(cfg.directory_sources[0].settings["HOST"], "dir.example.com");
         assert_eq!(cfg.directory_sources[0].settings["NAME"], "corp");
+    }
+
+    #[test]
+    fn a_minimal_token_length_below_32_refuses_the_start() {
+        let dir = tmp();
+        let file = write(&dir, "[oauth2]\nMINIMAL_TOKEN_LENGTH = 31\n");
+        let err = Config::load_with_env(Some(&file), Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("[oauth2] MINIMAL_TOKEN_LENGTH = \"31\""),
+            "{err}"
+        );
+        let file = write(&dir, "[oauth2]\nMINIMAL_TOKEN_LENGTH = 32\n");
+        assert!(Config::load_with_env(Some(&file), Vec::new()).is_ok());
     }
 
     #[test]

@@ -639,9 +639,15 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
             ),
             k(
                 "MINIMAL_TOKEN_LENGTH",
-                Kind::Int { min: 16, max: 1024 },
+                Kind::Int { min: 32, max: 1024 },
                 "32",
                 "Minimum length of generated secrets.",
+            ),
+            k(
+                "INVALIDATE_REFRESH_TOKENS",
+                BOOL,
+                "true",
+                "A refresh token works once: each refresh returns a new one, and one presented twice revokes every token of its grant.",
             ),
         ],
     ),

@@ -238,21 +238,25 @@ pub async fn refresh(
         return Err(bad("the refresh token was revoked"));
     }
     let t = now();
-    let taken =
-        sqlx::query("UPDATE oauth_tokens SET used = $1 WHERE token_hash = $2 AND used IS NULL")
-            .bind(t)
-            .bind(&hash)
-            .execute(app.db.pool())
-            .await?;
-    if row.try_get::<Option<i64>, _>(6)?.is_some() || taken.rows_affected() != 1 {
-        revoke_family(&app.db, &family).await?;
-        tracing::warn!(client = %client.client_id, "a refresh token was used twice; its family is revoked");
-        return Err(bad(
-            "the refresh token was already used; every token of its grant is revoked",
-        ));
-    }
     if row.try_get::<i64, _>(5)? <= t {
         return Err(bad("the refresh token has expired"));
+    }
+    // [oauth2] INVALIDATE_REFRESH_TOKENS = false keeps a refresh token good
+    // until it expires, as some older clients expect; no reuse detection.
+    if app.config.oauth2.invalidate_refresh_tokens {
+        let taken =
+            sqlx::query("UPDATE oauth_tokens SET used = $1 WHERE token_hash = $2 AND used IS NULL")
+                .bind(t)
+                .bind(&hash)
+                .execute(app.db.pool())
+                .await?;
+        if row.try_get::<Option<i64>, _>(6)?.is_some() || taken.rows_affected() != 1 {
+            revoke_family(&app.db, &family).await?;
+            tracing::warn!(client = %client.client_id, "a refresh token was used twice; its family is revoked");
+            return Err(bad(
+                "the refresh token was already used; every token of its grant is revoked",
+            ));
+        }
     }
     let granted: Vec<String> = row
         .try_get::<String, _>(2)?
