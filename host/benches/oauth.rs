@@ -124,11 +124,19 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let trivial_addr = trivial.local_addr()?;
     let router = axum::Router::new().route(
         "/",
-        axum::routing::get(|| async { "ok" }).post(|body: String| async move { body.len().to_string() }),
+        axum::routing::get(|| async { "ok" })
+            .post(|body: String| async move { body.len().to_string() }),
     );
     tokio::spawn(axum::serve(trivial, router).into_future());
 
-    identity::register(&app, "bench", "bench@example.com", "a-benchmark-password", false).await?;
+    identity::register(
+        &app,
+        "bench",
+        "bench@example.com",
+        "a-benchmark-password",
+        false,
+    )
+    .await?;
     let user = users::find_by_login(&app.db, "bench")
         .await?
         .ok_or_else(|| anyhow::anyhow!("the user was just made"))?;
@@ -168,10 +176,19 @@ async fn run(config: Config) -> anyhow::Result<()> {
     );
     // Warm the signing key before timing.
     let warm = bodies.pop().expect("codes were made");
-    post_all(&format!("http://{addr}/login/oauth/access_token"), Some(basic.clone()), vec![warm]).await;
+    post_all(
+        &format!("http://{addr}/login/oauth/access_token"),
+        Some(basic.clone()),
+        vec![warm],
+    )
+    .await;
     let baseline = post_all(&format!("http://{trivial_addr}/"), None, bodies.clone()).await;
-    let exchanges =
-        post_all(&format!("http://{addr}/login/oauth/access_token"), Some(basic.clone()), bodies).await;
+    let exchanges = post_all(
+        &format!("http://{addr}/login/oauth/access_token"),
+        Some(basic.clone()),
+        bodies,
+    )
+    .await;
     println!(
         "code exchanges (PKCE S256, client_secret_basic, ID token signed) vs a trivial POST handler ({CONCURRENCY} concurrent):"
     );

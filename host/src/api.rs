@@ -26,7 +26,7 @@ pub mod version;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, delete, get, post, put};
+use axum::routing::{MethodRouter, delete, get, patch, post, put};
 use axum::{Json, Router};
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -106,6 +106,14 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             delete(factors::forget_devices),
         ),
         ("/orgs", post(orgs::create)),
+        (
+            "/orgs/{org}/applications/oauth2",
+            get(applications::org_list).post(applications::org_create),
+        ),
+        (
+            "/orgs/{org}/applications/oauth2/{id}",
+            patch(applications::org_edit).delete(applications::org_delete),
+        ),
         ("/orgs/{org}", get(orgs::get).patch(orgs::edit)),
         (
             "/orgs/{org}/teams",

@@ -328,7 +328,8 @@ async fn oauth2(app: App, cmd: OAuth2Cmd) -> anyhow::Result<()> {
             println!("Deleted {client_id}.");
         }
         OAuth2Cmd::RotateKey => {
-            let kid = keys::rotate(&app.db, &app.key).await?;
+            let kid =
+                keys::rotate(&app.db, &app.key, &app.config.oauth2.jwt_signing_algorithm).await?;
             println!(
                 "New signing key {kid}; the previous one stays published until its tokens expire."
             );

@@ -159,6 +159,8 @@ pub struct OAuth2Provider {
     pub minimal_token_length: i64,
     /// Refresh tokens are single-use, with reuse detection.
     pub invalidate_refresh_tokens: bool,
+    /// `RS256`, `ES256` or `EdDSA`: how ID tokens are signed.
+    pub jwt_signing_algorithm: String,
 }
 
 #[derive(Debug, Clone)]
@@ -411,6 +413,7 @@ impl Config {
                 refresh_token_expiration: int("oauth2", "REFRESH_TOKEN_EXPIRATION"),
                 minimal_token_length: int("oauth2", "MINIMAL_TOKEN_LENGTH"),
                 invalidate_refresh_tokens: flag("oauth2", "INVALIDATE_REFRESH_TOKENS"),
+                jwt_signing_algorithm: get("oauth2", "JWT_SIGNING_ALGORITHM"),
             },
             webauthn: WebAuthn {
                 enable: flag("webauthn", "ENABLE"),

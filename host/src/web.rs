@@ -18,6 +18,7 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 mod admin;
+mod applications;
 mod error;
 mod oauth;
 mod orgs;
@@ -77,6 +78,27 @@ pub(crate) fn routes() -> Router<App> {
         .route(
             "/user/settings/security/webauthn/{id}/delete",
             post(security::remove_key),
+        )
+        .route("/user/settings/applications", get(applications::show))
+        .route(
+            "/user/settings/applications/oauth2",
+            post(applications::create),
+        )
+        .route(
+            "/user/settings/applications/oauth2/{id}",
+            post(applications::update),
+        )
+        .route(
+            "/user/settings/applications/oauth2/{id}/regenerate_secret",
+            post(applications::regenerate_secret),
+        )
+        .route(
+            "/user/settings/applications/oauth2/{id}/delete",
+            post(applications::delete),
+        )
+        .route(
+            "/user/settings/applications/oauth2/authorized/{app_id}/revoke",
+            post(applications::revoke),
         )
         .merge(oauth::routes())
         .route("/admin/auths", get(admin::list))

@@ -31,8 +31,9 @@ pub struct ApplicationView {
     pub _links: Links,
 }
 
-fn view(version: ApiVersion, app: apps::App, secret: Option<String>) -> ApplicationView {
-    let href = format!("{}/user/applications/oauth2/{}", version.prefix(), app.id);
+/// Where an owner's applications are: `user` or `orgs/{org}`.
+fn view(base: &str, app: apps::App, secret: Option<String>) -> ApplicationView {
+    let href = format!("{base}/applications/oauth2/{}", app.id);
     ApplicationView {
         id: app.id,
         name: app.name,
@@ -74,6 +75,53 @@ pub struct EditApplication {
     pub regenerate_secret: bool,
 }
 
+fn user_base(version: ApiVersion) -> String {
+    format!("{}/user", version.prefix())
+}
+
+async fn create_for(
+    app: &App,
+    owner_id: Option<i64>,
+    body: CreateApplication,
+) -> Result<(apps::App, String), ApiError> {
+    let registration = Registration {
+        name: body.name,
+        redirect_uris: body.redirect_uris,
+        confidential: body.confidential_client,
+    };
+    Ok(apps::create(
+        &app.db,
+        owner_id,
+        registration,
+        app.config.oauth2.minimal_token_length,
+    )
+    .await?)
+}
+
+async fn edit_for(
+    app: &App,
+    owner_id: Option<i64>,
+    id: i64,
+    body: EditApplication,
+) -> Result<(apps::App, Option<String>), ApiError> {
+    let current = apps::find_owned(&app.db, owner_id, id).await?;
+    let registration = Registration {
+        name: body.name.unwrap_or_else(|| current.name.clone()),
+        redirect_uris: body
+            .redirect_uris
+            .unwrap_or_else(|| current.redirect_uris.clone()),
+        confidential: body.confidential_client.unwrap_or(current.confidential),
+    };
+    let updated = apps::update(&app.db, &current, registration).await?;
+    let secret = if body.regenerate_secret {
+        let len = app.config.oauth2.minimal_token_length;
+        Some(apps::regenerate_secret(&app.db, &updated, len).await?)
+    } else {
+        None
+    };
+    Ok((updated, secret))
+}
+
 /// With `[oauth2] ENABLE = false` the provider, applications included,
 /// does not exist.
 fn enabled(app: &App) -> Result<(), ApiError> {
@@ -109,21 +157,10 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<ApplicationView>), ApiError> {
     enabled(&app)?;
     who.require_scope(Access::Write, Area::User)?;
-    let registration = Registration {
-        name: body.name,
-        redirect_uris: body.redirect_uris,
-        confidential: body.confidential_client,
-    };
-    let (application, secret) = apps::create(
-        &app.db,
-        Some(who.user.id),
-        registration,
-        app.config.oauth2.minimal_token_length,
-    )
-    .await?;
+    let (application, secret) = create_for(&app, Some(who.user.id), body).await?;
     Ok((
         StatusCode::CREATED,
-        Json(view(version, application, Some(secret))),
+        Json(view(&user_base(version), application, Some(secret))),
     ))
 }
 
@@ -147,7 +184,9 @@ pub(crate) async fn list(
     who.require_scope(Access::Read, Area::User)?;
     let list = apps::list(&app.db, Some(who.user.id)).await?;
     Ok(Json(
-        list.into_iter().map(|a| view(version, a, None)).collect(),
+        list.into_iter()
+            .map(|a| view(&user_base(version), a, None))
+            .collect(),
     ))
 }
 
@@ -177,7 +216,7 @@ pub(crate) async fn get(
     enabled(&app)?;
     who.require_scope(Access::Read, Area::User)?;
     let application = apps::find_owned(&app.db, Some(who.user.id), path.id).await?;
-    Ok(Json(view(version, application, None)))
+    Ok(Json(view(&user_base(version), application, None)))
 }
 
 /// Changes one of the signed-in user's applications, or regenerates its
@@ -206,24 +245,8 @@ pub(crate) async fn edit(
 ) -> Result<Json<ApplicationView>, ApiError> {
     enabled(&app)?;
     who.require_scope(Access::Write, Area::User)?;
-    let current = apps::find_owned(&app.db, Some(who.user.id), path.id).await?;
-    let registration = Registration {
-        name: body.name.unwrap_or_else(|| current.name.clone()),
-        redirect_uris: body
-            .redirect_uris
-            .unwrap_or_else(|| current.redirect_uris.clone()),
-        confidential: body.confidential_client.unwrap_or(current.confidential),
-    };
-    let updated = apps::update(&app.db, &current, registration).await?;
-    let secret = if body.regenerate_secret {
-        Some(
-            apps::regenerate_secret(&app.db, &updated, app.config.oauth2.minimal_token_length)
-                .await?,
-        )
-    } else {
-        None
-    };
-    Ok(Json(view(version, updated, secret)))
+    let (updated, secret) = edit_for(&app, Some(who.user.id), path.id, body).await?;
+    Ok(Json(view(&user_base(version), updated, secret)))
 }
 
 /// Deletes one of the signed-in user's applications; every token it holds
@@ -247,6 +270,142 @@ pub(crate) async fn delete(
     enabled(&app)?;
     who.require_scope(Access::Write, Area::User)?;
     let application = apps::find_owned(&app.db, Some(who.user.id), path.id).await?;
+    apps::delete(&app.db, &application).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+pub(crate) struct OrgPath {
+    org: String,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct OrgAppPath {
+    org: String,
+    id: i64,
+}
+
+fn org_base(version: ApiVersion, org: &str) -> String {
+    format!("{}/orgs/{org}", version.prefix())
+}
+
+/// Registers an application owned by an organization. Permission:
+/// organization owner (or site administrator).
+#[utoipa::path(
+    post, path = "/api/v1/orgs/{org}/applications/oauth2", tag = "organization",
+    params(("org" = String, Path, description = "The organization")),
+    request_body = CreateApplication,
+    responses(
+        (status = 201, description = "The application, with its client secret (shown once)", body = ApplicationView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not an owner of the organization, or the token lacks write:organization", body = ErrorBody),
+        (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "A name or redirect URI is missing or invalid", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn org_create(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<OrgPath>,
+    ApiJson(body): ApiJson<CreateApplication>,
+) -> Result<(StatusCode, Json<ApplicationView>), ApiError> {
+    enabled(&app)?;
+    let org = super::orgs::owned_org(&app, &who, &path.org).await?;
+    let (application, secret) = create_for(&app, Some(org.id), body).await?;
+    let base = org_base(version, &org.name);
+    Ok((
+        StatusCode::CREATED,
+        Json(view(&base, application, Some(secret))),
+    ))
+}
+
+/// An organization's applications. Permission: organization owner.
+#[utoipa::path(
+    get, path = "/api/v1/orgs/{org}/applications/oauth2", tag = "organization",
+    params(("org" = String, Path, description = "The organization")),
+    responses(
+        (status = 200, description = "The applications, without secrets", body = Vec<ApplicationView>),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+        (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn org_list(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<OrgPath>,
+) -> Result<Json<Vec<ApplicationView>>, ApiError> {
+    enabled(&app)?;
+    let org = super::orgs::owned_org(&app, &who, &path.org).await?;
+    let base = org_base(version, &org.name);
+    let list = apps::list(&app.db, Some(org.id)).await?;
+    Ok(Json(
+        list.into_iter().map(|a| view(&base, a, None)).collect(),
+    ))
+}
+
+/// Changes an organization's application, or regenerates its secret.
+/// Permission: organization owner.
+#[utoipa::path(
+    patch, path = "/api/v1/orgs/{org}/applications/oauth2/{id}", tag = "organization",
+    params(
+        ("org" = String, Path, description = "The organization"),
+        ("id" = i64, Path, description = "The application's id"),
+    ),
+    request_body = EditApplication,
+    responses(
+        (status = 200, description = "The application; with its new secret when regenerated", body = ApplicationView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+        (status = 404, description = "No such application of the organization", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "A name or redirect URI is invalid", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn org_edit(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<OrgAppPath>,
+    ApiJson(body): ApiJson<EditApplication>,
+) -> Result<Json<ApplicationView>, ApiError> {
+    enabled(&app)?;
+    let org = super::orgs::owned_org(&app, &who, &path.org).await?;
+    let (updated, secret) = edit_for(&app, Some(org.id), path.id, body).await?;
+    Ok(Json(view(&org_base(version, &org.name), updated, secret)))
+}
+
+/// Deletes an organization's application. Permission: organization owner.
+#[utoipa::path(
+    delete, path = "/api/v1/orgs/{org}/applications/oauth2/{id}", tag = "organization",
+    params(
+        ("org" = String, Path, description = "The organization"),
+        ("id" = i64, Path, description = "The application's id"),
+    ),
+    responses(
+        (status = 204, description = "The application is deleted"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+        (status = 404, description = "No such application of the organization", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn org_delete(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<OrgAppPath>,
+) -> Result<StatusCode, ApiError> {
+    enabled(&app)?;
+    let org = super::orgs::owned_org(&app, &who, &path.org).await?;
+    let application = apps::find_owned(&app.db, Some(org.id), path.id).await?;
     apps::delete(&app.db, &application).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -76,7 +76,7 @@ async fn find_org(app: &App, name: &str) -> Result<Org, ApiError> {
 }
 
 /// The organization, when the caller owns it (site admins do too).
-async fn owned_org(app: &App, who: &Principal, name: &str) -> Result<Org, ApiError> {
+pub(super) async fn owned_org(app: &App, who: &Principal, name: &str) -> Result<Org, ApiError> {
     who.require_scope(Access::Write, Area::Organization)?;
     let org = find_org(app, name).await?;
     if who.user.is_admin || orgs::is_owner(&app.db, org.id, who.user.id).await? {

@@ -644,6 +644,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "Minimum length of generated secrets.",
             ),
             k(
+                "JWT_SIGNING_ALGORITHM",
+                Kind::Enum(&["RS256", "ES256", "EdDSA"]),
+                "RS256",
+                "The algorithm of the key that signs ID tokens. A change makes a new key at the next signature; the old one stays published until its tokens expire.",
+            ),
+            k(
                 "INVALIDATE_REFRESH_TOKENS",
                 BOOL,
                 "true",

@@ -131,7 +131,7 @@ pub(super) async fn issue(
             nonce: nonce.filter(|n| !n.is_empty()),
             profile: profile(&app.db, user, scopes).await?,
         };
-        Some(keys::sign(&app.db, &app.key, &claims).await?)
+        Some(keys::sign(&app.db, &app.key, &cfg.jwt_signing_algorithm, &claims).await?)
     } else {
         None
     };

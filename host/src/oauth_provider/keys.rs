@@ -1,4 +1,5 @@
-//! The keys that sign ID tokens (RS256), the JWKS that publishes them
+//! The keys that sign ID tokens (RS256, ES256 or EdDSA, as
+//! `[oauth2] JWT_SIGNING_ALGORITHM` says), the JWKS that publishes them
 //! (RFC 7517), and the ID token itself (OpenID Connect Core §2).
 //!
 //! A key is made at first use, kept sealed with the instance key, and
@@ -16,29 +17,73 @@ use super::{Error, Result};
 use crate::db::{Db, now};
 use crate::secrets::InstanceKey;
 
-const ALG: &str = "RS256";
+/// A new key pair of `alg`: the private key as PKCS#1 (RSA) or PKCS#8
+/// (EC, Ed25519) DER, as jsonwebtoken reads it, and the public key as a
+/// JWK (RFC 7518 §6, RFC 8037).
+fn generate(alg: &str) -> Result<(Vec<u8>, serde_json::Value)> {
+    use ed25519_dalek::pkcs8::EncodePrivateKey as _;
+    let internal =
+        |e: &dyn std::fmt::Display| Error::Internal(format!("cannot make a signing key: {e}"));
+    let mut rng = rand::rngs::OsRng;
+    Ok(match alg {
+        "ES256" => {
+            let secret = p256::SecretKey::random(&mut rng);
+            let point = p256::elliptic_curve::sec1::ToEncodedPoint::to_encoded_point(
+                &secret.public_key(),
+                false,
+            );
+            let (Some(x), Some(y)) = (point.x(), point.y()) else {
+                return Err(Error::Internal("an EC point without coordinates".into()));
+            };
+            let der = secret.to_pkcs8_der().map_err(|e| internal(&e))?;
+            let jwk = serde_json::json!({
+                "kty": "EC", "crv": "P-256", "x": URL_SAFE_NO_PAD.encode(x), "y": URL_SAFE_NO_PAD.encode(y),
+            });
+            (der.as_bytes().to_vec(), jwk)
+        }
+        "EdDSA" => {
+            let signing = ed25519_dalek::SigningKey::generate(&mut rng);
+            let der = signing.to_pkcs8_der().map_err(|e| internal(&e))?;
+            let x = URL_SAFE_NO_PAD.encode(signing.verifying_key().as_bytes());
+            let jwk = serde_json::json!({ "kty": "OKP", "crv": "Ed25519", "x": x });
+            (der.as_bytes().to_vec(), jwk)
+        }
+        _ => {
+            let private = rsa::RsaPrivateKey::new(&mut rng, 2048).map_err(|e| internal(&e))?;
+            let n = URL_SAFE_NO_PAD.encode(private.n().to_bytes_be());
+            let e = URL_SAFE_NO_PAD.encode(private.e().to_bytes_be());
+            let der = private.to_pkcs1_der().map_err(|e| internal(&e))?;
+            (
+                der.as_bytes().to_vec(),
+                serde_json::json!({ "kty": "RSA", "n": n, "e": e }),
+            )
+        }
+    })
+}
+
+fn algorithm(alg: &str) -> Algorithm {
+    match alg {
+        "ES256" => Algorithm::ES256,
+        "EdDSA" => Algorithm::EdDSA,
+        _ => Algorithm::RS256,
+    }
+}
 
 fn slot(kid: &str) -> String {
     format!("oauth_signing_key/{kid}")
 }
 
-/// Makes a new RSA key (on a blocking thread: key generation is CPU work),
-/// stores it sealed, and returns its kid.
-pub async fn rotate(db: &Db, key: &InstanceKey) -> Result<String> {
-    let private =
-        tokio::task::spawn_blocking(|| rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048))
-            .await
-            .map_err(|e| Error::Internal(e.to_string()))?
-            .map_err(|e| Error::Internal(format!("cannot make a signing key: {e}")))?;
-    let n = URL_SAFE_NO_PAD.encode(private.n().to_bytes_be());
-    let e = URL_SAFE_NO_PAD.encode(private.e().to_bytes_be());
-    let kid = hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(n.as_bytes())[..8]);
-    let der = private
-        .to_pkcs1_der()
-        .map_err(|e| Error::Internal(format!("cannot encode the signing key: {e}")))?;
-    let jwk = serde_json::json!({
-        "kty": "RSA", "use": "sig", "alg": ALG, "kid": kid, "n": n, "e": e,
-    });
+/// Makes a new key of `alg` (on a blocking thread: key generation is CPU
+/// work), stores it sealed, retires the previous one, and returns its kid.
+pub async fn rotate(db: &Db, key: &InstanceKey, alg: &str) -> Result<String> {
+    let owned = alg.to_string();
+    let (der, mut jwk) = tokio::task::spawn_blocking(move || generate(&owned))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??;
+    let kid = hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(jwk.to_string().as_bytes())[..8]);
+    jwk["use"] = "sig".into();
+    jwk["alg"] = alg.into();
+    jwk["kid"] = kid.clone().into();
     let t = now();
     sqlx::query("UPDATE oauth_signing_keys SET retired = $1 WHERE retired IS NULL")
         .bind(t)
@@ -48,8 +93,8 @@ pub async fn rotate(db: &Db, key: &InstanceKey) -> Result<String> {
         "INSERT INTO oauth_signing_keys (kid, alg, private_key, public_jwk, created) VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(&kid)
-    .bind(ALG)
-    .bind(key.seal(&slot(&kid), der.as_bytes()))
+    .bind(alg)
+    .bind(key.seal(&slot(&kid), &der))
     .bind(jwk.to_string())
     .bind(t)
     .execute(db.pool())
@@ -57,24 +102,36 @@ pub async fn rotate(db: &Db, key: &InstanceKey) -> Result<String> {
     Ok(kid)
 }
 
-/// The key that signs now: the newest one not retired, made if none is.
-async fn current(db: &Db, key: &InstanceKey) -> Result<(String, EncodingKey)> {
+/// The key that signs now: the newest one not retired, if it is of `alg`;
+/// otherwise (none yet, or the algorithm was changed) a new one.
+async fn current(
+    db: &Db,
+    key: &InstanceKey,
+    alg: &str,
+) -> Result<(String, Algorithm, EncodingKey)> {
     let row = sqlx::query(
-        "SELECT kid, private_key FROM oauth_signing_keys WHERE retired IS NULL ORDER BY created DESC, kid LIMIT 1",
+        "SELECT kid, alg, private_key FROM oauth_signing_keys WHERE retired IS NULL ORDER BY created DESC, kid LIMIT 1",
     )
     .fetch_optional(db.pool())
     .await?;
-    let (kid, sealed): (String, Vec<u8>) = match row {
-        Some(r) => (r.try_get(0)?, r.try_get(1)?),
-        None => {
-            rotate(db, key).await?;
-            return Box::pin(current(db, key)).await;
+    let (kid, sealed) = match row {
+        Some(r) if r.try_get::<String, _>(1)? == alg => {
+            (r.try_get::<String, _>(0)?, r.try_get::<Vec<u8>, _>(2)?)
+        }
+        _ => {
+            rotate(db, key, alg).await?;
+            return Box::pin(current(db, key, alg)).await;
         }
     };
     let der = key
         .open(&slot(&kid), &sealed)
         .ok_or_else(|| Error::Internal("the signing key cannot be unsealed".into()))?;
-    Ok((kid, EncodingKey::from_rsa_der(&der)))
+    let encoding = match alg {
+        "ES256" => EncodingKey::from_ec_der(&der),
+        "EdDSA" => EncodingKey::from_ed_der(&der),
+        _ => EncodingKey::from_rsa_der(&der),
+    };
+    Ok((kid, algorithm(alg), encoding))
 }
 
 /// The published keys: the current one and those retired less than
@@ -111,10 +168,10 @@ pub struct IdClaims {
     pub profile: super::grants::Profile,
 }
 
-/// Signs an ID token with the current key.
-pub async fn sign(db: &Db, key: &InstanceKey, claims: &IdClaims) -> Result<String> {
-    let (kid, encoding) = current(db, key).await?;
-    let mut header = Header::new(Algorithm::RS256);
+/// Signs an ID token with the current key of `alg`.
+pub async fn sign(db: &Db, key: &InstanceKey, alg: &str, claims: &IdClaims) -> Result<String> {
+    let (kid, algorithm, encoding) = current(db, key, alg).await?;
+    let mut header = Header::new(algorithm);
     header.kid = Some(kid);
     jsonwebtoken::encode(&header, claims, &encoding)
         .map_err(|e| Error::Internal(format!("cannot sign the ID token: {e}")))
@@ -138,13 +195,16 @@ pub async fn verify_hint(db: &Db, token: &str, keep: i64) -> Result<Option<(Stri
     else {
         return Ok(None);
     };
-    let (Some(n), Some(e)) = (jwk["n"].as_str(), jwk["e"].as_str()) else {
+    let text = |k: &str| jwk[k].as_str().unwrap_or_default();
+    let key = match text("kty") {
+        "EC" => DecodingKey::from_ec_components(text("x"), text("y")),
+        "OKP" => DecodingKey::from_ed_components(text("x")),
+        _ => DecodingKey::from_rsa_components(text("n"), text("e")),
+    };
+    let Ok(key) = key else {
         return Ok(None);
     };
-    let Ok(key) = DecodingKey::from_rsa_components(n, e) else {
-        return Ok(None);
-    };
-    let mut validation = Validation::new(Algorithm::RS256);
+    let mut validation = Validation::new(algorithm(text("alg")));
     validation.validate_exp = false;
     validation.validate_aud = false;
     validation.required_spec_claims.clear();
@@ -156,4 +216,54 @@ pub async fn verify_hint(db: &Db, token: &str, keep: i64) -> Result<Option<(Stri
     Ok(jsonwebtoken::decode::<Hint>(token, &key, &validation)
         .ok()
         .map(|d| (d.claims.sub, d.claims.aud)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each algorithm's key signs, and its published JWK verifies.
+    #[test]
+    fn every_algorithm_signs_what_its_jwk_verifies() {
+        use jsonwebtoken::{DecodingKey, Validation};
+        for alg in ["RS256", "ES256", "EdDSA"] {
+            let (der, jwk) = generate(alg).expect("a key is made");
+            let encoding = match alg {
+                "ES256" => EncodingKey::from_ec_der(&der),
+                "EdDSA" => EncodingKey::from_ed_der(&der),
+                _ => EncodingKey::from_rsa_der(&der),
+            };
+            let claims = serde_json::json!({ "sub": "7", "aud": "client", "exp": now() + 60 });
+            let token = jsonwebtoken::encode(&Header::new(algorithm(alg)), &claims, &encoding)
+                .expect("it signs");
+            let text = |k: &str| jwk[k].as_str().unwrap_or_default().to_string();
+            let decoding = match alg {
+                "ES256" => DecodingKey::from_ec_components(&text("x"), &text("y")),
+                "EdDSA" => DecodingKey::from_ed_components(&text("x")),
+                _ => DecodingKey::from_rsa_components(&text("n"), &text("e")),
+            }
+            .expect("the JWK is a key");
+            let mut validation = Validation::new(algorithm(alg));
+            validation.set_audience(&["client"]);
+            let decoded = jsonwebtoken::decode::<serde_json::Value>(&token, &decoding, &validation)
+                .expect("it verifies");
+            assert_eq!(decoded.claims["sub"], "7", "{alg}");
+            // A token signed by another key of the same kind does not.
+            let (other, _) = generate(alg).expect("a second key");
+            let forged = jsonwebtoken::encode(
+                &Header::new(algorithm(alg)),
+                &claims,
+                &match alg {
+                    "ES256" => EncodingKey::from_ec_der(&other),
+                    "EdDSA" => EncodingKey::from_ed_der(&other),
+                    _ => EncodingKey::from_rsa_der(&other),
+                },
+            )
+            .expect("it signs");
+            assert!(
+                jsonwebtoken::decode::<serde_json::Value>(&forged, &decoding, &validation).is_err(),
+                "{alg}"
+            );
+        }
+    }
 }

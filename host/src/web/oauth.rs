@@ -681,7 +681,7 @@ async fn jwks(State(app): State<App>) -> Result<Response, Response> {
         .await
         .map_err(|e| OAuthError(e).into_response())?;
     if set["keys"].as_array().is_none_or(Vec::is_empty) {
-        keys::rotate(&app.db, &app.key)
+        keys::rotate(&app.db, &app.key, &app.config.oauth2.jwt_signing_algorithm)
             .await
             .map_err(|e| OAuthError(e).into_response())?;
         set = keys::jwks(&app.db, keep)
