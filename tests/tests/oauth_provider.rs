@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use openidconnect::core::{
     CoreAuthenticationFlow, CoreClient, CoreErrorResponseType, CoreIdTokenClaims,
-    CoreProviderMetadata, CoreTokenResponse, CoreTokenType, CoreUserInfoClaims,
+    CoreJwsSigningAlgorithm, CoreProviderMetadata, CoreTokenResponse, CoreTokenType,
+    CoreUserInfoClaims,
 };
 use openidconnect::{
     AccessTokenHash, AuthType, AuthorizationCode, ClientId, ClientSecret, CsrfToken,
@@ -1737,5 +1738,131 @@ async fn a_disabled_provider_answers_404() {
             .await;
             assert_eq!(s, StatusCode::NOT_FOUND, "{backend}: {path}: {b}");
         }
+    }
+}
+
+/// `[oauth2] JWT_SIGNING_ALGORITHM = ES256` and `EdDSA`: discovery names
+/// the algorithm, the JWKS holds the matching key, and the library verifies
+/// the ID token's signature with it.
+#[tokio::test]
+async fn ec_and_ed25519_keys_sign_id_tokens_the_library_verifies() {
+    for backend in backends() {
+        for (alg, jws) in [
+            ("ES256", CoreJwsSigningAlgorithm::EcdsaP256Sha256),
+            ("EdDSA", CoreJwsSigningAlgorithm::EdDsa),
+        ] {
+            let server = start(
+                &backend,
+                &format!("[oauth2]\nJWT_SIGNING_ALGORITHM = {alg}\n"),
+            )
+            .await;
+            server.create_user("erin", PW, false);
+            let redirect = "http://127.0.0.1:4321/callback";
+            let app = register(&server, "erin", "Erin's tool", &[redirect], false).await;
+            let browser = server.signed_in("erin", PW).await;
+            let http = library_http();
+            let oidc = oidc_client(&server, &http, &app, redirect).await;
+            let flow = library_flow(&oidc, &["profile"]);
+            let code = obtain_code(&browser, &flow.url, "tool").await;
+            let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+            let id_token = token.id_token().expect("an ID token: openid was granted");
+            let verifier = oidc.id_token_verifier().set_allowed_algs(vec![jws.clone()]);
+            let claims = id_token
+                .claims(&verifier, &flow.nonce)
+                .unwrap_or_else(|e| panic!("{backend} {alg}: the ID token does not verify: {e:?}"));
+            assert_eq!(
+                claims.preferred_username().map(|u| u.as_str()),
+                Some("erin")
+            );
+            // A verifier that allows RS256 alone refuses it: the token is
+            // really signed with the configured algorithm.
+            let rs256_only = oidc
+                .id_token_verifier()
+                .set_allowed_algs(vec![CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256]);
+            assert!(id_token.claims(&rs256_only, &flow.nonce).is_err(), "{alg}");
+            let keys: Value = reqwest::get(server.url("/login/oauth/keys"))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(keys["keys"][0]["alg"], alg, "{backend}: {keys}");
+        }
+    }
+}
+
+/// Organization owners register applications for their organization; a
+/// member who is not an owner may not.
+#[tokio::test]
+async fn organization_owners_register_applications_for_the_organization() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("olga", PW, false);
+        server.create_user("mike", PW, false);
+        let (s, b) = api(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/orgs",
+            "olga",
+            Some(json!({"username": "acme"})),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED, "{backend}: {b}");
+        let body = json!({"name": "Acme CI", "redirect_uris": [REDIRECT]});
+        let (s, b) = api(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/orgs/acme/applications/oauth2",
+            "olga",
+            Some(body.clone()),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED, "{backend}: {b}");
+        assert!(
+            b["client_secret"].as_str().is_some_and(|s| s.len() >= 32),
+            "{b}"
+        );
+        let id = b["id"].as_i64().unwrap();
+        let (s, list) = api(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/orgs/acme/applications/oauth2",
+            "olga",
+            None,
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK);
+        assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+        assert!(list[0].get("client_secret").is_none(), "{list}");
+        // Not the user's own application, and not mike's to manage.
+        let (_, mine) = api(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/user/applications/oauth2",
+            "olga",
+            None,
+        )
+        .await;
+        assert_eq!(mine, json!([]));
+        let (s, _) = api(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/orgs/acme/applications/oauth2",
+            "mike",
+            Some(body),
+        )
+        .await;
+        assert!(
+            s == StatusCode::FORBIDDEN || s == StatusCode::NOT_FOUND,
+            "{backend}: {s}"
+        );
+        let path = format!("/api/v1/orgs/acme/applications/oauth2/{id}");
+        let (s, _) = api(&server, reqwest::Method::DELETE, &path, "mike", None).await;
+        assert!(
+            s == StatusCode::FORBIDDEN || s == StatusCode::NOT_FOUND,
+            "{backend}: {s}"
+        );
+        let (s, _) = api(&server, reqwest::Method::DELETE, &path, "olga", None).await;
+        assert_eq!(s, StatusCode::NO_CONTENT, "{backend}");
     }
 }

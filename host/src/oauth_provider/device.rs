@@ -53,8 +53,10 @@ pub async fn begin(app: &App, client: &Client, scope: &str) -> Result<DeviceAuth
         .collect();
     let user_code = format!("{}-{}", &letters[..4], &letters[4..]);
     let t = now();
+    // Expired requests are kept a day, so that their device hears
+    // `expired_token` rather than `invalid_grant`.
     sqlx::query("DELETE FROM oauth_device_codes WHERE expires <= $1")
-        .bind(t)
+        .bind(t - 86400)
         .execute(app.db.pool())
         .await?;
     sqlx::query(
@@ -154,11 +156,17 @@ pub async fn poll(app: &App, client: &Client, device_code: &str) -> Result<Token
     if row.try_get::<i64, _>(7)? <= t {
         return Err(Error::ExpiredToken);
     }
-    let interval: i64 = row.try_get(5)?;
-    if row
-        .try_get::<Option<i64>, _>(6)?
-        .is_some_and(|last| t - last < interval)
-    {
+    // One statement decides whether this poll came soon enough, so that
+    // two racing polls cannot both pass.
+    let polled = sqlx::query(
+        "UPDATE oauth_device_codes SET last_poll = $1 WHERE device_code_hash = $2 \
+         AND (last_poll IS NULL OR last_poll + poll_interval <= $1)",
+    )
+    .bind(t)
+    .bind(&hash)
+    .execute(app.db.pool())
+    .await?;
+    if polled.rows_affected() != 1 {
         sqlx::query(
             "UPDATE oauth_device_codes SET poll_interval = poll_interval + 5, last_poll = $1 WHERE device_code_hash = $2",
         )
@@ -168,11 +176,6 @@ pub async fn poll(app: &App, client: &Client, device_code: &str) -> Result<Token
         .await?;
         return Err(Error::SlowDown);
     }
-    sqlx::query("UPDATE oauth_device_codes SET last_poll = $1 WHERE device_code_hash = $2")
-        .bind(t)
-        .bind(&hash)
-        .execute(app.db.pool())
-        .await?;
     match row.try_get::<String, _>(2)?.as_str() {
         "pending" => return Err(Error::AuthorizationPending),
         "denied" => return Err(Error::AccessDenied),

@@ -590,25 +590,35 @@ async fn end_session(
         .await
         .map_err(WebError::internal)?;
     let user = viewer.user();
-    let Some((_, aud)) = hint.filter(|(sub, _)| user.is_some_and(|u| u.id.to_string() == *sub))
-    else {
-        if user.is_none() {
-            return Ok(Redirect::to("/").into_response());
-        }
+    let confirm = || -> Result<Response, WebError> {
         let (csrf, jar) = viewer.csrf(&app);
         let page = LogoutPage {
             user: viewer.login(),
             csrf,
         };
-        return Ok((jar, render(StatusCode::OK, page)?).into_response());
+        Ok((jar, render(StatusCode::OK, page)?).into_response())
     };
-    if let Some(c) = viewer.jar.get(crate::sessions::COOKIE) {
-        crate::sessions::end(&app.db, c.value()).await?;
+    let Some((sub, aud)) = hint else {
+        return match user {
+            None => Ok(Redirect::to("/").into_response()),
+            Some(_) => confirm(),
+        };
+    };
+    let mut jar = viewer.jar.clone();
+    match user {
+        // Another user's token does not sign this one out.
+        Some(u) if u.id.to_string() != sub => return confirm(),
+        Some(_) => {
+            if let Some(c) = viewer.jar.get(crate::sessions::COOKIE) {
+                crate::sessions::end(&app.db, c.value()).await?;
+            }
+            jar = jar.remove(
+                axum_extra::extract::cookie::Cookie::build(crate::sessions::COOKIE).path("/"),
+            );
+        }
+        // Signed out already: the client still gets its user back.
+        None => {}
     }
-    let jar = viewer
-        .jar
-        .clone()
-        .remove(axum_extra::extract::cookie::Cookie::build(crate::sessions::COOKIE).path("/"));
     let client = apps::by_client_id(&app.db, &aud)
         .await
         .map_err(WebError::internal)?;
@@ -757,7 +767,7 @@ async fn discovery(State(app): State<App>) -> Result<Response, WebError> {
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token", DEVICE_GRANT],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["RS256"],
+        "id_token_signing_alg_values_supported": [app.config.oauth2.jwt_signing_algorithm],
         "scopes_supported": scopes,
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
