@@ -74,6 +74,15 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     let addr = config.listen_addr();
     let app = App::open(config).await?;
+    if app.config.oauth2.enable {
+        crate::oauth_provider::keys::ensure(
+            &app.db,
+            &app.key,
+            &app.config.oauth2.jwt_signing_algorithm,
+        )
+        .await
+        .context("making the OAuth2 signing key")?;
+    }
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;

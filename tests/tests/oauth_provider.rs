@@ -1866,3 +1866,51 @@ async fn organization_owners_register_applications_for_the_organization() {
         assert_eq!(s, StatusCode::NO_CONTENT, "{backend}");
     }
 }
+
+/// A code older than its ten minutes is refused with `invalid_grant`. The
+/// test moves the code's expiry into the past in the database (a clock
+/// skewed by ten minutes), rather than waiting.
+#[tokio::test]
+async fn an_expired_code_is_refused() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("ivy", PW, false);
+        let app = register(&server, "ivy", "Ivy's CI", &[REDIRECT], true).await;
+        let browser = server.signed_in("ivy", PW).await;
+        let (challenge, verifier) = pkce();
+        let url = authorize_url(
+            &server,
+            &app.client_id,
+            REDIRECT,
+            "openid",
+            Some(&challenge),
+        );
+        let code = obtain_code(&browser, &url, "CI").await;
+        sqlx::any::install_default_drivers();
+        let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&server.database_url())
+            .await
+            .unwrap();
+        let past = postern_tests::unix_now() as i64 - 1;
+        sqlx::query("UPDATE oauth_codes SET expires = $1")
+            .bind(past)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        let answer = token_request(
+            &server,
+            ClientAuth::basic(&app),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", &verifier),
+            ],
+        )
+        .await;
+        assert_token_error(&answer, StatusCode::BAD_REQUEST, "invalid_grant");
+        // A fresh code for the same request still works: only time refused
+        // the first.
+        let code = obtain_code(&browser, &url, "CI").await;
+        exchange_raw(&server, &app, &code, REDIRECT, &verifier).await;
+    }
+}

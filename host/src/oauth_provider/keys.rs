@@ -134,6 +134,13 @@ async fn current(
     Ok((kid, algorithm(alg), encoding))
 }
 
+/// Makes the signing key at the first start (and after
+/// `JWT_SIGNING_ALGORITHM` changed), so that the JWKS is complete before the
+/// first client reads it.
+pub async fn ensure(db: &Db, key: &InstanceKey, alg: &str) -> Result<()> {
+    current(db, key, alg).await.map(|_| ())
+}
+
 /// The published keys: the current one and those retired less than
 /// `keep` seconds ago (the longest a token they signed can live).
 pub async fn jwks(db: &Db, keep: i64) -> Result<serde_json::Value> {

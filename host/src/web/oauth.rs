@@ -684,20 +684,10 @@ async fn userinfo(State(app): State<App>, headers: HeaderMap) -> Result<Response
 /// `GET /login/oauth/keys`: the JWKS.
 async fn jwks(State(app): State<App>) -> Result<Response, Response> {
     enabled(&app).map_err(IntoResponse::into_response)?;
-    // A key is made before the first ID token is signed; publish one even
-    // before, so that a client may cache the set.
     let keep = app.config.oauth2.access_token_expiration;
-    let mut set = keys::jwks(&app.db, keep)
+    let set = keys::jwks(&app.db, keep)
         .await
         .map_err(|e| OAuthError(e).into_response())?;
-    if set["keys"].as_array().is_none_or(Vec::is_empty) {
-        keys::rotate(&app.db, &app.key, &app.config.oauth2.jwt_signing_algorithm)
-            .await
-            .map_err(|e| OAuthError(e).into_response())?;
-        set = keys::jwks(&app.db, keep)
-            .await
-            .map_err(|e| OAuthError(e).into_response())?;
-    }
     Ok(axum::Json(set).into_response())
 }
 
