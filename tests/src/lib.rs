@@ -5,6 +5,7 @@
 
 pub mod browser;
 pub mod ldap;
+pub mod oauth;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -7,8 +7,8 @@
 //! browser out only for an ID token this site signed for the signed-in
 //! user, and sends it only to a registered URI. On every backend.
 //!
-//! The helpers follow `oauth_provider.rs` (copied, not shared, to keep the
-//! two files independent).
+//! The helpers it shares with `oauth_provider.rs` live in
+//! `postern_tests::oauth`.
 
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
@@ -16,17 +16,20 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use openidconnect::core::{CoreClient, CoreIdToken, CoreProviderMetadata};
-use openidconnect::{ClientId, IssuerUrl, Nonce, PkceCodeChallenge};
-use postern_tests::browser::{Browser, free_port};
-use postern_tests::{Backend, Options, Server, backends, client, sign_in};
+use openidconnect::core::{CoreClient, CoreIdToken};
+use openidconnect::{ClientId, Nonce};
+use postern_tests::browser::Browser;
+use postern_tests::oauth::{
+    App, ClientAuth, PW, assert_no_store, assert_token_error, authorize_url, bare, bearer,
+    client_post, code_grant, discover, forms, location, pkce, query, random, register,
+    sent_to_sign_in, start, status_and_json, token_request, visible_text,
+};
+use postern_tests::{Server, backends, client, sign_in};
 use reqwest::StatusCode;
 use reqwest::cookie::CookieStore;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use url::Url;
-
-const PW: &str = "a-long-password";
 
 /// A redirect URI for clients that never use one here.
 const REDIRECT: &str = "http://127.0.0.1:1234/cb";
@@ -36,122 +39,6 @@ const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 /// What the provider says on the page for a code it does not hold.
 const UNKNOWN_CODE: &str = "That code is unknown or has expired.";
-
-/// A server whose ROOT_URL is the address it listens on, so that the
-/// endpoints it names (discovery, `verification_uri`) are reachable.
-async fn start(backend: &Backend) -> Server {
-    let port = free_port();
-    let env = vec![
-        ("POSTERN__SERVER__HTTP_PORT".to_string(), port.to_string()),
-        (
-            "POSTERN__SERVER__ROOT_URL".to_string(),
-            format!("http://127.0.0.1:{port}/"),
-        ),
-    ];
-    let server = Server::start(
-        backend,
-        Options {
-            ini: String::new(),
-            env,
-        },
-    )
-    .await;
-    assert_eq!(server.base, format!("http://127.0.0.1:{port}"));
-    server
-}
-
-fn random(prefix: &str) -> String {
-    format!(
-        "{prefix}-{:016x}{:016x}",
-        rand::random::<u64>(),
-        rand::random::<u64>()
-    )
-}
-
-/// An HTTP client without cookies that does not follow redirects: a
-/// device, or a client's back end.
-fn bare() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-// ---------------------------------------------------------------- the API
-
-/// A JSON API call as `user` (password), returning the status and body.
-async fn api(
-    server: &Server,
-    method: reqwest::Method,
-    path: &str,
-    user: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, server.url(path))
-        .basic_auth(user, Some(PW));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.unwrap();
-    let status = res.status();
-    let text = res.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-/// A GET with `Authorization: Bearer <token>`.
-async fn bearer(server: &Server, path: &str, token: &str) -> (StatusCode, Value) {
-    let res = bare()
-        .get(server.url(path))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    let text = res.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-/// A registered OAuth2 application, as the creation answer showed it.
-#[derive(Debug, Clone)]
-struct App {
-    client_id: String,
-    client_secret: String,
-}
-
-/// Registers an application as `owner` through the API.
-async fn register(
-    server: &Server,
-    owner: &str,
-    name: &str,
-    redirect_uris: &[&str],
-    confidential: bool,
-) -> App {
-    let (s, b) = api(
-        server,
-        reqwest::Method::POST,
-        "/api/v1/user/applications/oauth2",
-        owner,
-        Some(json!({
-            "name": name,
-            "redirect_uris": redirect_uris,
-            "confidential_client": confidential,
-        })),
-    )
-    .await;
-    assert_eq!(s, StatusCode::CREATED, "{}: {b}", server.backend);
-    assert_eq!(b["confidential_client"], confidential, "{b}");
-    let client_id = b["client_id"].as_str().unwrap().to_string();
-    assert!(!client_id.is_empty(), "{b}");
-    let client_secret = b["client_secret"].as_str().unwrap_or_default().to_string();
-    if confidential {
-        assert!(client_secret.len() >= 32, "{b}");
-    }
-    App {
-        client_id,
-        client_secret,
-    }
-}
 
 /// The discovery document.
 async fn discovery(server: &Server) -> Value {
@@ -166,47 +53,6 @@ async fn discovery(server: &Server) -> Value {
 
 // ------------------------------------------------- the client endpoints
 
-/// A form POST to one of the provider's client endpoints, with HTTP Basic
-/// client authentication when `basic` is given.
-async fn client_post(
-    url: &str,
-    basic: Option<(&str, &str)>,
-    fields: &[(&str, &str)],
-) -> (StatusCode, HeaderMap, Value) {
-    let mut req = bare().post(url);
-    if let Some((id, secret)) = basic {
-        req = req.basic_auth(id, Some(secret));
-    }
-    let res = req.form(fields).send().await.unwrap();
-    let status = res.status();
-    let headers = res.headers().clone();
-    let text = res.text().await.unwrap();
-    (
-        status,
-        headers,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-/// An RFC 6749 §5.2 error answer: the status, the code, a description, and
-/// no token.
-fn assert_token_error(answer: &(StatusCode, HeaderMap, Value), status: StatusCode, error: &str) {
-    let (s, _, b) = answer;
-    assert_eq!(b["error"], error, "{b}");
-    assert_eq!(*s, status, "{b}");
-    assert!(b["error_description"].is_string(), "{b}");
-    assert!(b.get("access_token").is_none(), "nothing granted: {b}");
-    assert!(b.get("refresh_token").is_none(), "nothing granted: {b}");
-}
-
-fn assert_no_store(headers: &HeaderMap) {
-    let cache = headers
-        .get("cache-control")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    assert!(cache.contains("no-store"), "Cache-Control: {cache:?}");
-}
-
 /// A device authorization answer (RFC 8628 §3.2).
 #[derive(Debug)]
 struct DeviceGrant {
@@ -220,8 +66,9 @@ struct DeviceGrant {
 /// §3.2.
 async fn device_authorization(server: &Server, app: &App, scope: &str) -> DeviceGrant {
     let (s, headers, b) = client_post(
-        &server.url("/login/oauth/device/code"),
-        None,
+        server,
+        "/login/oauth/device/code",
+        ClientAuth::None,
         &[("client_id", &app.client_id), ("scope", scope)],
     )
     .await;
@@ -274,9 +121,9 @@ async fn poll(
     client_id: &str,
     device_code: &str,
 ) -> (StatusCode, HeaderMap, Value) {
-    client_post(
-        &server.url("/login/oauth/access_token"),
-        None,
+    token_request(
+        server,
+        ClientAuth::None,
         &[
             ("grant_type", DEVICE_GRANT),
             ("device_code", device_code),
@@ -288,191 +135,13 @@ async fn poll(
 
 // ------------------------------------------------------------ pages
 
-/// The value of a query parameter.
-fn query(url: &Url, name: &str) -> Option<String> {
-    url.query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-}
-
-/// The `Location` of a redirect, resolved against the request's URL.
-fn location(res: &reqwest::Response) -> Url {
-    let loc = res
-        .headers()
-        .get("location")
-        .unwrap_or_else(|| panic!("{} without a Location", res.status()))
-        .to_str()
-        .unwrap();
-    res.url().join(loc).unwrap()
-}
-
-/// HTML character references, as a template escapes attribute values.
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(i) = rest.find('&') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        let decoded = rest.find(';').filter(|&j| j <= 10).and_then(|j| {
-            let entity = &rest[1..j];
-            let c = match entity {
-                "amp" => Some('&'),
-                "lt" => Some('<'),
-                "gt" => Some('>'),
-                "quot" => Some('"'),
-                "apos" => Some('\''),
-                _ => match entity.strip_prefix('#') {
-                    Some(hex) if hex.starts_with(['x', 'X']) => u32::from_str_radix(&hex[1..], 16)
-                        .ok()
-                        .and_then(char::from_u32),
-                    Some(dec) => dec.parse().ok().and_then(char::from_u32),
-                    None => None,
-                },
-            };
-            c.map(|c| (c, j))
-        });
-        match decoded {
-            Some((c, j)) => {
-                out.push(c);
-                rest = &rest[j + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A tag found in a page: where its opening tag ends, and its attributes
-/// (names lower-cased, values unescaped).
-struct Tag {
-    end: usize,
-    attrs: Vec<(String, String)>,
-}
-
-impl Tag {
-    fn attr(&self, name: &str) -> Option<&str> {
-        self.attrs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Every `<tag …>` in `html`.
-fn tags(html: &str, tag: &str) -> Vec<Tag> {
-    let lower = html.to_ascii_lowercase();
-    let bytes = html.as_bytes();
-    let len = bytes.len();
-    let open = format!("<{tag}");
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(i) = lower[from..].find(&open) {
-        let mut pos = from + i + open.len();
-        from = pos;
-        if pos < len && !(bytes[pos].is_ascii_whitespace() || matches!(bytes[pos], b'>' | b'/')) {
-            continue;
-        }
-        let mut attrs = Vec::new();
-        loop {
-            while pos < len && (bytes[pos].is_ascii_whitespace() || bytes[pos] == b'/') {
-                pos += 1;
-            }
-            if pos >= len || bytes[pos] == b'>' {
-                break;
-            }
-            let name_start = pos;
-            while pos < len
-                && !bytes[pos].is_ascii_whitespace()
-                && !matches!(bytes[pos], b'=' | b'>' | b'/')
-            {
-                pos += 1;
-            }
-            let name = lower[name_start..pos].to_string();
-            while pos < len && bytes[pos].is_ascii_whitespace() {
-                pos += 1;
-            }
-            let mut value = String::new();
-            if pos < len && bytes[pos] == b'=' {
-                pos += 1;
-                while pos < len && bytes[pos].is_ascii_whitespace() {
-                    pos += 1;
-                }
-                if pos < len && matches!(bytes[pos], b'"' | b'\'') {
-                    let quote = bytes[pos] as char;
-                    let start = pos + 1;
-                    let end = html[start..].find(quote).map_or(len, |e| start + e);
-                    value = unescape(&html[start..end]);
-                    pos = (end + 1).min(len);
-                } else {
-                    let start = pos;
-                    while pos < len && !bytes[pos].is_ascii_whitespace() && bytes[pos] != b'>' {
-                        pos += 1;
-                    }
-                    value = unescape(&html[start..pos]);
-                }
-            }
-            attrs.push((name, value));
-        }
-        out.push(Tag { end: pos, attrs });
-        from = pos;
-    }
-    out
-}
-
 /// The hidden fields of the POST form of `html` that posts to `path`, or
 /// None when the page has no such form.
 fn post_form(html: &str, path: &str) -> Option<Vec<(String, String)>> {
-    let lower = html.to_ascii_lowercase();
-    let f = tags(html, "form").into_iter().find(|f| {
-        f.attr("method")
-            .is_some_and(|m| m.eq_ignore_ascii_case("post"))
-            && f.attr("action")
-                .unwrap_or_default()
-                .split('?')
-                .next()
-                .is_some_and(|a| a.ends_with(path))
-    })?;
-    let close = lower[f.end..]
-        .find("</form")
-        .map_or(html.len(), |i| f.end + i);
-    Some(
-        tags(&html[f.end..close], "input")
-            .iter()
-            .filter(|t| {
-                t.attr("type")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("hidden"))
-            })
-            .map(|t| {
-                (
-                    t.attr("name").unwrap_or_default().to_string(),
-                    t.attr("value").unwrap_or_default().to_string(),
-                )
-            })
-            .collect(),
-    )
-}
-
-/// What a page shows: its text without the tags (so without the values of
-/// hidden fields).
-fn visible_text(html: &str) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => {
-                in_tag = false;
-                out.push(' ');
-            }
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    unescape(&out)
+    forms(html)
+        .into_iter()
+        .find(|f| f.is_post() && f.acts_on(path))
+        .map(|f| f.hidden)
 }
 
 /// A page: its status and HTML.
@@ -531,10 +200,7 @@ async fn verify_id_token(
     id_token: &str,
 ) -> Result<openidconnect::core::CoreIdTokenClaims, String> {
     let http = bare();
-    let issuer = IssuerUrl::new(server.base.clone()).unwrap();
-    let provider = CoreProviderMetadata::discover_async(issuer, &http)
-        .await
-        .unwrap_or_else(|e| panic!("{}: discovery: {e:?}", server.backend));
+    let provider = discover(server, &http).await;
     let oidc =
         CoreClient::from_provider_metadata(provider, ClientId::new(client_id.to_string()), None);
     let token: CoreIdToken = id_token.parse().map_err(|e| format!("{e}"))?;
@@ -550,7 +216,7 @@ async fn verify_id_token(
 async fn a_device_gets_its_tokens_once_the_user_enters_its_code_in_chromium() {
     use fantoccini::Locator;
     for backend in backends() {
-        let server = start(&backend).await;
+        let server = start(&backend, "").await;
         server.create_user("hana", PW, false);
         let app = register(&server, "hana", "Hana's CLI", &[REDIRECT], false).await;
 
@@ -686,39 +352,43 @@ async fn a_device_gets_its_tokens_once_the_user_enters_its_code_in_chromium() {
 #[tokio::test]
 async fn device_grant_refusals_answer_rfc_8628_errors() {
     for backend in backends() {
-        let server = start(&backend).await;
+        let server = start(&backend, "").await;
         server.create_user("ivan", PW, false);
         let app = register(&server, "ivan", "Ivan's CLI", &[REDIRECT], false).await;
         let other = register(&server, "ivan", "Other CLI", &[REDIRECT], false).await;
         let vault = register(&server, "ivan", "Vault", &[REDIRECT], true).await;
-        let device_endpoint = server.url("/login/oauth/device/code");
+        let device_endpoint = "/login/oauth/device/code";
 
         // Who may ask: a known client, authenticated when confidential, for
         // scopes that exist.
         let answer = client_post(
-            &device_endpoint,
-            None,
+            &server,
+            device_endpoint,
+            ClientAuth::None,
             &[("client_id", "no-such-client"), ("scope", "read:user")],
         )
         .await;
         assert_token_error(&answer, StatusCode::UNAUTHORIZED, "invalid_client");
         let answer = client_post(
-            &device_endpoint,
-            None,
+            &server,
+            device_endpoint,
+            ClientAuth::None,
             &[("client_id", &vault.client_id), ("scope", "read:user")],
         )
         .await;
         assert_token_error(&answer, StatusCode::UNAUTHORIZED, "invalid_client");
         let (s, _, b) = client_post(
-            &device_endpoint,
-            Some((&vault.client_id, &vault.client_secret)),
+            &server,
+            device_endpoint,
+            ClientAuth::basic(&vault),
             &[("scope", "read:user")],
         )
         .await;
         assert_eq!(s, StatusCode::OK, "{backend}: {b}");
         let answer = client_post(
-            &device_endpoint,
-            None,
+            &server,
+            device_endpoint,
+            ClientAuth::None,
             &[
                 ("client_id", &app.client_id),
                 ("scope", "read:user teleport"),
@@ -733,19 +403,14 @@ async fn device_grant_refusals_answer_rfc_8628_errors() {
 
         // The page asks a visitor to sign in first, and comes back.
         let grant = device_authorization(&server, &app, "read:user").await;
-        let res = client()
-            .get(&grant.verification_uri_complete)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
-        let login = location(&res);
-        assert_eq!(login.path(), "/user/login", "{backend}: {login}");
-        let back = Url::parse(&server.url("/"))
-            .unwrap()
-            .join(&query(&login, "redirect_to").unwrap())
-            .unwrap();
-        assert_eq!(back.as_str(), grant.verification_uri_complete, "{login}");
+        let to_sign_in =
+            sent_to_sign_in(&server, &client(), &grant.verification_uri_complete).await;
+        assert_eq!(
+            to_sign_in.back.as_str(),
+            grant.verification_uri_complete,
+            "{}",
+            to_sign_in.login
+        );
 
         // The user refuses: the device hears access_denied, and the code
         // cannot be answered again.
@@ -887,30 +552,21 @@ async fn session_user(server: &Server, session: &str) -> (StatusCode, Value) {
         .send()
         .await
         .unwrap();
-    let status = res.status();
-    let text = res.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    status_and_json(res).await
 }
 
 /// The code flow with a confidential client, the consent form answered by
 /// the signed-in `web`; returns the token answer.
 async fn code_flow(server: &Server, web: &Web, app: &App, app_name: &str, redirect: &str) -> Value {
-    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-    let state = random("state");
-    let url = Url::parse_with_params(
-        &server.url("/login/oauth/authorize"),
-        &[
-            ("response_type", "code"),
-            ("client_id", &app.client_id),
-            ("redirect_uri", redirect),
-            ("state", &state),
-            ("scope", "openid profile"),
-            ("nonce", &random("nonce")),
-            ("code_challenge", challenge.as_str()),
-            ("code_challenge_method", "S256"),
-        ],
-    )
-    .unwrap();
+    let (challenge, verifier) = pkce();
+    let url = authorize_url(
+        server,
+        &app.client_id,
+        redirect,
+        "openid profile",
+        Some(&challenge),
+    );
+    let state = query(&url, "state").expect("authorize_url sets a state");
     let (s, html) = page(&web.http, url.as_str()).await;
     assert_eq!(
         s,
@@ -937,17 +593,8 @@ async fn code_flow(server: &Server, web: &Web, app: &App, app_name: &str, redire
     );
     assert_eq!(query(&landing, "state"), Some(state));
     let code = query(&landing, "code").unwrap_or_else(|| panic!("no code in {landing}"));
-    let (s, headers, tokens) = client_post(
-        &server.url("/login/oauth/access_token"),
-        Some((&app.client_id, &app.client_secret)),
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", redirect),
-            ("code_verifier", verifier.secret()),
-        ],
-    )
-    .await;
+    let (s, headers, tokens) =
+        code_grant(server, ClientAuth::basic(app), &code, redirect, &verifier).await;
     assert_eq!(s, StatusCode::OK, "{}: {tokens}", server.backend);
     assert_no_store(&headers);
     assert!(tokens["id_token"].is_string(), "openid was asked: {tokens}");
@@ -995,7 +642,7 @@ async fn assert_asks_to_sign_out(res: reqwest::Response) -> Vec<(String, String)
 #[tokio::test]
 async fn rp_initiated_logout_signs_the_browser_out_only_for_a_valid_id_token_hint() {
     for backend in backends() {
-        let server = start(&backend).await;
+        let server = start(&backend, "").await;
         server.create_user("judy", PW, false);
         server.create_user("kim", PW, false);
         let callback = server.url("/oauth-test-callback");

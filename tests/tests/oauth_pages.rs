@@ -6,11 +6,11 @@
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
+use postern_tests::oauth::{ClientAuth, PW, api, bearer, location, query, token_request};
 use postern_tests::{Options, Server, backends, client, csrf_of, flash_error, get_text};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-const PW: &str = "a-long-password";
 const PAGE: &str = "/user/settings/applications";
 const CALLBACK: &str = "https://ci.example.com/authorize";
 
@@ -46,20 +46,25 @@ fn text_of(html: &str, id: &str) -> String {
 
 /// `GET /api/v1/user/applications/oauth2` as `user`.
 async fn api_list(server: &Server, user: &str) -> Vec<Value> {
-    let res = reqwest::Client::new()
-        .get(server.url("/api/v1/user/applications/oauth2"))
-        .basic_auth(user, Some(PW))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    res.json::<Vec<Value>>().await.unwrap()
+    let (s, list) = api(
+        server,
+        reqwest::Method::GET,
+        "/api/v1/user/applications/oauth2",
+        user,
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{list}");
+    match list {
+        Value::Array(list) => list,
+        other => panic!("a JSON list: {other}"),
+    }
 }
 
 /// Authorizes the application as the signed-in browser (consenting on the
 /// page the first time) and returns the code from the redirect.
 async fn authorize(http: &reqwest::Client, server: &Server, client_id: &str) -> String {
-    let query = [
+    let params = [
         ("response_type", "code"),
         ("client_id", client_id),
         ("redirect_uri", CALLBACK),
@@ -68,14 +73,14 @@ async fn authorize(http: &reqwest::Client, server: &Server, client_id: &str) -> 
     ];
     let mut res = http
         .get(server.url("/login/oauth/authorize"))
-        .query(&query)
+        .query(&params)
         .send()
         .await
         .unwrap();
     if res.status() == StatusCode::OK {
         let consent = res.text().await.unwrap();
         let csrf = csrf_of(&consent);
-        let mut form = query.to_vec();
+        let mut form = params.to_vec();
         form.extend([("granted", "true"), ("_csrf", csrf.as_str())]);
         res = http
             .post(server.url("/login/oauth/grant"))
@@ -85,47 +90,36 @@ async fn authorize(http: &reqwest::Client, server: &Server, client_id: &str) -> 
             .unwrap();
     }
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let location = res.headers()["location"].to_str().unwrap().to_string();
-    assert!(location.starts_with(CALLBACK), "{location}");
-    url::Url::parse(&location)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "code")
-        .unwrap_or_else(|| panic!("no code in {location}"))
-        .1
-        .to_string()
+    let landing = location(&res);
+    assert!(landing.as_str().starts_with(CALLBACK), "{landing}");
+    query(&landing, "code").unwrap_or_else(|| panic!("no code in {landing}"))
 }
 
-/// Exchanges a code with the client's secret (`client_secret_basic`).
+/// Exchanges a code with the client's secret (`client_secret_basic`); the
+/// answer is a JSON object.
 async fn exchange(
     server: &Server,
     client_id: &str,
     secret: &str,
     code: &str,
 ) -> (StatusCode, Value) {
-    let res = reqwest::Client::new()
-        .post(server.url("/login/oauth/access_token"))
-        .basic_auth(client_id, Some(secret))
-        .form(&[
+    let (status, _, body) = token_request(
+        server,
+        ClientAuth::Basic(client_id, secret),
+        &[
             ("grant_type", "authorization_code"),
             ("code", code),
             ("redirect_uri", CALLBACK),
-        ])
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    (status, res.json().await.unwrap())
+        ],
+    )
+    .await;
+    assert!(body.is_object(), "the token endpoint answers JSON: {body}");
+    (status, body)
 }
 
+/// The status of `GET /api/v1/user` with the access token `token`.
 async fn read_user(server: &Server, token: &str) -> StatusCode {
-    reqwest::Client::new()
-        .get(server.url("/api/v1/user"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .status()
+    bearer(server, "/api/v1/user", token).await.0
 }
 
 #[tokio::test]

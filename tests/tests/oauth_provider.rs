@@ -13,23 +13,24 @@ use std::time::Duration;
 
 use openidconnect::core::{
     CoreAuthenticationFlow, CoreClient, CoreErrorResponseType, CoreIdTokenClaims,
-    CoreJwsSigningAlgorithm, CoreProviderMetadata, CoreTokenResponse, CoreTokenType,
-    CoreUserInfoClaims,
+    CoreJwsSigningAlgorithm, CoreTokenResponse, CoreTokenType, CoreUserInfoClaims,
 };
 use openidconnect::{
     AccessTokenHash, AuthType, AuthorizationCode, ClientId, ClientSecret, CsrfToken,
-    EndpointMaybeSet, EndpointNotSet, EndpointSet, IssuerUrl, Nonce, OAuth2TokenResponse,
-    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope,
-    TokenResponse,
+    EndpointMaybeSet, EndpointNotSet, EndpointSet, Nonce, OAuth2TokenResponse, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope, TokenResponse,
 };
-use postern_tests::browser::{Browser, free_port};
-use postern_tests::{Backend, Options, Server, backends, client, git};
+use postern_tests::browser::Browser;
+use postern_tests::oauth::{
+    App, ClientAuth, Form, PW, api, assert_no_store, assert_token_error, authorize_url, bare,
+    bearer, client_post, code_grant, discover, forms, location, pkce, query, register,
+    sent_to_sign_in, start, token_request, visible_text,
+};
+use postern_tests::{Backend, Server, backends, client, git};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use url::Url;
-
-const PW: &str = "a-long-password";
 
 /// The redirect URI the confidential test clients register: nothing listens
 /// there, the tests read the code from the `Location` header.
@@ -46,199 +47,7 @@ type Oidc = CoreClient<
     EndpointMaybeSet,
 >;
 
-/// A server whose ROOT_URL is the address it listens on, so that the
-/// issuer and the endpoints of the discovery document are reachable.
-async fn start(backend: &Backend, ini: &str) -> Server {
-    let port = free_port();
-    let env = vec![
-        ("POSTERN__SERVER__HTTP_PORT".to_string(), port.to_string()),
-        (
-            "POSTERN__SERVER__ROOT_URL".to_string(),
-            format!("http://127.0.0.1:{port}/"),
-        ),
-    ];
-    let server = Server::start(
-        backend,
-        Options {
-            ini: ini.into(),
-            env,
-        },
-    )
-    .await;
-    assert_eq!(server.base, format!("http://127.0.0.1:{port}"));
-    server
-}
-
-/// The HTTP client the library uses: redirects are not followed (RFC 6749
-/// §5.1 answers the token request directly).
-fn library_http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-fn random(prefix: &str) -> String {
-    format!(
-        "{prefix}-{:016x}{:016x}",
-        rand::random::<u64>(),
-        rand::random::<u64>()
-    )
-}
-
 // ---------------------------------------------------------------- the API
-
-/// A JSON API call as `user` (password), returning the status and body.
-async fn api(
-    server: &Server,
-    method: reqwest::Method,
-    path: &str,
-    user: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, server.url(path))
-        .basic_auth(user, Some(PW));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.unwrap();
-    let status = res.status();
-    let text = res.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-/// A GET with `Authorization: Bearer <token>`.
-async fn bearer(server: &Server, path: &str, token: &str) -> (StatusCode, Value) {
-    let res = reqwest::Client::new()
-        .get(server.url(path))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    let text = res.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-/// A registered OAuth2 application, as the creation answer showed it.
-#[derive(Debug, Clone)]
-struct App {
-    id: i64,
-    client_id: String,
-    client_secret: String,
-    confidential: bool,
-}
-
-/// Registers an application as `owner` and checks Gitea's answer.
-async fn register(
-    server: &Server,
-    owner: &str,
-    name: &str,
-    redirect_uris: &[&str],
-    confidential: bool,
-) -> App {
-    let (s, b) = api(
-        server,
-        reqwest::Method::POST,
-        "/api/v1/user/applications/oauth2",
-        owner,
-        Some(json!({
-            "name": name,
-            "redirect_uris": redirect_uris,
-            "confidential_client": confidential,
-        })),
-    )
-    .await;
-    assert_eq!(s, StatusCode::CREATED, "{}: {b}", server.backend);
-    assert_eq!(b["name"], name, "{b}");
-    assert_eq!(b["redirect_uris"], json!(redirect_uris), "{b}");
-    assert_eq!(b["confidential_client"], confidential, "{b}");
-    assert!(b["created"].is_string(), "{b}");
-    let client_id = b["client_id"].as_str().unwrap().to_string();
-    assert!(!client_id.is_empty());
-    let client_secret = b["client_secret"].as_str().unwrap_or_default().to_string();
-    if confidential {
-        assert!(
-            client_secret.len() >= 32,
-            "MINIMAL_TOKEN_LENGTH is 32: {client_secret:?}"
-        );
-    }
-    App {
-        id: b["id"].as_i64().expect("a numeric id"),
-        client_id,
-        client_secret,
-        confidential,
-    }
-}
-
-/// How a request to the token, introspection or revocation endpoint
-/// authenticates its client.
-#[derive(Clone, Copy)]
-enum ClientAuth<'a> {
-    /// `client_secret_basic`.
-    Basic(&'a str, &'a str),
-    /// `client_secret_post`.
-    Post(&'a str, &'a str),
-    /// A public client: `client_id` alone.
-    Public(&'a str),
-    None,
-}
-
-impl<'a> ClientAuth<'a> {
-    fn basic(app: &'a App) -> Self {
-        ClientAuth::Basic(&app.client_id, &app.client_secret)
-    }
-}
-
-/// A form POST to one of the provider's client endpoints.
-async fn client_post(
-    server: &Server,
-    path: &str,
-    auth: ClientAuth<'_>,
-    fields: &[(&str, &str)],
-) -> (StatusCode, HeaderMap, Value) {
-    let mut form: Vec<(&str, &str)> = fields.to_vec();
-    let mut req = library_http().post(server.url(path));
-    match auth {
-        ClientAuth::Basic(id, secret) => req = req.basic_auth(id, Some(secret)),
-        ClientAuth::Post(id, secret) => {
-            form.push(("client_id", id));
-            form.push(("client_secret", secret));
-        }
-        ClientAuth::Public(id) => form.push(("client_id", id)),
-        ClientAuth::None => {}
-    }
-    let res = req.form(&form).send().await.unwrap();
-    let status = res.status();
-    let headers = res.headers().clone();
-    let text = res.text().await.unwrap();
-    (
-        status,
-        headers,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-/// `POST /login/oauth/access_token`.
-async fn token_request(
-    server: &Server,
-    auth: ClientAuth<'_>,
-    fields: &[(&str, &str)],
-) -> (StatusCode, HeaderMap, Value) {
-    client_post(server, "/login/oauth/access_token", auth, fields).await
-}
-
-/// An RFC 6749 §5.2 error answer: the status, the code, a description, and
-/// no token.
-fn assert_token_error(answer: &(StatusCode, HeaderMap, Value), status: StatusCode, error: &str) {
-    let (s, _, b) = answer;
-    assert_eq!(*s, status, "{b}");
-    assert_eq!(b["error"], error, "{b}");
-    assert!(b["error_description"].is_string(), "{b}");
-    assert!(b.get("access_token").is_none(), "nothing granted: {b}");
-    assert!(b.get("refresh_token").is_none(), "nothing granted: {b}");
-}
 
 /// Exchanges a code with `client_secret_basic`, as a client library without
 /// its own checks would; returns the token answer after checking its shape.
@@ -249,24 +58,10 @@ async fn exchange_raw(
     redirect: &str,
     verifier: &str,
 ) -> Value {
-    let answer = token_request(
-        server,
-        ClientAuth::basic(app),
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", redirect),
-            ("code_verifier", verifier),
-        ],
-    )
-    .await;
+    let answer = code_grant(server, ClientAuth::basic(app), code, redirect, verifier).await;
     let (s, headers, b) = answer;
     assert_eq!(s, StatusCode::OK, "{}: {b}", server.backend);
-    let cache = headers
-        .get("cache-control")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    assert!(cache.contains("no-store"), "Cache-Control: {cache:?}");
+    assert_no_store(&headers);
     assert_eq!(b["token_type"], "bearer", "{b}");
     assert_eq!(b["expires_in"], 3600, "{b}");
     assert!(b["access_token"].as_str().unwrap().len() >= 32, "{b}");
@@ -294,48 +89,6 @@ async fn refresh_raw(
 
 // ------------------------------------------------- the browser's part
 
-/// A PKCE pair: (challenge, verifier).
-fn pkce() -> (String, String) {
-    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-    (
-        challenge.as_str().to_string(),
-        verifier.secret().to_string(),
-    )
-}
-
-/// An authorization request for a code, built by hand for the refusal
-/// tests; `challenge` is an S256 PKCE challenge.
-fn authorize_url(
-    server: &Server,
-    client_id: &str,
-    redirect: &str,
-    scope: &str,
-    challenge: Option<&str>,
-) -> Url {
-    let state = random("state");
-    let nonce = random("nonce");
-    let mut pairs = vec![
-        ("response_type", "code"),
-        ("client_id", client_id),
-        ("redirect_uri", redirect),
-        ("state", &state),
-        ("scope", scope),
-        ("nonce", &nonce),
-    ];
-    if let Some(challenge) = challenge {
-        pairs.push(("code_challenge", challenge));
-        pairs.push(("code_challenge_method", "S256"));
-    }
-    Url::parse_with_params(&server.url("/login/oauth/authorize"), &pairs).unwrap()
-}
-
-/// The value of a query parameter.
-fn query(url: &Url, name: &str) -> Option<String> {
-    url.query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-}
-
 /// `url` with the query parameter `name` set to `value`.
 fn with_param(url: &Url, name: &str, value: &str) -> Url {
     let pairs: Vec<(String, String)> = url
@@ -347,17 +100,6 @@ fn with_param(url: &Url, name: &str, value: &str) -> Url {
     let mut out = url.clone();
     out.query_pairs_mut().clear().extend_pairs(&pairs);
     out
-}
-
-/// The `Location` of a redirect, resolved against the request's URL.
-fn location(res: &reqwest::Response) -> Url {
-    let loc = res
-        .headers()
-        .get("location")
-        .unwrap_or_else(|| panic!("{} without a Location", res.status()))
-        .to_str()
-        .unwrap();
-    res.url().join(loc).unwrap()
 }
 
 /// Two URLs name the same request: origin, path and the same query
@@ -380,193 +122,12 @@ fn assert_lands_on(landing: &Url, redirect: &str) {
     );
 }
 
-/// HTML character references, as a template escapes attribute values.
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(i) = rest.find('&') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        let decoded = rest.find(';').filter(|&j| j <= 10).and_then(|j| {
-            let entity = &rest[1..j];
-            let c = match entity {
-                "amp" => Some('&'),
-                "lt" => Some('<'),
-                "gt" => Some('>'),
-                "quot" => Some('"'),
-                "apos" => Some('\''),
-                _ => match entity.strip_prefix('#') {
-                    Some(hex) if hex.starts_with(['x', 'X']) => u32::from_str_radix(&hex[1..], 16)
-                        .ok()
-                        .and_then(char::from_u32),
-                    Some(dec) => dec.parse().ok().and_then(char::from_u32),
-                    None => None,
-                },
-            };
-            c.map(|c| (c, j))
-        });
-        match decoded {
-            Some((c, j)) => {
-                out.push(c);
-                rest = &rest[j + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A tag found in a page: where its opening tag ends, and its attributes
-/// (names lower-cased, values unescaped).
-struct Tag {
-    end: usize,
-    attrs: Vec<(String, String)>,
-}
-
-impl Tag {
-    fn attr(&self, name: &str) -> Option<&str> {
-        self.attrs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Every `<tag …>` in `html`.
-fn tags(html: &str, tag: &str) -> Vec<Tag> {
-    let lower = html.to_ascii_lowercase();
-    let bytes = html.as_bytes();
-    let len = bytes.len();
-    let open = format!("<{tag}");
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(i) = lower[from..].find(&open) {
-        let mut pos = from + i + open.len();
-        from = pos;
-        if pos < len && !(bytes[pos].is_ascii_whitespace() || matches!(bytes[pos], b'>' | b'/')) {
-            continue;
-        }
-        let mut attrs = Vec::new();
-        loop {
-            while pos < len && (bytes[pos].is_ascii_whitespace() || bytes[pos] == b'/') {
-                pos += 1;
-            }
-            if pos >= len || bytes[pos] == b'>' {
-                break;
-            }
-            let name_start = pos;
-            while pos < len
-                && !bytes[pos].is_ascii_whitespace()
-                && !matches!(bytes[pos], b'=' | b'>' | b'/')
-            {
-                pos += 1;
-            }
-            let name = lower[name_start..pos].to_string();
-            while pos < len && bytes[pos].is_ascii_whitespace() {
-                pos += 1;
-            }
-            let mut value = String::new();
-            if pos < len && bytes[pos] == b'=' {
-                pos += 1;
-                while pos < len && bytes[pos].is_ascii_whitespace() {
-                    pos += 1;
-                }
-                if pos < len && matches!(bytes[pos], b'"' | b'\'') {
-                    let quote = bytes[pos] as char;
-                    let start = pos + 1;
-                    let end = html[start..].find(quote).map_or(len, |e| start + e);
-                    value = unescape(&html[start..end]);
-                    pos = (end + 1).min(len);
-                } else {
-                    let start = pos;
-                    while pos < len && !bytes[pos].is_ascii_whitespace() && bytes[pos] != b'>' {
-                        pos += 1;
-                    }
-                    value = unescape(&html[start..pos]);
-                }
-            }
-            attrs.push((name, value));
-        }
-        out.push(Tag { end: pos, attrs });
-        from = pos;
-    }
-    out
-}
-
-/// A form of a page: where it posts, its hidden fields and its submit
-/// buttons (`name`, `value`).
-#[derive(Debug)]
-struct Form {
-    action: String,
-    hidden: Vec<(String, String)>,
-    buttons: Vec<(String, String)>,
-}
-
-impl Form {
-    fn hidden(&self, name: &str) -> Option<&str> {
-        self.hidden
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
 /// The form of `html` whose action is `path` (with or without a query).
 fn form(html: &str, path: &str) -> Form {
-    let lower = html.to_ascii_lowercase();
-    for f in tags(html, "form") {
-        let action = f.attr("action").unwrap_or_default();
-        let action_path = action.split('?').next().unwrap_or_default();
-        if !action_path.ends_with(path) {
-            continue;
-        }
-        let close = lower[f.end..]
-            .find("</form")
-            .map_or(html.len(), |i| f.end + i);
-        let body = &html[f.end..close];
-        let pair = |t: &Tag| {
-            (
-                t.attr("name").unwrap_or_default().to_string(),
-                t.attr("value").unwrap_or_default().to_string(),
-            )
-        };
-        let inputs = tags(body, "input");
-        let hidden = inputs
-            .iter()
-            .filter(|t| {
-                t.attr("type")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("hidden"))
-            })
-            .map(pair)
-            .collect();
-        let mut buttons: Vec<(String, String)> = tags(body, "button")
-            .iter()
-            .filter(|t| {
-                t.attr("type")
-                    .is_none_or(|v| v.eq_ignore_ascii_case("submit"))
-            })
-            .map(pair)
-            .collect();
-        buttons.extend(
-            inputs
-                .iter()
-                .filter(|t| {
-                    t.attr("type")
-                        .is_some_and(|v| v.eq_ignore_ascii_case("submit"))
-                })
-                .map(pair),
-        );
-        return Form {
-            action: action.to_string(),
-            hidden,
-            buttons,
-        };
-    }
-    panic!("the page has no form posting to {path}:\n{html}");
+    forms(html)
+        .into_iter()
+        .find(|f| f.acts_on(path))
+        .unwrap_or_else(|| panic!("the page has no form posting to {path}:\n{html}"))
 }
 
 /// Walks `auth_url` with a browser that is not signed in: the provider
@@ -579,17 +140,10 @@ async fn sign_in_through_authorize(
     user: &str,
 ) {
     let backend = &server.backend;
-    let res = browser.get(auth_url.clone()).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
-    let login = location(&res);
-    assert_eq!(login.path(), "/user/login", "{backend}: {login}");
-    let redirect_to = query(&login, "redirect_to").expect("redirect_to on the sign-in URL");
-    let back = Url::parse(&server.url("/"))
-        .unwrap()
-        .join(&redirect_to)
-        .unwrap();
+    let to_sign_in = sent_to_sign_in(server, browser, auth_url.as_str()).await;
+    let (login, redirect_to) = (to_sign_in.login, to_sign_in.redirect_to);
     assert!(
-        same_request(&back, auth_url),
+        same_request(&to_sign_in.back, auth_url),
         "{backend}: redirect_to {redirect_to} is not the authorization request {auth_url}"
     );
 
@@ -645,25 +199,6 @@ async fn consent_page_of(res: reqwest::Response, auth_url: &Url, app_name: &str)
         assert!(text.contains(s), "the page names the scope {s}:\n{text}");
     }
     page
-}
-
-/// What a page shows: its text without the tags (so without the values of
-/// hidden fields).
-fn visible_text(html: &str) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => {
-                in_tag = false;
-                out.push(' ');
-            }
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    unescape(&out)
 }
 
 /// Submits the consent form of `page` (loaded from `page_url`) with
@@ -771,10 +306,7 @@ async fn assert_error_page(browser: &reqwest::Client, auth_url: &Url) {
 
 /// Discovery by the library, and a client for `app`.
 async fn oidc_client(server: &Server, http: &reqwest::Client, app: &App, redirect: &str) -> Oidc {
-    let issuer = IssuerUrl::new(server.base.clone()).unwrap();
-    let provider = CoreProviderMetadata::discover_async(issuer, http)
-        .await
-        .unwrap_or_else(|e| panic!("{}: discovery: {e:?}", server.backend));
+    let provider = discover(server, http).await;
     let secret = app
         .confidential
         .then(|| ClientSecret::new(app.client_secret.clone()));
@@ -994,7 +526,7 @@ async fn a_confidential_client_runs_the_code_flow_with_pkce_and_rotates_its_refr
         );
 
         // The library: discovery, then the authorization request.
-        let http = library_http();
+        let http = bare();
         let oidc = oidc_client(&server, &http, &app, REDIRECT).await;
         let flow = library_flow(&oidc, &["profile", "email", "groups"]);
 
@@ -1109,7 +641,7 @@ async fn a_public_client_runs_the_code_flow_with_pkce_alone() {
         assert_redirected_error(&browser, &url, "invalid_request").await;
 
         // With one, the library (no secret: client_id and code_verifier).
-        let http = library_http();
+        let http = bare();
         let oidc = oidc_client(&server, &http, &app, redirect).await;
         let flow = library_flow(&oidc, &["profile", "email"]);
         let code = obtain_code(&browser, &flow.url, "CLI").await;
@@ -1151,7 +683,7 @@ async fn consent_given_in_chromium_yields_a_code_the_library_exchanges() {
         // A path on Postern itself: the browser only needs to land there.
         let redirect = server.url("/oauth-test-callback");
         let app = register(&server, "erin", "Drone", &[&redirect], true).await;
-        let http = library_http();
+        let http = bare();
         let oidc = oidc_client(&server, &http, &app, &redirect).await;
         let flow = library_flow(&oidc, &["profile", "email"]);
 
@@ -1299,17 +831,7 @@ async fn token_endpoint_refusals_follow_rfc_6749_and_rfc_7636() {
         assert_eq!(s, StatusCode::OK, "{backend}");
 
         // The code again: invalid_grant, and what it gave is revoked.
-        let replay = token_request(
-            &server,
-            ClientAuth::basic(&app),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", REDIRECT),
-                ("code_verifier", &verifier),
-            ],
-        )
-        .await;
+        let replay = code_grant(&server, ClientAuth::basic(&app), &code, REDIRECT, &verifier).await;
         assert_token_error(&replay, StatusCode::BAD_REQUEST, "invalid_grant");
         let (s, _) = bearer(&server, "/api/v1/user", &access).await;
         assert_eq!(
@@ -1327,15 +849,12 @@ async fn token_endpoint_refusals_follow_rfc_6749_and_rfc_7636() {
         let (challenge, _) = pkce();
         let code = new_code(challenge).await;
         let (_, wrong_verifier) = pkce();
-        let answer = token_request(
+        let answer = code_grant(
             &server,
             ClientAuth::basic(&app),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", REDIRECT),
-                ("code_verifier", &wrong_verifier),
-            ],
+            &code,
+            REDIRECT,
+            &wrong_verifier,
         )
         .await;
         assert_token_error(&answer, StatusCode::BAD_REQUEST, "invalid_grant");
@@ -1376,15 +895,12 @@ async fn token_endpoint_refusals_follow_rfc_6749_and_rfc_7636() {
         // valid secret and the right verifier).
         let (challenge, verifier) = pkce();
         let code = new_code(challenge).await;
-        let answer = token_request(
+        let answer = code_grant(
             &server,
             ClientAuth::basic(&other),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", REDIRECT),
-                ("code_verifier", &verifier),
-            ],
+            &code,
+            REDIRECT,
+            &verifier,
         )
         .await;
         assert_token_error(&answer, StatusCode::BAD_REQUEST, "invalid_grant");
@@ -1760,7 +1276,7 @@ async fn ec_and_ed25519_keys_sign_id_tokens_the_library_verifies() {
             let redirect = "http://127.0.0.1:4321/callback";
             let app = register(&server, "erin", "Erin's tool", &[redirect], false).await;
             let browser = server.signed_in("erin", PW).await;
-            let http = library_http();
+            let http = bare();
             let oidc = oidc_client(&server, &http, &app, redirect).await;
             let flow = library_flow(&oidc, &["profile"]);
             let code = obtain_code(&browser, &flow.url, "tool").await;
@@ -1896,17 +1412,7 @@ async fn an_expired_code_is_refused() {
             .execute(&mut conn)
             .await
             .unwrap();
-        let answer = token_request(
-            &server,
-            ClientAuth::basic(&app),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", REDIRECT),
-                ("code_verifier", &verifier),
-            ],
-        )
-        .await;
+        let answer = code_grant(&server, ClientAuth::basic(&app), &code, REDIRECT, &verifier).await;
         assert_token_error(&answer, StatusCode::BAD_REQUEST, "invalid_grant");
         // A fresh code for the same request still works: only time refused
         // the first.
