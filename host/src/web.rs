@@ -190,6 +190,12 @@ impl Viewer {
         self.user().ok_or(WebError::SignIn)
     }
 
+    /// The signed-in user of a submitted form whose CSRF token checks out.
+    fn form_user(&self, app: &App, csrf: &str) -> Result<&User, WebError> {
+        check_csrf(self, app, csrf)?;
+        self.signed_in()
+    }
+
     fn login(&self) -> Option<String> {
         self.user().map(|u| u.login.clone())
     }

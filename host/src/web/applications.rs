@@ -16,7 +16,7 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use time::macros::format_description;
 
-use super::{Viewer, WebError, check_csrf, nothing_here, render};
+use super::{Viewer, WebError, nothing_here, render};
 use crate::oauth_provider::apps::{self, Registration};
 use crate::oauth_provider::{Error, codes};
 use crate::state::App;
@@ -216,8 +216,7 @@ fn settings_user<'v>(app: &App, viewer: &'v Viewer, csrf: &str) -> Result<&'v Us
     if !app.config.oauth2.enable {
         return Err(WebError::NotFound);
     }
-    check_csrf(viewer, app, csrf)?;
-    viewer.signed_in()
+    viewer.form_user(app, csrf)
 }
 
 /// `GET /user/settings/applications`.

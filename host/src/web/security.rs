@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Viewer, WebError, check_csrf, render};
+use super::{Viewer, WebError, render};
 use crate::plugins::builtin;
 use crate::second_factor::{self, Error, Factor};
 use crate::state::App;
@@ -127,12 +127,6 @@ fn qr_svg(uri: &str) -> Result<String, String> {
         .build())
 }
 
-/// The signed-in user of a settings form whose CSRF token checks out.
-fn settings_user<'v>(app: &App, viewer: &'v Viewer, csrf: &str) -> Result<&'v User, WebError> {
-    check_csrf(viewer, app, csrf)?;
-    viewer.signed_in()
-}
-
 pub(crate) async fn show(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
     let user = viewer.signed_in()?;
     page(&app, &viewer, user, StatusCode::OK, Shown::default()).await
@@ -149,7 +143,7 @@ pub(crate) async fn begin(
     viewer: Viewer,
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = viewer.form_user(&app, &form.csrf)?;
     let uri = match second_factor::begin_totp(&app, user).await {
         Ok(uri) => uri,
         Err(e) => return refused(&app, &viewer, user, e).await,
@@ -174,7 +168,7 @@ pub(crate) async fn confirm(
     viewer: Viewer,
     Form(form): Form<ConfirmForm>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = viewer.form_user(&app, &form.csrf)?;
     match second_factor::confirm_totp(&app, user, &form.passcode).await {
         Ok(codes) => codes_page(&app, &viewer, user, codes).await,
         Err(e) => refused(&app, &viewer, user, e).await,
@@ -186,7 +180,7 @@ pub(crate) async fn disable_totp(
     viewer: Viewer,
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = viewer.form_user(&app, &form.csrf)?;
     match second_factor::disable_totp(&app, user).await {
         Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
         Err(e) => refused(&app, &viewer, user, e).await,
@@ -198,7 +192,7 @@ pub(crate) async fn regenerate_codes(
     viewer: Viewer,
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = viewer.form_user(&app, &form.csrf)?;
     if !second_factor::enrolled(&app.db, user.id).await? {
         return refused(&app, &viewer, user, Error::NotFound).await;
     }
@@ -225,7 +219,7 @@ pub(crate) async fn begin_key(
     viewer: Viewer,
     Form(form): Form<KeyForm>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = viewer.form_user(&app, &form.csrf)?;
     let name = match second_factor::key_name(&form.name) {
         Ok(name) => name,
         Err(e) => return refused(&app, &viewer, user, e).await,
@@ -250,7 +244,7 @@ pub(crate) async fn confirm_key(
     viewer: Viewer,
     Form(form): Form<KeyForm>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = viewer.form_user(&app, &form.csrf)?;
     match second_factor::confirm_enrollment(
         &app,
         user,
@@ -271,7 +265,7 @@ pub(crate) async fn remove_key(
     Path(id): Path<i64>,
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = viewer.form_user(&app, &form.csrf)?;
     match second_factor::remove(&app, user, id).await {
         Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
         Err(e) => refused(&app, &viewer, user, e).await,
