@@ -19,7 +19,7 @@ use postern::config::Config;
 use postern::oauth_provider::{apps, codes};
 use postern::server;
 use postern::state::App;
-use postern::{identity, users};
+use postern::{identity, tokens, users};
 use sha2::Digest;
 
 const CONCURRENCY: usize = 16;
@@ -213,19 +213,28 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let access = token["access_token"]
         .as_str()
         .ok_or_else(|| anyhow::anyhow!("no access token in {token}"))?;
+    let scopes = tokens::Scopes::parse(&["all".to_string()]).map_err(anyhow::Error::msg)?;
+    let (pat, _) = tokens::create(&app.db, user.id, "bench", &scopes, &[], None).await?;
     let baseline = load(&format!("http://{trivial_addr}/"), None).await;
     let api = load(
         &format!("http://{addr}/api/v1/user"),
         Some(&format!("Bearer {access}")),
     )
     .await;
+    let with_pat = load(
+        &format!("http://{addr}/api/v1/user"),
+        Some(&format!("token {pat}")),
+    )
+    .await;
     println!(
-        "GET /api/v1/user with an OAuth Bearer token vs a trivial axum handler ({CONCURRENCY} concurrent, {} s each):",
+        "GET /api/v1/user with an OAuth Bearer token vs a trivial axum handler, and with a personal access token ({CONCURRENCY} concurrent, {} s each):",
         LOAD_TIME.as_secs()
     );
-    println!("  trivial handler   {baseline:.0} req/s");
-    println!("  /api/v1/user      {api:.0} req/s");
-    println!("  ratio API/trivial: {:.3}", api / baseline);
+    println!("  trivial handler         {baseline:.0} req/s");
+    println!("  /api/v1/user, Bearer    {api:.0} req/s");
+    println!("  /api/v1/user, token     {with_pat:.0} req/s");
+    println!("  ratio Bearer/trivial: {:.3}", api / baseline);
+    println!("  ratio Bearer/token:   {:.3}", api / with_pat);
     Ok(())
 }
 

@@ -37,12 +37,21 @@ fn internal(e: impl std::fmt::Display) -> Error {
 }
 
 async fn by_token(app: &App, secret: &str) -> Result<Caller, Error> {
-    let token = match tokens::authenticate(&app.db, secret).await {
+    // The two kinds of token differ in shape: a personal access token is
+    // 40 hexadecimal characters, an OAuth access token longer; one lookup.
+    let personal = secret.len() == 40 && secret.chars().all(|c| c.is_ascii_hexdigit());
+    let found = if personal {
+        tokens::authenticate(&app.db, secret).await
+    } else {
+        oauth_token(app, secret)
+            .await?
+            .ok_or(tokens::Error::Unknown)
+    };
+    let token = match found {
         Ok(t) => t,
-        Err(tokens::Error::Unknown) => match oauth_token(app, secret).await? {
-            Some(token) => token,
-            None => return Err(Error::BadToken("the token is not valid".into())),
-        },
+        Err(tokens::Error::Unknown) => {
+            return Err(Error::BadToken("the token is not valid".into()));
+        }
         Err(tokens::Error::Expired) => return Err(Error::BadToken("the token has expired".into())),
         Err(e) => return Err(internal(e)),
     };
