@@ -64,6 +64,8 @@ CREATE TABLE oauth_tokens (
     revoked INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX oauth_tokens_family ON oauth_tokens (family);
+CREATE INDEX oauth_tokens_expires ON oauth_tokens (expires);
+CREATE INDEX oauth_codes_expires ON oauth_codes (expires);
 
 -- The keys that sign ID tokens: the private key sealed with the instance
 -- key, the public key as a JWK. A retired key stays in the JWKS until the

@@ -8,6 +8,9 @@ use super::{CODE_LIFETIME, Error, Result, digest, parse_scope};
 use crate::db::{Db, now};
 use crate::users::User;
 
+/// How long expired codes and tokens are kept before they are deleted.
+pub(super) const RETAIN: i64 = 86400;
+
 /// The parameters of `GET /login/oauth/authorize`, as the client sent them.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct AuthorizeRequest {
@@ -167,8 +170,10 @@ pub async fn issue(db: &Db, checked: &Checked, user: &User, auth_time: i64) -> R
     .execute(db.pool())
     .await?;
     let code = crate::sessions::random_token(32);
-    sqlx::query("DELETE FROM oauth_codes WHERE expires <= $1 AND used IS NULL")
-        .bind(t)
+    // Spent codes are kept a day past their expiry, so that a replay within
+    // that time is still recognised (and revokes what the code gave).
+    sqlx::query("DELETE FROM oauth_codes WHERE expires <= $1")
+        .bind(t - RETAIN)
         .execute(db.pool())
         .await?;
     sqlx::query(

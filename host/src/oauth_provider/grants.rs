@@ -99,6 +99,11 @@ pub(super) async fn issue(
         new_secret(cfg.minimal_token_length),
     );
     let t = now();
+    // Tokens expired a day ago are of no use, even to recognise a replay.
+    sqlx::query("DELETE FROM oauth_tokens WHERE expires <= $1")
+        .bind(t - codes::RETAIN)
+        .execute(app.db.pool())
+        .await?;
     let scope = scopes.join(" ");
     for (secret, kind, lifetime) in [
         (&access, "access", cfg.access_token_expiration),
