@@ -39,8 +39,7 @@ fn internal(e: impl std::fmt::Display) -> Error {
 async fn by_token(app: &App, secret: &str) -> Result<Caller, Error> {
     // The two kinds of token differ in shape: a personal access token is
     // 40 hexadecimal characters, an OAuth access token longer; one lookup.
-    let personal = secret.len() == 40 && secret.chars().all(|c| c.is_ascii_hexdigit());
-    let found = if personal {
+    let found = if tokens::is_personal_shape(secret) {
         tokens::authenticate(&app.db, secret).await
     } else {
         oauth_token(app, secret)
@@ -98,12 +97,11 @@ async fn oauth_token(app: &App, secret: &str) -> Result<Option<tokens::Token>, E
 /// personal access token (40 hexadecimal characters) or an OAuth access
 /// token (43 or more base64url characters).
 fn looks_like_token(password: &str) -> bool {
-    let pat = password.len() == 40 && password.chars().all(|c| c.is_ascii_hexdigit());
     let oauth = password.len() >= 43
         && password
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    pat || oauth
+    tokens::is_personal_shape(password) || oauth
 }
 
 async fn by_password(app: &App, login: &str, password: &str) -> Result<Caller, Error> {

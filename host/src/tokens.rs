@@ -167,6 +167,12 @@ impl From<sqlx::Error> for Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Whether `secret` has the shape of a personal access token (40
+/// hexadecimal characters); an OAuth access token is longer.
+pub fn is_personal_shape(secret: &str) -> bool {
+    secret.len() == 40 && secret.chars().all(|c| c.is_ascii_hexdigit())
+}
+
 fn digest(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }

@@ -626,14 +626,20 @@ async fn logout(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, WebError> {
     check_csrf(&viewer, &app, &form.csrf)?;
+    let jar = end_browser_session(&app, &viewer).await?;
+    Ok((jar, Redirect::to("/")).into_response())
+}
+
+/// Ends the viewer's session on the server and returns the cookies
+/// without it: sign-out, and an application's logout request.
+async fn end_browser_session(app: &App, viewer: &Viewer) -> Result<CookieJar, WebError> {
     if let Some(c) = viewer.jar.get(sessions::COOKIE) {
         sessions::end(&app.db, c.value()).await?;
     }
-    let jar = viewer
+    Ok(viewer
         .jar
         .clone()
-        .remove(Cookie::build(sessions::COOKIE).path("/"));
-    Ok((jar, Redirect::to("/")).into_response())
+        .remove(Cookie::build(sessions::COOKIE).path("/")))
 }
 
 #[derive(Template)]

@@ -86,7 +86,8 @@ async fn device_authorization(server: &Server, app: &App, scope: &str) -> Device
         verification_uri_complete: text("verification_uri_complete"),
     };
     assert!(grant.device_code.len() >= 32, "{b}");
-    // XXXX-XXXX: eight characters a user reads off a screen, in two halves.
+    // Eight letters a user reads off a screen, as two halves of four
+    // joined by a dash (`BCDF-GHJK`).
     let code = grant.user_code.as_bytes();
     assert!(
         code.len() == 9

@@ -149,10 +149,14 @@ pub async fn list(db: &Db, owner_id: Option<i64>) -> Result<Vec<App>> {
 
 /// An application of `owner_id` (`None`: instance-wide) by id.
 pub async fn find_owned(db: &Db, owner_id: Option<i64>, id: i64) -> Result<App> {
-    list(db, owner_id)
-        .await?
-        .into_iter()
-        .find(|a| a.id == id)
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM oauth_apps WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(db.pool())
+        .await?;
+    row.as_ref()
+        .map(from_row)
+        .transpose()?
+        .filter(|a| a.owner_id == owner_id)
         .ok_or(Error::NotFound)
 }
 

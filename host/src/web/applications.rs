@@ -304,10 +304,11 @@ pub(crate) async fn update(
     Form(form): Form<AppForm>,
 ) -> Result<Response, WebError> {
     let user = settings_user(&app, &viewer, &form.csrf)?;
-    let result = match apps::find_owned(&app.db, Some(user.id), id).await {
-        Ok(current) => apps::update(&app.db, &current, form.registration()).await,
-        Err(e) => Err(e),
-    };
+    let result = async {
+        let current = apps::find_owned(&app.db, Some(user.id), id).await?;
+        apps::update(&app.db, &current, form.registration()).await
+    }
+    .await;
     match result {
         Ok(_) => Ok(Redirect::to(PAGE).into_response()),
         Err(e) => {
@@ -330,12 +331,12 @@ pub(crate) async fn regenerate_secret(
 ) -> Result<Response, WebError> {
     let user = settings_user(&app, &viewer, &form.csrf)?;
     let min_len = app.config.oauth2.minimal_token_length;
-    let result = match apps::find_owned(&app.db, Some(user.id), id).await {
-        Ok(current) => apps::regenerate_secret(&app.db, &current, min_len)
-            .await
-            .map(|secret| (current, secret)),
-        Err(e) => Err(e),
-    };
+    let result = async {
+        let current = apps::find_owned(&app.db, Some(user.id), id).await?;
+        let secret = apps::regenerate_secret(&app.db, &current, min_len).await?;
+        Ok::<_, Error>((current, secret))
+    }
+    .await;
     match result {
         Ok((current, client_secret)) => {
             let shown = Shown {
@@ -361,10 +362,11 @@ pub(crate) async fn delete(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, WebError> {
     let user = settings_user(&app, &viewer, &form.csrf)?;
-    let result = match apps::find_owned(&app.db, Some(user.id), id).await {
-        Ok(current) => apps::delete(&app.db, &current).await,
-        Err(e) => Err(e),
-    };
+    let result = async {
+        let current = apps::find_owned(&app.db, Some(user.id), id).await?;
+        apps::delete(&app.db, &current).await
+    }
+    .await;
     match result {
         Ok(()) => Ok(Redirect::to(PAGE).into_response()),
         Err(e) => refused(&app, &viewer, user, e, Shown::default()).await,

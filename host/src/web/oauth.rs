@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use super::{Viewer, WebError, check_csrf, message, render};
+use super::{Viewer, WebError, check_csrf, end_browser_session, message, render};
 use crate::db::now;
 use crate::oauth_provider::codes::{self, AuthorizeRequest, Checked, Refusal};
 use crate::oauth_provider::{Error, apps, device, keys};
@@ -403,21 +403,13 @@ async fn end_session(
             Some(_) => confirm(),
         };
     };
-    let mut jar = viewer.jar.clone();
-    match user {
+    let jar = match user {
         // Another user's token does not sign this one out.
         Some(u) if u.id.to_string() != sub => return confirm(),
-        Some(_) => {
-            if let Some(c) = viewer.jar.get(crate::sessions::COOKIE) {
-                crate::sessions::end(&app.db, c.value()).await?;
-            }
-            jar = jar.remove(
-                axum_extra::extract::cookie::Cookie::build(crate::sessions::COOKIE).path("/"),
-            );
-        }
+        Some(_) => end_browser_session(&app, &viewer).await?,
         // Signed out already: the client still gets its user back.
-        None => {}
-    }
+        None => viewer.jar.clone(),
+    };
     let client = apps::by_client_id(&app.db, &aud)
         .await
         .map_err(WebError::internal)?;
