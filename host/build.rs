@@ -9,6 +9,7 @@ const BUILTINS: &[(&str, &str)] = &[
     ("TOTP", "postern_plugin_totp"),
     ("WEBAUTHN", "postern_plugin_webauthn"),
     ("LDAP", "postern_plugin_ldap"),
+    ("OAUTH2", "postern_plugin_oauth2"),
 ];
 
 fn main() {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine with Rust.
 # Installs what is missing (Debian's chromium, chromium-driver, git,
-# openssh-client, oathtool, slapd, ldap-utils and openssl, the wasm32-wasip2
-# target), then: cargo fmt --check, clippy -D warnings, the
-# plugins' own tests, and the workspace tests. The suite runs on SQLite, and
+# openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm, the
+# wasm32-wasip2 target, the OpenID provider peer's npm packages), then:
+# cargo fmt --check, clippy -D warnings, the plugins' own tests, and the
+# workspace tests. The suite runs on SQLite, and
 # on PostgreSQL too when POSTERN_TEST_PG is set
 # (e.g. postgres://postgres@127.0.0.1:5432/test).
 set -euo pipefail
@@ -22,6 +23,9 @@ command -v oathtool >/dev/null 2>&1 || missing+=(oathtool)
 command -v slapd >/dev/null 2>&1 || [ -x /usr/sbin/slapd ] || missing+=(slapd)
 command -v ldapmodify >/dev/null 2>&1 || missing+=(ldap-utils)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# The sign-in tests' OpenID provider (tests/peers/oidc-provider) runs on Node.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   as_root apt-get update -qq
@@ -30,6 +34,13 @@ fi
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
+# The provider's packages, exactly as package-lock.json pins them; again
+# only when the lock file is newer than the last install.
+peer=tests/peers/oidc-provider
+if [ ! -d "$peer/node_modules" ] || [ "$peer/package-lock.json" -nt "$peer/node_modules/.package-lock.json" ]; then
+  echo "installing $peer's npm packages"
+  (cd "$peer" && npm ci --no-audit --no-fund)
+fi
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

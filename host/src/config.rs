@@ -57,6 +57,8 @@ pub struct Config {
     pub source: SourceSwitches,
     pub directory_sources: Vec<DirectorySource>,
     pub oauth2_sources: Vec<OAuth2Source>,
+    pub oauth2_client: OAuth2Client,
+    pub outbound_http: OutboundHttp,
     pub plugins: Vec<PluginSection>,
     pub api: Api,
     /// Keys no section knows, as `[section] KEY (origin)`, for the start-up
@@ -225,6 +227,64 @@ pub struct DirectorySource {
 pub struct OAuth2Source {
     pub name: String,
     pub settings: BTreeMap<String, String>,
+}
+
+/// `[oauth2_client]`: how external sign-ins meet local accounts.
+#[derive(Debug, Clone)]
+pub struct OAuth2Client {
+    /// `ACCOUNT_LINKING`: `disabled`, `login` or `auto`.
+    pub account_linking: AccountLinking,
+}
+
+/// What happens when an external identity's verified e-mail belongs to a
+/// local account that is not linked to it (Gitea's `ACCOUNT_LINKING`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountLinking {
+    /// Refuse the sign-in.
+    Disabled,
+    /// Ask for the local account's password, then link.
+    Login,
+    /// Link at once.
+    Auto,
+}
+
+/// One entry of `[outbound_http] ALLOWED_HOST_LIST` (Gitea's words for its
+/// webhook list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddressRule {
+    /// Public addresses.
+    External,
+    /// Private networks: RFC 1918, carrier-grade NAT, IPv6 unique-local and
+    /// link-local addresses.
+    Private,
+    /// 127.0.0.0/8 and ::1.
+    Loopback,
+    /// Every address.
+    All,
+    /// One network.
+    Network(ipnet::IpNet),
+}
+
+impl AddressRule {
+    /// Reads one entry; `None` for a word or network it does not know.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word.trim().to_ascii_lowercase().as_str() {
+            "external" => Some(AddressRule::External),
+            "private" => Some(AddressRule::Private),
+            "loopback" => Some(AddressRule::Loopback),
+            "*" => Some(AddressRule::All),
+            other => other.parse().ok().map(AddressRule::Network),
+        }
+    }
+}
+
+/// `[outbound_http]`: what plugins granted `http` may reach.
+#[derive(Debug, Clone)]
+pub struct OutboundHttp {
+    pub allowed_host_list: Vec<AddressRule>,
+    pub allow_insecure_hosts: Vec<String>,
+    pub timeout_secs: u64,
+    pub max_response_size: usize,
 }
 
 /// A `[plugin.<id>]` section: the host's keys for a plugin, plus the
@@ -436,6 +496,25 @@ impl Config {
             },
             directory_sources,
             oauth2_sources,
+            oauth2_client: OAuth2Client {
+                account_linking: match get("oauth2_client", "ACCOUNT_LINKING").as_str() {
+                    "disabled" => AccountLinking::Disabled,
+                    "auto" => AccountLinking::Auto,
+                    _ => AccountLinking::Login,
+                },
+            },
+            outbound_http: OutboundHttp {
+                allowed_host_list: schema::parse_list(&get("outbound_http", "ALLOWED_HOST_LIST"))
+                    .iter()
+                    .filter_map(|w| AddressRule::parse(w))
+                    .collect(),
+                allow_insecure_hosts: schema::parse_list(&get(
+                    "outbound_http",
+                    "ALLOW_INSECURE_HOSTS",
+                )),
+                timeout_secs: int("outbound_http", "TIMEOUT") as u64,
+                max_response_size: int("outbound_http", "MAX_RESPONSE_SIZE") as usize,
+            },
             plugins,
             api,
             unknown_keys: check.unknown,

@@ -134,24 +134,25 @@ impl Db {
         Ok(())
     }
 
-    /// Adds call and trap counts to a plugin's recorded totals. Adding, not
-    /// setting, so that several hosts sharing one database sum correctly.
+    /// Adds counts to a plugin's recorded totals. Adding, not setting, so
+    /// that several hosts sharing one database sum correctly.
     pub async fn plugin_status_add(
         &self,
         plugin: &str,
-        calls: u64,
-        traps: u64,
+        counts: PluginCounts,
         last_error: Option<&str>,
     ) -> Result<()> {
         sqlx::query(
-            "INSERT INTO plugin_status (plugin, calls, traps, last_error, updated) VALUES ($1, $2, $3, $4, $5) \
+            "INSERT INTO plugin_status (plugin, calls, traps, http_refusals, last_error, updated) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (plugin) DO UPDATE SET calls = plugin_status.calls + excluded.calls, \
              traps = plugin_status.traps + excluded.traps, \
+             http_refusals = plugin_status.http_refusals + excluded.http_refusals, \
              last_error = COALESCE(excluded.last_error, plugin_status.last_error), updated = excluded.updated",
         )
         .bind(plugin)
-        .bind(calls as i64)
-        .bind(traps as i64)
+        .bind(counts.calls as i64)
+        .bind(counts.traps as i64)
+        .bind(counts.http_refusals as i64)
         .bind(last_error.map(str::to_string))
         .bind(now())
         .execute(&self.pool)
@@ -185,21 +186,34 @@ impl Db {
         Ok(row.map(|r| r.get::<i64, _>(0)))
     }
 
-    /// Recorded totals: (calls, traps, last error) of a plugin.
-    pub async fn plugin_status(&self, plugin: &str) -> Result<(u64, u64, Option<String>)> {
-        let row =
-            sqlx::query("SELECT calls, traps, last_error FROM plugin_status WHERE plugin = $1")
-                .bind(plugin)
-                .fetch_optional(&self.pool)
-                .await?;
+    /// Recorded totals of a plugin, and its last error.
+    pub async fn plugin_status(&self, plugin: &str) -> Result<(PluginCounts, Option<String>)> {
+        let row = sqlx::query(
+            "SELECT calls, traps, http_refusals, last_error FROM plugin_status WHERE plugin = $1",
+        )
+        .bind(plugin)
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(row
             .map(|r| {
                 (
-                    r.get::<i64, _>(0) as u64,
-                    r.get::<i64, _>(1) as u64,
-                    r.get::<Option<String>, _>(2),
+                    PluginCounts {
+                        calls: r.get::<i64, _>(0) as u64,
+                        traps: r.get::<i64, _>(1) as u64,
+                        http_refusals: r.get::<i64, _>(2) as u64,
+                    },
+                    r.get::<Option<String>, _>(3),
                 )
             })
-            .unwrap_or((0, 0, None)))
+            .unwrap_or_default())
     }
+}
+
+/// What is counted per plugin: calls, failed calls (traps), and requests
+/// through `http` the host refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginCounts {
+    pub calls: u64,
+    pub traps: u64,
+    pub http_refusals: u64,
 }

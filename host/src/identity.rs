@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 
+pub mod redirect;
 mod sources;
 pub mod sync;
 
@@ -25,7 +26,7 @@ use crate::users::{self, LOCAL_SOURCE, NewUser, User};
 
 pub use sources::{
     DirectorySourceView, SourceError, add_directory_source, directory_sources, password_sources,
-    remove_directory_source, test_source, update_directory_source,
+    redirect_sources, remove_directory_source, test_source, update_directory_source,
 };
 
 pub use crate::plugins::contract::{
@@ -52,6 +53,29 @@ pub enum Error {
     /// The login or e-mail is taken.
     #[error("{0}")]
     Taken(String),
+    /// No redirect source has that name (or it is not ready).
+    #[error("There is no such sign-in source.")]
+    UnknownSource,
+    /// The identity provider refused the sign-in or the user declined it.
+    #[error("The identity provider refused the sign-in: {0}")]
+    ProviderDenied(String),
+    /// The callback's state is wrong, already used or expired.
+    #[error("This sign-in has expired or was already used; please sign in again.")]
+    SignInExpired,
+    /// The provider's answer failed a check (signature, audience, expiry,
+    /// nonce); the details are logged.
+    #[error("The identity provider's answer could not be verified, so nobody was signed in.")]
+    Unverified,
+    /// A local account has the identity's e-mail and may not be linked.
+    #[error(
+        "An account with this e-mail address already exists, and this site does not link sign-ins from other providers to existing accounts."
+    )]
+    EmailTaken,
+    /// The identity is linked to nobody and `AUTO_REGISTER` is off.
+    #[error(
+        "No account is linked to this identity, and accounts are not created automatically here; ask a site administrator."
+    )]
+    NotRegistered,
     #[error("internal error")]
     Store(#[source] users::Error),
 }
@@ -76,7 +100,10 @@ impl Error {
             Error::AccountDisabled(_) => StatusCode::FORBIDDEN,
             Error::SourceUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Refused(_) => StatusCode::BAD_REQUEST,
-            Error::Taken(_) => StatusCode::CONFLICT,
+            Error::Taken(_) | Error::EmailTaken => StatusCode::CONFLICT,
+            Error::UnknownSource => StatusCode::NOT_FOUND,
+            Error::ProviderDenied(_) | Error::NotRegistered => StatusCode::FORBIDDEN,
+            Error::SignInExpired | Error::Unverified => StatusCode::BAD_REQUEST,
             Error::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -149,18 +176,23 @@ pub async fn sign_in(
     let user = check_password(app, login, password, only).await?;
     let due = policy::due(app, &user, Proof::Password { device })
         .await
-        .map_err(|e| match e {
-            crate::second_factor::Error::Db(e) => Error::Store(e.into()),
-            other => Error::SourceUnavailable {
-                source_id: "second factors".into(),
-                reason: other.to_string(),
-            },
-        })?;
+        .map_err(second_factor_failed)?;
     Ok(match due {
         Due::SecondStep(factors) => Outcome::SecondStep { user, factors },
         // Enrolment is asked for at every door once the session exists.
         Due::Nothing | Due::Enrolment => Outcome::SignedIn(user),
     })
+}
+
+/// Weighing the second step failed: the sign-in fails, closed.
+fn second_factor_failed(e: crate::second_factor::Error) -> Error {
+    match e {
+        crate::second_factor::Error::Db(e) => Error::Store(e.into()),
+        other => Error::SourceUnavailable {
+            source_id: "second factors".into(),
+            reason: other.to_string(),
+        },
+    }
 }
 
 /// The first step of [`sign_in`]: the user whose password this is.
@@ -199,7 +231,11 @@ async fn check_password(
     }
 
     for source in &app.plugins.extra_identity_sources() {
-        if owner.is_some_and(|o| o != &*source.id) || !chosen(&source.id) {
+        // A redirect source takes no passwords: not worth a call.
+        if owner.is_some_and(|o| o != &*source.id)
+            || !chosen(&source.id)
+            || source.host_settings.is_redirect()
+        {
             continue;
         }
         let request = PasswordSignIn {
@@ -248,6 +284,12 @@ async fn ask(
             Err(unavailable(source, format!("misconfigured: {why}")))
         }
         Ok(Err(SignInRefusal::Unavailable(why))) => Err(unavailable(source, why)),
+        // Redirect refusals have no place in a password sign-in.
+        Ok(Err(
+            refusal @ (SignInRefusal::ProviderDenied(_)
+            | SignInRefusal::StateMismatch
+            | SignInRefusal::InvalidResponse(_)),
+        )) => Err(unavailable(source, refusal.to_string())),
         // A trap, a refused or disabled plugin: this sign-in fails, closed.
         Err(e) => Err(unavailable(source, e.to_string())),
     }

@@ -21,9 +21,11 @@ mod common_bindings;
 pub mod contract;
 mod engine;
 mod loading;
+pub mod outbound;
 mod registry;
 pub(crate) mod since_v0_1;
 pub(crate) mod since_v0_2;
+pub(crate) mod since_v0_3;
 mod stats;
 
 use std::path::PathBuf;

@@ -58,9 +58,10 @@ impl App {
     pub async fn plugin_list(&self) -> crate::db::Result<Vec<PluginInfo>> {
         let mut list = self.plugins.list();
         for info in &mut list {
-            let (calls, traps, last_error) = self.db.plugin_status(&info.id).await?;
-            info.calls = calls;
-            info.traps = traps;
+            let (counts, last_error) = self.db.plugin_status(&info.id).await?;
+            info.calls = counts.calls;
+            info.traps = counts.traps;
+            info.http_refusals = counts.http_refusals;
             info.last_error = last_error;
         }
         Ok(list)

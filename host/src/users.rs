@@ -188,6 +188,31 @@ pub async fn find_linked(db: &Db, source: &str, external_id: &str) -> Result<Opt
     }
 }
 
+/// The sources a user's account is linked to, with the external id in
+/// each, oldest link first.
+pub async fn links(db: &Db, user_id: i64) -> Result<Vec<(String, String)>> {
+    let rows = sqlx::query(
+        "SELECT source, external_id FROM external_identities WHERE user_id = $1 ORDER BY id",
+    )
+    .bind(user_id)
+    .fetch_all(db.pool())
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect::<std::result::Result<Vec<_>, sqlx::Error>>()?)
+}
+
+/// Removes a user's link to `source`; `false` when there was none.
+pub async fn unlink(db: &Db, user_id: i64, source: &str) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM external_identities WHERE user_id = $1 AND source = $2")
+        .bind(user_id)
+        .bind(source)
+        .execute(db.pool())
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
 /// Links (source, external id) to a user.
 pub async fn link(db: &Db, source: &str, external_id: &str, user_id: i64) -> Result<()> {
     sqlx::query("INSERT INTO external_identities (source, external_id, user_id, created) VALUES ($1, $2, $3, $4)")

@@ -20,6 +20,7 @@ use subtle::ConstantTimeEq;
 mod admin;
 mod applications;
 mod error;
+mod external;
 mod oauth;
 mod orgs;
 mod repos;
@@ -44,6 +45,9 @@ pub(crate) fn routes() -> Router<App> {
         .route("/user/logout", post(logout))
         .route("/user/sign_up", get(sign_up_form).post(sign_up))
         .route("/user/two_factor", get(two_factor_form).post(two_factor))
+        .route("/user/oauth2/{name}", get(external::begin))
+        .route("/user/oauth2/{name}/callback", get(external::callback))
+        .route("/user/oauth2/{name}/link", post(external::link))
         .route(
             "/user/webauthn",
             get(webauthn::second_step_form).post(webauthn::second_step),
@@ -78,6 +82,10 @@ pub(crate) fn routes() -> Router<App> {
         .route(
             "/user/settings/security/webauthn/{id}/delete",
             post(security::remove_key),
+        )
+        .route(
+            "/user/settings/security/linked/{name}/delete",
+            post(security::unlink),
         )
         .route("/user/settings/applications", get(applications::show))
         .route(
@@ -311,6 +319,8 @@ struct LoginPage {
     /// The password sources to choose from, shown when there are several.
     sources: Vec<(String, String)>,
     source: String,
+    /// A "Sign in with …" link per external provider, `(name, display)`.
+    providers: Vec<(String, String)>,
 }
 
 /// `?redirect_to=`: where to go once signed in (an OAuth authorization
@@ -354,6 +364,7 @@ async fn login_form(
         passkeys: app.config.webauthn.usable(),
         sources: identity::password_sources(&app),
         source: String::new(),
+        providers: identity::redirect_sources(&app),
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
@@ -412,6 +423,7 @@ async fn login(
                 passkeys: app.config.webauthn.usable(),
                 sources: identity::password_sources(&app),
                 source: form.source,
+                providers: identity::redirect_sources(&app),
             };
             Ok((jar, render(e.status(), page)?).into_response())
         }

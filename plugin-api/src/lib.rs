@@ -26,13 +26,18 @@
 //! the whole component, and two worlds in one component would ask it to export
 //! both. The WIT itself is in `wit/plugin.wit`; the author's guide is
 //! `README.md` beside this crate.
+//!
+//! The feature `http` adds `http::send`, blocking HTTP
+//! requests through `wasi:http/outgoing-handler`, for identity sources the
+//! operator grants the capability `http` (an OAuth 2.0 or OpenID Connect
+//! source reaching its provider).
 
 #![deny(missing_docs)]
 
 /// The version of the WIT package `postern:plugin` this crate's bindings
 /// target: a plugin built with this crate exports its world's interface at
 /// this version, and the host binds it with that version's module.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 
 // One `setting` lookup per world: each world's bindings have a `setting`
 // record type of their own.
@@ -59,8 +64,8 @@ macro_rules! setting_helpers {
 pub mod identity_source {
     //! The `identity-source` world: a source of user identities (local
     //! accounts, a directory, an identity provider). It exports `source` and
-    //! may import the capabilities `log`, `credentials`, `kv` and
-    //! `directory`.
+    //! may import the capabilities `log`, `credentials`, `kv`, `directory`
+    //! and `http` (through the crate's module `http`, feature `http`).
 
     /// The world's bindings as `wit_bindgen` generates them. Plugins reach
     /// them through the re-exports of this module and
@@ -82,14 +87,16 @@ pub mod identity_source {
     use core::marker::PhantomData;
 
     pub use bindings::exports::postern::plugin::source::{
-        ListedUser, NewAccount, PasswordSignIn, Registration, RegistrationError, SignInError,
+        ListedUser, NewAccount, PasswordSignIn, Redirect, Registration, RegistrationError,
+        SignInError,
     };
     pub use bindings::postern::plugin::types::{Account, Identity, Setting};
     /// The capabilities an identity source may import: `log`, `credentials`
     /// (argon2id hashing done by the host), `kv` (a key-value store private to
-    /// the plugin) and `directory` (LDAP search and bind through the host).
-    /// Each is linked only when the operator grants it; a component that
-    /// imports one it was not granted is refused at load.
+    /// the plugin) and `directory` (LDAP search and bind through the host);
+    /// the fifth, `http`, is the crate's module `http` (feature `http`). Each is linked
+    /// only when the operator grants it; a component that imports one it was
+    /// not granted is refused at load.
     pub use bindings::postern::plugin::{credentials, directory, kv, log};
 
     setting_helpers!(Setting);
@@ -128,6 +135,41 @@ pub mod identity_source {
             let _ = settings;
             Err(SignInError::NotSupported)
         }
+
+        /// Starts a sign-in by redirect (OAuth 2.0, OpenID Connect, SAML):
+        /// returns the provider's URL to send the browser to, and the pending
+        /// state (`state`, PKCE verifier, nonce) that the host keeps sealed
+        /// and hands back to [`complete_redirect`](Self::complete_redirect).
+        /// `callback_url` is where the provider must send the browser back
+        /// (`{ROOT_URL}user/oauth2/<source name>/callback`). Never put a
+        /// secret of the source's settings in the pending state: the
+        /// settings are given again to the second call. New in 0.3.0.
+        fn begin_redirect(
+            settings: Vec<Setting>,
+            callback_url: String,
+        ) -> Result<Redirect, SignInError> {
+            let _ = (settings, callback_url);
+            Err(SignInError::NotSupported)
+        }
+
+        /// Completes a sign-in by redirect when the browser comes back:
+        /// `parameters` are the callback's query (or form) parameters as the
+        /// provider sent them, `pending_state` what
+        /// [`begin_redirect`](Self::begin_redirect) returned (given at most
+        /// once, within ten minutes). Check the parameters against the state
+        /// ([`SignInError::StateMismatch`]), the provider's refusal
+        /// ([`SignInError::ProviderDenied`]) and what the provider returns
+        /// ([`SignInError::InvalidResponse`]), then return the identity.
+        /// New in 0.3.0.
+        fn complete_redirect(
+            settings: Vec<Setting>,
+            callback_url: String,
+            pending_state: Vec<u8>,
+            parameters: Vec<(String, String)>,
+        ) -> Result<Identity, SignInError> {
+            let _ = (settings, callback_url, pending_state, parameters);
+            Err(SignInError::NotSupported)
+        }
     }
 
     /// Carries an [`IdentitySource`] to the generated export trait; named
@@ -150,6 +192,22 @@ pub mod identity_source {
 
         fn test_connection(settings: Vec<Setting>) -> Result<String, SignInError> {
             T::test_connection(settings)
+        }
+
+        fn begin_redirect(
+            settings: Vec<Setting>,
+            callback_url: String,
+        ) -> Result<Redirect, SignInError> {
+            T::begin_redirect(settings, callback_url)
+        }
+
+        fn complete_redirect(
+            settings: Vec<Setting>,
+            callback_url: String,
+            pending_state: Vec<u8>,
+            parameters: Vec<(String, String)>,
+        ) -> Result<Identity, SignInError> {
+            T::complete_redirect(settings, callback_url, pending_state, parameters)
         }
     }
 }
@@ -387,4 +445,337 @@ macro_rules! export_webhook_transport {
         type __PosternWebhookTransport = $crate::webhook_transport::Adapter<$transport>;
         $crate::webhook_transport::bindings::export!(__PosternWebhookTransport with_types_in $crate::webhook_transport::bindings);
     };
+}
+
+#[cfg(feature = "http")]
+pub mod http {
+    //! Blocking HTTP requests through `wasi:http/outgoing-handler` (feature
+    //! `http`), for identity sources the operator grants the capability
+    //! `http`: an OAuth 2.0 or OpenID Connect source reaching its provider's
+    //! token, userinfo and key endpoints.
+    //!
+    //! The host lets a request through only to a host named by one of the
+    //! source's `*_URL` settings (`AUTH_URL`, `TOKEN_URL`, `PROFILE_URL`,
+    //! `OPENID_CONNECT_AUTO_DISCOVERY_URL`, `JWKS_URL`, …), over HTTPS unless
+    //! the operator allows plain HTTP, and never to a private address unless
+    //! allowed. Anything else fails with [`HttpError::Denied`] before any
+    //! connection is made, so a plugin can tell the operator which setting
+    //! is missing rather than report the provider down.
+    //!
+    //! ```ignore
+    //! use postern_plugin_api::http::{self, HttpError, Request};
+    //!
+    //! let request = Request::get("https://api.github.com/user")
+    //!     .header("Authorization", format!("Bearer {token}"))
+    //!     .header("User-Agent", "my-source")
+    //!     .body(Vec::new())
+    //!     .expect("a literal URL and header names are valid");
+    //! match http::send(request) {
+    //!     Ok(response) if response.status().is_success() => { /* response.body() */ }
+    //!     Ok(response) => { /* the provider answered response.status() */ }
+    //!     Err(HttpError::Denied { host }) => { /* not one of this source's URLs */ }
+    //!     Err(e) => { /* could not reach it: e.to_string() */ }
+    //! }
+    //! ```
+    //!
+    //! The request and response are the [`http`](https://docs.rs/http/1)
+    //! crate's types with the whole body in memory; the parts a plugin
+    //! usually needs are re-exported here. The response body is read to its
+    //! end, within the host's response-size cap (`[outbound_http]
+    //! MAX_RESPONSE_SIZE`) and timeout; redirects are not followed. The `oauth2`
+    //! and `openidconnect` crates (5 and 4, without default features) take
+    //! [`send`] as their HTTP client as it is: their `SyncHttpClient` is
+    //! implemented for any such function.
+    //!
+    //! Natively (a plugin's unit tests) there is no `wasi:http` to call, and
+    //! [`send`] fails with [`HttpError::Other`] without sending anything.
+
+    use core::fmt;
+
+    pub use ::http::{HeaderMap, Method, Request, Response, StatusCode, Uri, header};
+
+    /// Bytes written to the request body per call: `blocking-write-and-flush`
+    /// takes at most 4096 bytes at a time.
+    #[cfg(target_arch = "wasm32")]
+    const WRITE_CHUNK: usize = 4096;
+
+    /// Bytes asked for per read of the response body.
+    #[cfg(target_arch = "wasm32")]
+    const READ_CHUNK: u64 = 64 * 1024;
+
+    /// Why [`send`] failed.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub enum HttpError {
+        /// The host refused the destination before any I/O: `host` is not
+        /// named by one of the source's `*_URL` settings, or the request is
+        /// plain HTTP, or it resolves to a private address, and the operator
+        /// has not allowed that (`wasi:http`'s `HTTP-request-denied`).
+        Denied {
+            /// The request's authority (`host[:port]`).
+            host: String,
+        },
+        /// The request cannot be sent as it is: a relative URL, a header the
+        /// host forbids (`Host`, `Connection`, …), a malformed header; the
+        /// text says which.
+        InvalidRequest(String),
+        /// The request was sent, or tried, and failed: DNS, connection,
+        /// TLS, a timeout, a malformed response; the text says what.
+        Other(String),
+    }
+
+    impl fmt::Display for HttpError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                HttpError::Denied { host } => write!(
+                    f,
+                    "the host refused a request to {host}: it is not a destination this plugin may reach"
+                ),
+                HttpError::InvalidRequest(why) => write!(f, "invalid HTTP request: {why}"),
+                HttpError::Other(why) => write!(f, "HTTP request failed: {why}"),
+            }
+        }
+    }
+
+    impl std::error::Error for HttpError {}
+
+    /// Sends `request` and waits for the whole response, body included.
+    ///
+    /// The URL must be absolute (`https://host/path?query`). Any status is
+    /// an `Ok` response: check [`Response::status`]. Headers the host
+    /// forbids (`Host`, `Connection`, `Transfer-Encoding`, …) fail with
+    /// [`HttpError::InvalidRequest`]; the host sets those itself. No
+    /// `User-Agent` is added: some providers (GitHub) require one, so set it.
+    pub fn send(request: Request<Vec<u8>>) -> Result<Response<Vec<u8>>, HttpError> {
+        let host = request
+            .uri()
+            .authority()
+            .map(|a| a.to_string())
+            .ok_or_else(|| {
+                HttpError::InvalidRequest(format!("{} is not an absolute URL", request.uri()))
+            })?;
+        if request.uri().scheme().is_none() {
+            return Err(HttpError::InvalidRequest(format!(
+                "{} is not an absolute URL",
+                request.uri()
+            )));
+        }
+        wasi::send(request, &host)
+    }
+
+    /// What an error code of `wasi:http` means for the caller.
+    #[cfg(target_arch = "wasm32")]
+    fn from_code(code: wasip2::http::types::ErrorCode, host: &str) -> HttpError {
+        use wasip2::http::types::ErrorCode;
+        let why = match code {
+            ErrorCode::HttpRequestDenied => {
+                return HttpError::Denied {
+                    host: host.to_string(),
+                };
+            }
+            ErrorCode::HttpRequestMethodInvalid => {
+                return HttpError::InvalidRequest("the method is not valid".into());
+            }
+            ErrorCode::HttpRequestUriInvalid => {
+                return HttpError::InvalidRequest("the URL is not valid".into());
+            }
+            ErrorCode::DnsTimeout => format!("looking up {host} timed out"),
+            ErrorCode::DnsError(e) => format!(
+                "{host} could not be looked up ({})",
+                e.rcode.unwrap_or_else(|| "no answer".into())
+            ),
+            ErrorCode::DestinationNotFound => format!("{host} was not found"),
+            ErrorCode::DestinationUnavailable => format!("{host} is unavailable"),
+            ErrorCode::ConnectionRefused => format!("{host} refused the connection"),
+            ErrorCode::ConnectionTimeout => format!("connecting to {host} timed out"),
+            ErrorCode::ConnectionReadTimeout | ErrorCode::HttpResponseTimeout => {
+                format!("{host} did not answer in time")
+            }
+            ErrorCode::TlsCertificateError => {
+                format!("{host}'s TLS certificate is not trusted")
+            }
+            ErrorCode::TlsAlertReceived(alert) => format!(
+                "{host} ended the TLS handshake: {}",
+                alert.alert_message.unwrap_or_else(|| "an alert".into())
+            ),
+            ErrorCode::InternalError(Some(why)) => why,
+            other => format!("{other:?} from {host}"),
+        };
+        HttpError::Other(why)
+    }
+
+    /// The real thing, inside a component.
+    #[cfg(target_arch = "wasm32")]
+    mod wasi {
+        use super::{HttpError, READ_CHUNK, Request, Response, WRITE_CHUNK, from_code};
+        use wasip2::http::outgoing_handler;
+        use wasip2::http::types::{
+            Fields, HeaderError, IncomingBody, Method, OutgoingBody, OutgoingRequest, Scheme,
+        };
+        use wasip2::io::streams::StreamError;
+
+        pub(super) fn send(
+            request: Request<Vec<u8>>,
+            host: &str,
+        ) -> Result<Response<Vec<u8>>, HttpError> {
+            let (parts, body) = request.into_parts();
+            let mut entries: Vec<(String, Vec<u8>)> = parts
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
+                .collect();
+            // A known length lets the host send the body as it is rather than
+            // chunked, which some token endpoints refuse.
+            if !body.is_empty() && !parts.headers.contains_key(::http::header::CONTENT_LENGTH) {
+                entries.push(("content-length".into(), body.len().to_string().into_bytes()));
+            }
+            let headers = Fields::from_list(&entries).map_err(|e| {
+                HttpError::InvalidRequest(match e {
+                    HeaderError::Forbidden => {
+                        "a header is one the host sets itself (Host, Connection, …)".into()
+                    }
+                    HeaderError::InvalidSyntax => "a header is malformed".into(),
+                    HeaderError::Immutable => "the headers cannot be changed".into(),
+                })
+            })?;
+            let outgoing = OutgoingRequest::new(headers);
+            let method = match parts.method.as_str() {
+                "GET" => Method::Get,
+                "HEAD" => Method::Head,
+                "POST" => Method::Post,
+                "PUT" => Method::Put,
+                "DELETE" => Method::Delete,
+                "CONNECT" => Method::Connect,
+                "OPTIONS" => Method::Options,
+                "TRACE" => Method::Trace,
+                "PATCH" => Method::Patch,
+                other => Method::Other(other.to_string()),
+            };
+            let invalid =
+                |what: &str| HttpError::InvalidRequest(format!("the {what} is not valid"));
+            outgoing
+                .set_method(&method)
+                .map_err(|()| invalid("method"))?;
+            let scheme = match parts.uri.scheme_str() {
+                Some("https") => Scheme::Https,
+                Some("http") => Scheme::Http,
+                Some(other) => Scheme::Other(other.to_string()),
+                None => return Err(invalid("URL")),
+            };
+            outgoing
+                .set_scheme(Some(&scheme))
+                .map_err(|()| invalid("scheme"))?;
+            outgoing
+                .set_authority(Some(host))
+                .map_err(|()| invalid("host"))?;
+            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+            outgoing
+                .set_path_with_query(Some(path))
+                .map_err(|()| invalid("path"))?;
+            let outgoing_body = outgoing
+                .body()
+                .expect("the body of a new request has not been taken");
+
+            // The request goes to the host before its body is written: the
+            // host decides on the destination first, and streams the body
+            // out as it is written.
+            let future =
+                outgoing_handler::handle(outgoing, None).map_err(|e| from_code(e, host))?;
+            let sent = write_body(&outgoing_body, &body, host).and_then(|()| {
+                OutgoingBody::finish(outgoing_body, None).map_err(|e| from_code(e, host))
+            });
+
+            // The answer is awaited even when the body could not be written:
+            // a host that refuses the destination once the request is under
+            // way (after resolving its name, say) says so there, and that is
+            // the reason worth reporting, not the broken body stream.
+            let answer = {
+                let pollable = future.subscribe();
+                pollable.block();
+                future
+                    .get()
+                    .expect("the response is ready once its pollable is")
+                    .expect("the response is taken once")
+            };
+            drop(future);
+            let incoming = match (answer, sent) {
+                (Err(code), _) => return Err(from_code(code, host)),
+                (Ok(_), Err(e)) => return Err(e),
+                (Ok(incoming), Ok(())) => incoming,
+            };
+
+            let mut response = Response::builder().status(incoming.status());
+            let received = incoming.headers();
+            for (name, value) in received.entries() {
+                response = response.header(name, value);
+            }
+            drop(received);
+            let incoming_body = incoming
+                .consume()
+                .expect("the body of a new response has not been taken");
+            let mut bytes = Vec::new();
+            {
+                let stream = incoming_body
+                    .stream()
+                    .expect("the body's stream is taken once");
+                loop {
+                    match stream.blocking_read(READ_CHUNK) {
+                        Ok(chunk) => bytes.extend_from_slice(&chunk),
+                        Err(StreamError::Closed) => break,
+                        Err(e) => return Err(stream_error(e, host)),
+                    }
+                }
+            }
+            // Trailers are not asked for; finishing releases the body, which
+            // must go before the response it belongs to.
+            drop(IncomingBody::finish(incoming_body));
+            drop(incoming);
+            response
+                .body(bytes)
+                .map_err(|e| HttpError::Other(format!("{host} sent a malformed response: {e}")))
+        }
+
+        /// Writes the whole request body, at most [`WRITE_CHUNK`] bytes per
+        /// call.
+        fn write_body(body: &OutgoingBody, bytes: &[u8], host: &str) -> Result<(), HttpError> {
+            let stream = body.write().expect("the body's stream is taken once");
+            for chunk in bytes.chunks(WRITE_CHUNK) {
+                stream
+                    .blocking_write_and_flush(chunk)
+                    .map_err(|e| stream_error(e, host))?;
+            }
+            // The stream, a child of the body, is dropped here, before the
+            // body is finished.
+            Ok(())
+        }
+
+        /// A failed read or write of a body.
+        fn stream_error(e: StreamError, host: &str) -> HttpError {
+            match e {
+                StreamError::Closed => HttpError::Other(format!("{host} closed the connection")),
+                StreamError::LastOperationFailed(e) => {
+                    match wasip2::http::types::http_error_code(&e) {
+                        Some(code) => from_code(code, host),
+                        None => HttpError::Other(e.to_debug_string()),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Outside a component there is no `wasi:http` to call: a plugin's
+    /// native unit tests get an error rather than a crash.
+    #[cfg(not(target_arch = "wasm32"))]
+    mod wasi {
+        use super::{HttpError, Request, Response};
+
+        pub(super) fn send(
+            _request: Request<Vec<u8>>,
+            _host: &str,
+        ) -> Result<Response<Vec<u8>>, HttpError> {
+            Err(HttpError::Other(
+                "wasi:http is only available inside a WebAssembly component".into(),
+            ))
+        }
+    }
 }

@@ -6,6 +6,7 @@
 pub mod browser;
 pub mod ldap;
 pub mod oauth;
+pub mod oidc;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

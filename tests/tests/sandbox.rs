@@ -257,7 +257,7 @@ async fn a_plugin_built_against_wit_0_1_0_still_signs_users_in() {
         let legacy = find(&list, "legacy");
         assert_eq!(legacy["state"], "ready", "{backend}: {legacy}");
         assert_eq!(legacy["wit_version"], "0.1.0", "{backend}");
-        assert_eq!(find(&list, "local")["wit_version"], "0.2.0", "{backend}");
+        assert_eq!(find(&list, "local")["wit_version"], "0.3.0", "{backend}");
 
         let http = client();
         assert_eq!(
@@ -281,6 +281,51 @@ async fn a_plugin_built_against_wit_0_1_0_still_signs_users_in() {
             .await
             .unwrap();
         assert_eq!(me["login"], "olivia", "{backend}");
+        admin_can_still_sign_in(&server).await;
+    }
+}
+
+#[tokio::test]
+async fn a_plugin_built_against_wit_0_2_0_still_signs_users_in() {
+    for backend in backends() {
+        let ini = plugin_section("legacy02", "legacy02", "AUTO_REGISTER = true");
+        let server = Server::start(
+            &backend,
+            Options {
+                ini,
+                ..Default::default()
+            },
+        )
+        .await;
+        server.create_user("root", ADMIN_PASSWORD, true);
+        let list = server.plugin_list();
+        let legacy = find(&list, "legacy02");
+        assert_eq!(legacy["state"], "ready", "{backend}: {legacy}");
+        assert_eq!(legacy["wit_version"], "0.2.0", "{backend}: {legacy}");
+
+        let http = client();
+        assert_eq!(
+            sign_in(&http, &server, "priya", "not-it").await.status(),
+            StatusCode::UNAUTHORIZED,
+            "{backend}"
+        );
+        assert_eq!(
+            sign_in(&http, &server, "priya", "a-0.2.0-plugin-password")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER,
+            "{backend}"
+        );
+        let me: serde_json::Value = http
+            .get(server.url("/api/v1/user"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(me["login"], "priya", "{backend}");
+        assert_eq!(me["email"], "priya@example.com", "{backend}");
         admin_can_still_sign_in(&server).await;
     }
 }

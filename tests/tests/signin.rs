@@ -426,7 +426,7 @@ async fn plugin_list_shows_the_local_identity_source() {
             .expect("local is listed");
         assert_eq!(local["kind"], "identity-source");
         assert_eq!(local["origin"], "built-in");
-        assert_eq!(local["wit_version"], "0.2.0");
+        assert_eq!(local["wit_version"], "0.3.0");
         assert_eq!(local["state"], "ready");
         let sha = local["sha256"].as_str().unwrap();
         assert!(

@@ -67,7 +67,7 @@ async fn totp_enrolment_second_step_and_replay_guard() {
             assert_eq!(factor["kind"], "second-factor", "{id}");
             assert_eq!(factor["grants"], json!(["log", "kv"]), "{id}");
             assert_eq!(factor["state"], "ready", "{id}");
-            assert_eq!(factor["wit_version"], "0.2.0", "{id}");
+            assert_eq!(factor["wit_version"], "0.3.0", "{id}");
         }
         let text = String::from_utf8(server.cli(&["admin", "plugin", "list"]).stdout).unwrap();
         assert!(

@@ -28,6 +28,9 @@ pub enum Kind {
     /// A comma-separated list of `<version>:<YYYY-MM-DD>` (a deprecated API
     /// version and its sunset date).
     Deprecations,
+    /// A comma-separated list of `external`, `private`, `loopback`, `*` and
+    /// networks in CIDR form (`ALLOWED_HOST_LIST`).
+    AddressList,
 }
 
 impl Kind {
@@ -83,6 +86,16 @@ impl Kind {
             Kind::Deprecations => parse_deprecations(v).map(|_| ()).ok_or_else(|| {
                 "a comma-separated list of <version>:<YYYY-MM-DD>, e.g. v1:2027-06-30".into()
             }),
+            Kind::AddressList => {
+                for item in parse_list(v) {
+                    if super::AddressRule::parse(&item).is_none() {
+                        return Err(format!(
+                            "a comma-separated list of external, private, loopback, * and networks such as 10.0.0.0/8; {item:?} is none of them"
+                        ));
+                    }
+                }
+                Ok(())
+            }
             Kind::List(words) => {
                 for item in parse_list(v) {
                     if !words.contains(&item.as_str()) {
@@ -223,7 +236,7 @@ const SECONDS: Kind = Kind::Int {
     min: 1,
     max: 10 * 365 * 24 * 3600,
 };
-const CAPABILITIES: &[&str] = &["log", "credentials", "kv"];
+const CAPABILITIES: &[&str] = &["log", "credentials", "kv", "http"];
 /// The API versions this build can serve.
 pub const API_VERSIONS: &[&str] = &["v1", "v2"];
 
@@ -609,10 +622,93 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "Sign outgoing SAML requests.",
             ),
             k(
+                "OPENID_CONNECT_AUTO_DISCOVERY_URL",
+                URL,
+                "",
+                "OpenID Connect discovery document (PROVIDER = openidConnect): the endpoints, issuer and keys are read from it.",
+            ),
+            k(
+                "JWKS_URL",
+                URL,
+                "",
+                "The provider's signing keys, when the discovery document names them on another host.",
+            ),
+            k(
+                "SCOPES",
+                STR,
+                "",
+                "Scopes to ask for, space- or comma-separated (openid is always asked of an OpenID provider).",
+            ),
+            k(
+                "GROUP_CLAIM_NAME",
+                STR,
+                "",
+                "Claim that lists the user's groups; empty: groups are not read.",
+            ),
+            k(
+                "ADMIN_GROUP",
+                STR,
+                "",
+                "Members of this group are site administrators; others signed in through this source are not.",
+            ),
+            k(
+                "GROUP_TEAM_MAP",
+                STR,
+                "",
+                "JSON: group -> organization -> teams the user is put in.",
+            ),
+            k(
+                "GROUP_TEAM_MAP_REMOVAL",
+                BOOL,
+                "false",
+                "Remove users from mapped teams when they leave the group.",
+            ),
+            k(
                 "AUTO_REGISTER",
                 BOOL,
                 "false",
                 "Create the local user on first sign-in.",
+            ),
+        ],
+    ),
+    (
+        "oauth2_client",
+        &[k(
+            "ACCOUNT_LINKING",
+            Kind::Enum(&["disabled", "login", "auto"]),
+            "login",
+            "When an external sign-in's verified e-mail belongs to a local account: disabled (refuse), login (ask for the account's password, then link) or auto (link).",
+        )],
+    ),
+    (
+        "outbound_http",
+        &[
+            k(
+                "ALLOWED_HOST_LIST",
+                Kind::AddressList,
+                "external",
+                "Addresses plugins granted http may reach: external, private, loopback, * or networks (10.0.0.0/8).",
+            ),
+            k(
+                "ALLOW_INSECURE_HOSTS",
+                STR,
+                "",
+                "Host names plugins may reach over plain HTTP, comma-separated (* for any); all others need HTTPS.",
+            ),
+            k(
+                "TIMEOUT",
+                Kind::Int { min: 1, max: 300 },
+                "10",
+                "Seconds to connect, and to receive a whole answer, per request.",
+            ),
+            k(
+                "MAX_RESPONSE_SIZE",
+                Kind::Int {
+                    min: 1024,
+                    max: 64 * 1024 * 1024,
+                },
+                "1048576",
+                "Largest response body a plugin may receive, in bytes.",
             ),
         ],
     ),

@@ -24,6 +24,12 @@ pub fn directory_id_from(text: String) -> String {
     }
 }
 
+/// The id of the redirect source `[source.oauth2_<name>]`: the section's
+/// own name.
+pub fn redirect_id(name: &str) -> String {
+    format!("{DIRECTORY_PREFIX}oauth2_{name}")
+}
+
 /// The number of a directory source's id (`source.3` → 3).
 pub fn directory_number(id: &str) -> Option<u32> {
     id.strip_prefix(DIRECTORY_PREFIX)?.parse().ok()
@@ -86,6 +92,13 @@ pub struct SourceSettings {
     pub syncs_ssh_keys: bool,
     /// `GROUP_TEAM_MAP`: JSON, directory group → organization → teams.
     pub group_team_map: Option<String>,
+    /// `<name>` of `[source.oauth2_<name>]`, for a source that signs in by
+    /// redirect: its sign-in path is `/user/oauth2/<name>`.
+    pub redirect_name: Option<String>,
+    /// `ADMIN_GROUP`: members are site administrators, others are not.
+    pub admin_group: Option<String>,
+    /// `GROUP_TEAM_MAP_REMOVAL`: leaving a group leaves its mapped teams.
+    pub group_team_map_removal: bool,
 }
 
 impl SourceSettings {
@@ -118,6 +131,29 @@ impl SourceSettings {
                 .get("GROUP_TEAM_MAP")
                 .filter(|m| !m.trim().is_empty())
                 .cloned(),
+            ..SourceSettings::default()
+        }
+    }
+
+    /// Reads the section of the redirect source `[source.oauth2_<name>]`.
+    pub fn redirect(name: &str, section: &BTreeMap<String, String>, defined_in: DefinedIn) -> Self {
+        let text = |k: &str| {
+            section
+                .get(k)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let flag = |k: &str| section.get(k).and_then(|v| parse_bool(v)) == Some(true);
+        SourceSettings {
+            redirect_name: Some(name.to_string()),
+            defined_in,
+            name: text("NAME").unwrap_or_else(|| name.to_string()),
+            auto_register: flag("AUTO_REGISTER"),
+            sync_groups: text("GROUP_CLAIM_NAME").is_some(),
+            group_team_map: text("GROUP_TEAM_MAP"),
+            admin_group: text("ADMIN_GROUP"),
+            group_team_map_removal: flag("GROUP_TEAM_MAP_REMOVAL"),
+            ..SourceSettings::default()
         }
     }
 
@@ -134,6 +170,11 @@ impl SourceSettings {
 
     pub fn is_directory(&self) -> bool {
         self.directory_number.is_some()
+    }
+
+    /// A source that signs in by redirecting the browser (OAuth 2.0, SAML).
+    pub fn is_redirect(&self) -> bool {
+        self.redirect_name.is_some()
     }
 }
 

@@ -26,6 +26,20 @@ pub fn password_sources(app: &App) -> Vec<(String, String)> {
     out
 }
 
+/// The sources that sign in by redirect, as `(name, display name)`: one
+/// "Sign in with …" link each on the sign-in page.
+pub fn redirect_sources(app: &App) -> Vec<(String, String)> {
+    app.plugins
+        .redirect_sources()
+        .iter()
+        .filter(|p| p.is_ready())
+        .filter_map(|p| {
+            let name = p.host_settings.redirect_name.clone()?;
+            Some((name, p.host_settings.name.clone()))
+        })
+        .collect()
+}
+
 /// A directory source as the administrator sees it.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct DirectorySourceView {
@@ -91,11 +105,9 @@ pub async fn test_source(app: &App, id: &str) -> std::result::Result<String, Str
         Ok(Err(refusal)) => Err(format!(
             "LDAP connection failed: {}",
             match refusal {
-                SignInRefusal::Unavailable(why)
-                | SignInRefusal::Misconfigured(why)
-                | SignInRefusal::AccountDisabled(why) => why,
                 SignInRefusal::NotSupported => "this source cannot test its connection".into(),
                 SignInRefusal::InvalidCredentials => "the bind account was refused".into(),
+                other => other.to_string(),
             }
         )),
         Err(e) => Err(format!("LDAP connection failed: {e}")),

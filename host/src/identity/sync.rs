@@ -56,10 +56,9 @@ pub async fn sync_source(
         Ok(Err(refusal)) => {
             summary.errors = 1;
             summary.message = match refusal {
-                SignInRefusal::Unavailable(why) | SignInRefusal::Misconfigured(why) => why,
-                SignInRefusal::AccountDisabled(why) => why,
                 SignInRefusal::NotSupported => "this source cannot list its users".into(),
                 SignInRefusal::InvalidCredentials => "the source refused the listing".into(),
+                other => other.to_string(),
             };
             return finish(app, source, started, summary).await;
         }
@@ -313,6 +312,34 @@ async fn sync_orgs(
 /// `GROUP_TEAM_MAP`: directory group → organization → teams.
 type TeamMap = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
+/// A redirect source's groups at sign-in: `ADMIN_GROUP` makes the user a
+/// site administrator or stops them being one, and `GROUP_TEAM_MAP` keeps
+/// their teams in step. Returns the user as stored.
+pub async fn apply_groups(
+    app: &App,
+    source: &Arc<Plugin>,
+    user: &User,
+    groups: &[String],
+) -> anyhow::Result<User> {
+    let settings = &source.host_settings;
+    let mut user = user.clone();
+    if let Some(admins) = &settings.admin_group {
+        let is_admin = groups.iter().any(|g| g.eq_ignore_ascii_case(admins));
+        if is_admin != user.is_admin {
+            let changes = users::Changes {
+                is_admin: Some(is_admin),
+                ..users::Changes::default()
+            };
+            user = users::update(&app.db, &user, &changes).await?;
+            tracing::info!(source = %source.id, login = %user.login, is_admin, "ADMIN_GROUP applied");
+        }
+    }
+    if settings.sync_groups {
+        sync_teams(app, source, &user, groups).await?;
+    }
+    Ok(user)
+}
+
 /// Adds the user to the teams their groups map to and removes them from
 /// mapped teams their groups no longer give. Teams the map does not name
 /// are never touched.
@@ -329,6 +356,11 @@ async fn sync_teams(
         anyhow::anyhow!("GROUP_TEAM_MAP is not a JSON map of group → org → teams: {e}")
     })?;
     let groups: BTreeSet<String> = groups.iter().map(|g| g.to_lowercase()).collect();
+    // A directory's listing is complete, so a group it no longer gives
+    // takes the team away; a redirect source does so only when
+    // GROUP_TEAM_MAP_REMOVAL asks, as in Gitea.
+    let settings = &source.host_settings;
+    let removes = settings.is_directory() || settings.group_team_map_removal;
     // Every mapped (org, team), and whether the user's groups give it.
     let mut wanted: BTreeMap<(String, String), bool> = BTreeMap::new();
     for (group, orgs) in &map {
@@ -359,7 +391,7 @@ async fn sync_teams(
         if should && !is {
             crate::orgs::add_member(&app.db, team.id, user.id).await?;
             changed = true;
-        } else if !should && is {
+        } else if !should && is && removes {
             crate::orgs::remove_member(&app.db, team, user.id).await?;
             changed = true;
         }

@@ -13,6 +13,15 @@ pub const WEBAUTHN: &str = "webauthn";
 /// itself, but once per `[source.<n>]`, under that section's name.
 pub const LDAP: &str = "ldap";
 
+/// The OAuth 2.0 / OpenID Connect identity source: loaded once per
+/// `[source.oauth2_<name>]`, under that section's name.
+pub const OAUTH2: &str = "oauth2";
+
+/// The OAuth 2.0 / OpenID Connect source's component.
+pub fn oauth2_wasm() -> &'static [u8] {
+    wasm::OAUTH2
+}
+
 /// The directory source's component.
 pub fn ldap_wasm() -> &'static [u8] {
     wasm::LDAP
@@ -60,5 +69,5 @@ pub fn all() -> Vec<Builtin> {
 
 /// The ids of the built-in plugins; a third-party plugin may not take one.
 pub fn ids() -> &'static [&'static str] {
-    &[LOCAL, TOTP, WEBAUTHN, LDAP]
+    &[LOCAL, TOTP, WEBAUTHN, LDAP, OAUTH2]
 }

@@ -10,7 +10,7 @@ use wasmtime::Store;
 use super::capabilities::CallState;
 use super::contract::{
     Ceremony, FactorRefusal, Identity, KnownAccount, ListedUser, NewAccount, PasswordSignIn,
-    Registration, RegistrationRefusal, SignInRefusal,
+    Redirect, Registration, RegistrationRefusal, SignInRefusal,
 };
 use super::registry::{Plugin, Plugins, State};
 use super::{Error, Kind, Result, engine};
@@ -46,6 +46,26 @@ pub(crate) trait SourceCalls: Send + Sync {
         _store: &mut Store<CallState>,
         _settings: &Settings,
     ) -> Call<String, SignInRefusal> {
+        Ok(Err(SignInRefusal::NotSupported))
+    }
+    /// Starts a sign-in by redirect; sources before 0.3.0 have none.
+    fn begin_redirect(
+        &self,
+        _store: &mut Store<CallState>,
+        _settings: &Settings,
+        _callback_url: &str,
+    ) -> Call<Redirect, SignInRefusal> {
+        Ok(Err(SignInRefusal::NotSupported))
+    }
+    /// Completes a sign-in by redirect; sources before 0.3.0 have none.
+    fn complete_redirect(
+        &self,
+        _store: &mut Store<CallState>,
+        _settings: &Settings,
+        _callback_url: &str,
+        _pending: &[u8],
+        _parameters: &[(String, String)],
+    ) -> Call<Identity, SignInRefusal> {
         Ok(Err(SignInRefusal::NotSupported))
     }
 }
@@ -166,6 +186,37 @@ impl Plugins {
         .await
     }
 
+    /// Starts a sign-in by redirect: where to send the browser, and the
+    /// state to keep until it comes back to `callback_url`.
+    pub async fn begin_redirect(
+        &self,
+        plugin: &Arc<Plugin>,
+        callback_url: &str,
+    ) -> Result<std::result::Result<Redirect, SignInRefusal>> {
+        let (settings, callback_url) = (plugin.settings.clone(), callback_url.to_string());
+        self.call(plugin, Kind::IdentitySource, move |p, store| {
+            p.source()?.begin_redirect(store, &settings, &callback_url)
+        })
+        .await
+    }
+
+    /// Completes a sign-in by redirect with the callback's parameters and
+    /// the state [`Plugins::begin_redirect`] returned.
+    pub async fn complete_redirect(
+        &self,
+        plugin: &Arc<Plugin>,
+        callback_url: &str,
+        pending: Vec<u8>,
+        parameters: Vec<(String, String)>,
+    ) -> Result<std::result::Result<Identity, SignInRefusal>> {
+        let (settings, callback_url) = (plugin.settings.clone(), callback_url.to_string());
+        self.call(plugin, Kind::IdentitySource, move |p, store| {
+            p.source()?
+                .complete_redirect(store, &settings, &callback_url, &pending, &parameters)
+        })
+        .await
+    }
+
     /// Starts enrolling `user` with a second factor: what to show them, and
     /// the state to keep until they confirm.
     pub async fn begin_enrollment(
@@ -276,7 +327,14 @@ impl Plugins {
         plugin.stats.calls.fetch_add(1, Ordering::Relaxed);
         plugin.stats.pending_calls.fetch_add(1, Ordering::Relaxed);
         match outcome {
-            Ok(v) => Ok(v),
+            Ok(v) => {
+                // A refused request is written at once, like a failure: an
+                // operator looking into a failed sign-in sees it.
+                if plugin.http.as_ref().is_some_and(|g| g.has_pending()) {
+                    self.flush_stats().await;
+                }
+                Ok(v)
+            }
             Err(reason) => {
                 tracing::error!(plugin = %plugin.id, "plugin call failed: {reason}");
                 plugin.stats.failed(&reason);

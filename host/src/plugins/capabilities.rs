@@ -1,5 +1,6 @@
-//! What the host lends plugins: `log`, `credentials`, `kv`, and a WASI
-//! baseline with nothing in it (no files, no environment, no network).
+//! What the host lends plugins: `log`, `credentials`, `kv`, `directory`,
+//! `http` (see `outbound`), and a WASI baseline with nothing in it (no
+//! files, no environment, no network).
 //!
 //! A plugin's linker holds only the capabilities granted to it. Before a
 //! component is prepared, every import it declares is checked here, so that a
@@ -11,8 +12,10 @@ use std::sync::{Arc, OnceLock};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use super::{Error, Result, since_v0_1, since_v0_2};
+use super::outbound::{Grant, Hooks, Rules};
+use super::{Error, Result, since_v0_1, since_v0_2, since_v0_3};
 use crate::db::Db;
 
 /// A capability the operator can grant in `[plugin.<id>] GRANTS`.
@@ -23,6 +26,9 @@ pub enum Capability {
     Kv,
     /// LDAP for a directory source (WIT 0.2.0 on).
     Directory,
+    /// `wasi:http/outgoing-handler`, to the hosts the source's settings
+    /// name (see `outbound`).
+    Http,
 }
 
 impl Capability {
@@ -32,6 +38,7 @@ impl Capability {
             Capability::Credentials => "credentials",
             Capability::Kv => "kv",
             Capability::Directory => "directory",
+            Capability::Http => "http",
         }
     }
 
@@ -41,6 +48,7 @@ impl Capability {
             "credentials" => Some(Capability::Credentials),
             "kv" => Some(Capability::Kv),
             "directory" => Some(Capability::Directory),
+            "http" => Some(Capability::Http),
             _ => None,
         }
     }
@@ -83,7 +91,7 @@ fn classify(name: &str) -> Import {
             Import::Baseline
         }
         i if i.starts_with("wasi:sockets/") => Import::Withheld("sockets"),
-        i if i.starts_with("wasi:http/") => Import::Withheld("http"),
+        i if i.starts_with("wasi:http/") => Import::Capability(Capability::Http),
         _ => Import::Unknown,
     }
 }
@@ -133,6 +141,11 @@ pub(crate) fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<Ca
     since_v0_1::add_to_linker(&mut linker, grants).map_err(link)?;
     since_v0_2::add_to_linker(&mut linker, grants).map_err(link)?;
     since_v0_2::add_directory_to_linker(&mut linker, grants).map_err(link)?;
+    since_v0_3::add_to_linker(&mut linker, grants).map_err(link)?;
+    since_v0_3::add_directory_to_linker(&mut linker, grants).map_err(link)?;
+    if grants.contains(&Capability::Http) {
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(link)?;
+    }
     Ok(linker)
 }
 
@@ -145,6 +158,10 @@ pub(crate) struct Lender {
     /// The directory servers of directory sources, by plugin id.
     pub directories:
         std::sync::RwLock<std::collections::HashMap<String, Arc<crate::directory::Directory>>>,
+    /// What each plugin granted `http` may reach, by plugin id.
+    pub http_grants: std::sync::RwLock<std::collections::HashMap<String, Arc<Grant>>>,
+    /// `[outbound_http]`.
+    pub outbound: Arc<Rules>,
 }
 
 /// The state of one call's store. Made fresh for every call and dropped after
@@ -155,16 +172,40 @@ pub(crate) struct CallState {
     pub lender: Arc<Lender>,
     wasi: WasiCtx,
     table: ResourceTable,
+    http: WasiHttpCtx,
+    hooks: Hooks,
 }
 
 impl CallState {
     pub fn new(plugin: Arc<str>, limits: StoreLimits, lender: Arc<Lender>) -> Self {
+        let hooks = Hooks {
+            plugin: plugin.clone(),
+            grant: lender
+                .http_grants
+                .read()
+                .expect("http grant lock poisoned")
+                .get(&*plugin)
+                .cloned(),
+            rules: lender.outbound.clone(),
+        };
         CallState {
             plugin,
             limits,
             lender,
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            hooks,
+        }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.hooks,
         }
     }
 }

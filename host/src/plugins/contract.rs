@@ -23,13 +23,17 @@ pub struct PasswordSignIn {
     pub settings: Vec<(String, String)>,
 }
 
-/// Who a source says the user is.
-#[derive(Debug, Clone)]
+/// Who a source says the user is. Serialisable: a redirect sign-in keeps
+/// one, sealed, while it waits for the local account's password.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Identity {
     pub external_id: String,
     pub login: String,
     pub full_name: String,
     pub email: String,
+    /// The source vouches for `email`: only then may a sign-in link the
+    /// identity to an existing account by its address.
+    pub email_verified: bool,
     pub ssh_keys: Vec<String>,
     pub groups: Vec<String>,
     /// Organizations to belong to (`AUTO_CREATE_ORG`).
@@ -52,6 +56,40 @@ pub enum SignInRefusal {
     AccountDisabled(String),
     Misconfigured(String),
     Unavailable(String),
+    /// The identity provider refused, or the user declined (0.3.0 on).
+    ProviderDenied(String),
+    /// The callback's `state` is not the one the sign-in began with.
+    StateMismatch,
+    /// The provider's answer fails a check (ID token signature, issuer,
+    /// audience, expiry, nonce); the text says which.
+    InvalidResponse(String),
+}
+
+/// For the administrator's log and reports: the source's own words where it
+/// gave some.
+impl std::fmt::Display for SignInRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SignInRefusal::InvalidCredentials => f.write_str("the credentials were refused"),
+            SignInRefusal::NotSupported => f.write_str("the source does not do this"),
+            SignInRefusal::AccountDisabled(why)
+            | SignInRefusal::Misconfigured(why)
+            | SignInRefusal::Unavailable(why)
+            | SignInRefusal::InvalidResponse(why) => f.write_str(why),
+            SignInRefusal::ProviderDenied(why) => {
+                write!(f, "the identity provider refused: {why}")
+            }
+            SignInRefusal::StateMismatch => f.write_str("the callback's state does not match"),
+        }
+    }
+}
+
+/// Where a sign-in by redirect sends the browser, and the state the host
+/// keeps until it comes back.
+#[derive(Debug, Clone)]
+pub struct Redirect {
+    pub url: String,
+    pub pending_state: Vec<u8>,
 }
 
 /// A registration, as handed to a source.

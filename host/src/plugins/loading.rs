@@ -12,10 +12,11 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::calls::Prepared;
+use super::outbound::Grant;
 use super::registry::{Plugin, State};
 use super::{Capability, Error, Kind, Limits, Origin, Result, builtin, capabilities, engine};
-use super::{since_v0_1, since_v0_2};
-use crate::config::source_settings::{DefinedIn, SourceSettings, directory_id};
+use super::{since_v0_1, since_v0_2, since_v0_3};
+use crate::config::source_settings::{DefinedIn, SourceSettings, directory_id, redirect_id};
 use crate::config::{Config, PluginSection};
 
 const DEFAULT_MEMORY_MB: u32 = 64;
@@ -58,7 +59,42 @@ pub(super) fn directory_spec(
         settings,
         enabled: true,
         directory,
+        http: None,
         problem,
+    }
+}
+
+/// A redirect source's deadline covers the provider's answers (discovery,
+/// keys, token, user info), each bounded by `[outbound_http] TIMEOUT`.
+const REDIRECT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A redirect source's spec: the `oauth2` plugin with the section's
+/// settings, granted `log` and `http` (to the hosts its URLs name).
+pub(super) fn redirect_spec(
+    name: &str,
+    section: &std::collections::BTreeMap<String, String>,
+    defined_in: DefinedIn,
+) -> Spec {
+    let settings: Vec<(String, String)> = section
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Spec {
+        id: redirect_id(name),
+        host_settings: SourceSettings::redirect(name, section, defined_in),
+        kind: Ok(Kind::IdentitySource),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        source: SpecSource::BuiltIn(builtin::oauth2_wasm()),
+        grants: vec![Capability::Log, Capability::Http],
+        limits: Limits {
+            memory_bytes: DEFAULT_MEMORY_MB as usize * 1024 * 1024,
+            timeout: REDIRECT_TIMEOUT,
+        },
+        http: Some(Arc::new(Grant::from_settings(&settings))),
+        settings,
+        enabled: true,
+        directory: None,
+        problem: None,
     }
 }
 
@@ -76,6 +112,8 @@ pub(super) struct Spec {
     enabled: bool,
     /// The server of a directory source, lent through `directory`.
     pub directory: Option<Arc<crate::directory::Directory>>,
+    /// What a plugin granted `http` may reach.
+    pub http: Option<Arc<Grant>>,
     /// Why the plugin cannot be loaded although its file is fine (a
     /// directory source whose CA file is unreadable, say).
     problem: Option<String>,
@@ -122,6 +160,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
             grants: grants(s, b.grants),
             limits: limits(s),
             host_settings: SourceSettings::plugin(&settings(s)),
+            http: http_grant(&grants(s, b.grants), &settings(s)),
             settings: settings(s),
             enabled: s.is_none_or(|s| s.enabled),
             directory: None,
@@ -133,6 +172,16 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
     if cfg.source.enable_ldap {
         for d in &cfg.directory_sources {
             out.push(directory_spec(d.number, &d.settings, DefinedIn::Ini));
+        }
+    }
+    // Each `[source.oauth2_<name>]` but SAML is an instance of the built-in
+    // `oauth2` plugin.
+    if cfg.source.enable_oauth2 {
+        for o in &cfg.oauth2_sources {
+            let provider = o.settings.get("PROVIDER").map(|p| p.trim());
+            if !provider.is_some_and(|p| p.eq_ignore_ascii_case("saml")) {
+                out.push(redirect_spec(&o.name, &o.settings, DefinedIn::Ini));
+            }
         }
     }
     for s in cfg.plugins.iter().filter(|s| s.path.is_some()) {
@@ -148,6 +197,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
             grants: grants(Some(s), &[Capability::Log]),
             limits: limits(Some(s)),
             host_settings: SourceSettings::plugin(&settings(Some(s))),
+            http: http_grant(&grants(Some(s), &[Capability::Log]), &settings(Some(s))),
             settings: settings(Some(s)),
             enabled: s.enabled,
             directory: None,
@@ -155,6 +205,13 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
         });
     }
     out
+}
+
+/// A plugin granted `http` reaches the hosts its own `*_URL` settings name.
+fn http_grant(grants: &[Capability], settings: &[(String, String)]) -> Option<Arc<Grant>> {
+    grants
+        .contains(&Capability::Http)
+        .then(|| Arc::new(Grant::from_settings(settings)))
 }
 
 pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin {
@@ -195,6 +252,7 @@ pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin 
         limits: spec.limits,
         settings: spec.settings,
         host_settings: spec.host_settings,
+        http: spec.http,
         state,
         stats: Default::default(),
     }
@@ -244,35 +302,47 @@ fn prepare(
         plugin: spec.id.clone(),
         kind: kind.as_str(),
         reason: format!(
-            "it exports no postern:plugin/{}@{} or @{} interface",
+            "it exports no postern:plugin/{}@{}, @{} or @{} interface",
             kind.interface(),
             since_v0_1::WIT_VERSION,
-            since_v0_2::WIT_VERSION
+            since_v0_2::WIT_VERSION,
+            since_v0_3::WIT_VERSION
         ),
     })?;
     let pre = linker.instantiate_pre(&component).map_err(invalid)?;
     use since_v0_1 as v1;
     use since_v0_2 as v2;
+    use since_v0_3 as v3;
     let prepared = match (kind, version) {
         (Kind::IdentitySource, v1::WIT_VERSION) => Prepared::Source(Arc::new(
             v1::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?,
         )),
-        (Kind::IdentitySource, _) => Prepared::Source(Arc::new(
+        (Kind::IdentitySource, v2::WIT_VERSION) => Prepared::Source(Arc::new(
             v2::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?,
+        )),
+        (Kind::IdentitySource, _) => Prepared::Source(Arc::new(
+            v3::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?,
         )),
         (Kind::SecondFactor, v1::WIT_VERSION) => Prepared::Factor(Arc::new(
             v1::second_factor::SecondFactorPre::new(pre).map_err(invalid)?,
         )),
-        (Kind::SecondFactor, _) => Prepared::Factor(Arc::new(
+        (Kind::SecondFactor, v2::WIT_VERSION) => Prepared::Factor(Arc::new(
             v2::second_factor::SecondFactorPre::new(pre).map_err(invalid)?,
+        )),
+        (Kind::SecondFactor, _) => Prepared::Factor(Arc::new(
+            v3::second_factor::SecondFactorPre::new(pre).map_err(invalid)?,
         )),
         // The bindings check that the component exports the world.
         (Kind::WebhookTransport, v1::WIT_VERSION) => {
             v1::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?;
             Prepared::Transport
         }
-        (Kind::WebhookTransport, _) => {
+        (Kind::WebhookTransport, v2::WIT_VERSION) => {
             v2::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?;
+            Prepared::Transport
+        }
+        (Kind::WebhookTransport, _) => {
+            v3::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?;
             Prepared::Transport
         }
     };
@@ -288,8 +358,12 @@ fn exported_version(engine: &Engine, component: &Component, kind: Kind) -> Optio
         .exports(engine)
         .find_map(|(name, _)| {
             let version = name.strip_prefix(&wanted)?;
-            [since_v0_1::WIT_VERSION, since_v0_2::WIT_VERSION]
-                .into_iter()
-                .find(|v| *v == version)
+            [
+                since_v0_1::WIT_VERSION,
+                since_v0_2::WIT_VERSION,
+                since_v0_3::WIT_VERSION,
+            ]
+            .into_iter()
+            .find(|v| *v == version)
         })
 }

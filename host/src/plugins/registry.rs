@@ -41,6 +41,8 @@ pub struct Plugin {
     pub settings: Vec<(String, String)>,
     /// What the host itself reads of an identity source's settings.
     pub host_settings: SourceSettings,
+    /// What it may reach through `http`, and what it was refused.
+    pub(super) http: Option<Arc<super::outbound::Grant>>,
     pub(super) state: State,
     pub(super) stats: Stats,
 }
@@ -59,6 +61,9 @@ pub struct PluginInfo {
     pub calls: u64,
     pub traps: u64,
     pub last_error: Option<String>,
+    /// Requests through `http` the host refused (a host its settings do not
+    /// name, plain HTTP, a forbidden address) since the start.
+    pub http_refusals: u64,
 }
 
 impl Plugin {
@@ -81,6 +86,7 @@ impl Plugin {
             calls: self.stats.calls.load(Ordering::Relaxed),
             traps: self.stats.traps.load(Ordering::Relaxed),
             last_error: self.stats.last_error(),
+            http_refusals: self.http.as_ref().map_or(0, |g| g.refusals()),
         }
     }
 
@@ -146,11 +152,17 @@ impl Plugins {
             .iter()
             .filter_map(|s| Some((s.id.clone(), s.directory.clone()?)))
             .collect();
+        let http_grants = specs
+            .iter()
+            .filter_map(|s| Some((s.id.clone(), s.http.clone()?)))
+            .collect();
         let lender = Arc::new(Lender {
             db,
             runtime: tokio::runtime::Handle::current(),
             key,
             directories: std::sync::RwLock::new(directories),
+            http_grants: std::sync::RwLock::new(http_grants),
+            outbound: Arc::new(super::outbound::Rules::from_config(&cfg.outbound_http)),
         });
         let loader_engine = engine.clone();
         let plugins = tokio::task::spawn_blocking(move || {
@@ -241,12 +253,10 @@ impl Plugins {
         match out {
             Ok(Ok(report)) => Ok(report),
             Ok(Err(refusal)) => Err(match refusal {
-                SignInRefusal::Unavailable(why)
-                | SignInRefusal::Misconfigured(why)
-                | SignInRefusal::AccountDisabled(why) => why,
                 SignInRefusal::NotSupported | SignInRefusal::InvalidCredentials => {
                     "the source refused the test".into()
                 }
+                other => other.to_string(),
             }),
             Err(e) => Err(e.to_string()),
         }
@@ -288,6 +298,23 @@ impl Plugins {
             .filter(|p| p.kind == Kind::IdentitySource && p.host_settings.is_directory())
             .cloned()
             .collect()
+    }
+
+    /// The sources that sign in by redirect (`[source.oauth2_<name>]`).
+    pub fn redirect_sources(&self) -> Vec<Arc<Plugin>> {
+        self.read()
+            .iter()
+            .filter(|p| p.kind == Kind::IdentitySource && p.host_settings.is_redirect())
+            .cloned()
+            .collect()
+    }
+
+    /// The redirect source whose sign-in path is `/user/oauth2/<name>`.
+    pub fn redirect_source(&self, name: &str) -> Option<Arc<Plugin>> {
+        self.read()
+            .iter()
+            .find(|p| p.host_settings.redirect_name.as_deref() == Some(name))
+            .cloned()
     }
 
     /// Identity sources other than `local`, in configuration order.

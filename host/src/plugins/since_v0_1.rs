@@ -58,6 +58,8 @@ impl From<types::Identity> for Identity {
             login: i.login,
             full_name: i.full_name,
             email: i.email,
+            // Neither 0.1.0 nor 0.2.0 can vouch for an address.
+            email_verified: false,
             ssh_keys: i.ssh_keys,
             groups: i.groups,
             organizations: Vec::new(),

@@ -54,21 +54,34 @@ impl Plugins {
     /// `admin plugin list` reads them.
     pub async fn flush_stats(&self) {
         for p in self.all() {
-            let calls = p.stats.pending_calls.swap(0, Ordering::Relaxed);
-            let traps = p.stats.pending_traps.swap(0, Ordering::Relaxed);
-            if calls == 0 && traps == 0 {
+            let counts = crate::db::PluginCounts {
+                calls: p.stats.pending_calls.swap(0, Ordering::Relaxed),
+                traps: p.stats.pending_traps.swap(0, Ordering::Relaxed),
+                http_refusals: p.http.as_ref().map_or(0, |g| g.take_pending()),
+            };
+            if counts == crate::db::PluginCounts::default() {
                 continue;
             }
-            let last_error = p.stats.last_error();
+            let last_error = p
+                .stats
+                .last_error()
+                .or_else(|| p.http.as_ref()?.last_refusal());
             if let Err(e) = self
                 .lender
                 .db
-                .plugin_status_add(&p.id, calls, traps, last_error.as_deref())
+                .plugin_status_add(&p.id, counts, last_error.as_deref())
                 .await
             {
                 tracing::warn!(plugin = %p.id, "could not record plugin counts: {e}");
-                p.stats.pending_calls.fetch_add(calls, Ordering::Relaxed);
-                p.stats.pending_traps.fetch_add(traps, Ordering::Relaxed);
+                p.stats
+                    .pending_calls
+                    .fetch_add(counts.calls, Ordering::Relaxed);
+                p.stats
+                    .pending_traps
+                    .fetch_add(counts.traps, Ordering::Relaxed);
+                if let Some(g) = &p.http {
+                    g.put_back(counts.http_refusals);
+                }
             }
         }
     }

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::{Viewer, WebError, render};
+use crate::identity::{self, redirect, redirect::LinkedAccount};
 use crate::plugins::builtin;
 use crate::second_factor::{self, Error, Factor};
 use crate::state::App;
@@ -40,6 +41,8 @@ struct SecurityPage {
     webauthn_enabled: bool,
     registering: Option<Registering>,
     backup_codes: Option<Vec<String>>,
+    /// External sign-ins linked to the account.
+    linked: Vec<LinkedAccount>,
 }
 
 /// What a handler changes on the page; the rest is read afresh.
@@ -79,6 +82,9 @@ async fn page(
         webauthn_enabled: app.config.webauthn.usable(),
         registering: shown.registering,
         backup_codes: shown.backup_codes,
+        linked: redirect::linked_accounts(app, user)
+            .await
+            .map_err(identity_failed)?,
     };
     Ok((jar, render(status, page)?).into_response())
 }
@@ -269,5 +275,34 @@ pub(crate) async fn remove_key(
     match second_factor::remove(&app, user, id).await {
         Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
         Err(e) => refused(&app, &viewer, user, e).await,
+    }
+}
+
+fn identity_failed(e: identity::Error) -> WebError {
+    match e {
+        identity::Error::Store(inner) => inner.into(),
+        other => WebError::Internal(other.to_string()),
+    }
+}
+
+/// Unlinks an external sign-in from the account.
+pub(crate) async fn unlink(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+    Form(form): Form<CsrfOnly>,
+) -> Result<Response, WebError> {
+    let user = viewer.form_user(&app, &form.csrf)?;
+    match redirect::unlink(&app, user, &name).await {
+        Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
+        Err(e @ (identity::Error::Refused(_) | identity::Error::UnknownSource)) => {
+            let status = e.status();
+            let shown = Shown {
+                error: Some(e.to_string()),
+                ..Shown::default()
+            };
+            page(&app, &viewer, user, status, shown).await
+        }
+        Err(e) => Err(identity_failed(e)),
     }
 }

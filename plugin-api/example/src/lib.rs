@@ -41,6 +41,8 @@ impl IdentitySource for StaticUsers {
                     login,
                     full_name: String::new(),
                     email: email.to_string(),
+                    // The operator wrote the address into the settings.
+                    email_verified: true,
                     ssh_keys: Vec::new(),
                     groups: Vec::new(),
                     organizations: Vec::new(),

@@ -332,6 +332,9 @@ fn identity(src: &Source, entry: &directory::Entry, typed: &str, groups: &Groups
         login,
         full_name,
         email: first(entry, &src.attr_mail).unwrap_or_default(),
+        // The directory is the organisation's own record of its users: its
+        // mail attribute is vouched for as much as anything in it.
+        email_verified: true,
         ssh_keys: values(entry, &src.attr_ssh)
             .into_iter()
             .map(|k| k.trim().to_string())

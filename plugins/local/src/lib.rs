@@ -70,6 +70,10 @@ impl IdentitySource for Local {
             login: account.login,
             full_name: account.full_name,
             email: account.email,
+            // The identity is the host's own account, found by its id: there
+            // is nothing to link by e-mail, and Postern has not confirmed the
+            // address by this sign-in.
+            email_verified: false,
             ssh_keys: Vec::new(),
             groups: Vec::new(),
             organizations: Vec::new(),

@@ -1,0 +1,551 @@
+//! The `http` capability: the standard `wasi:http/outgoing-handler`, lent
+//! through `wasmtime-wasi-http` with the host's own send hook and connector.
+//!
+//! A plugin may reach only the hosts its source's settings name (every
+//! `*_URL` key: `AUTH_URL`, `TOKEN_URL`, `PROFILE_URL`, the discovery and
+//! JWKS URLs), over HTTPS unless `[outbound_http] ALLOW_INSECURE_HOSTS`
+//! names the host, and only at addresses `ALLOWED_HOST_LIST` allows (public
+//! ones by default: loopback and private networks are refused). Each check
+//! runs before any byte leaves: the destination is checked when the plugin
+//! hands the request over, and the address after the host itself resolved
+//! the name, on the very address it then connects to, so a name that
+//! resolves to a private address (DNS rebinding) is refused too. Redirects
+//! are answers like any other: a plugin that follows one sends a new request,
+//! which is checked again. Every request has a timeout and a response-size
+//! cap; a refusal is logged and counted per plugin.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use http_body_util::BodyExt;
+use wasmtime_wasi_http::io::TokioIo;
+
+pub use crate::config::AddressRule as Allowed;
+use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+/// What `[outbound_http]` allows every plugin granted `http`.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    /// `ALLOWED_HOST_LIST`: which addresses may be reached.
+    pub allowed: Vec<Allowed>,
+    /// `ALLOW_INSECURE_HOSTS`: host names reachable over plain HTTP.
+    pub insecure_hosts: Vec<String>,
+    /// `TIMEOUT`: connecting, and waiting for each part of the answer.
+    pub timeout: Duration,
+    /// `MAX_RESPONSE_SIZE`: the largest response body, in bytes.
+    pub max_response_size: usize,
+}
+
+impl Rules {
+    /// `[outbound_http]` as the configuration read it.
+    pub fn from_config(c: &crate::config::OutboundHttp) -> Self {
+        Rules {
+            allowed: c.allowed_host_list.clone(),
+            insecure_hosts: c.allow_insecure_hosts.clone(),
+            timeout: Duration::from_secs(c.timeout_secs),
+            max_response_size: c.max_response_size,
+        }
+    }
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules {
+            allowed: vec![Allowed::External],
+            insecure_hosts: Vec::new(),
+            timeout: Duration::from_secs(10),
+            max_response_size: 1024 * 1024,
+        }
+    }
+}
+
+fn admits(rule: &Allowed, ip: IpAddr) -> bool {
+    match rule {
+        Allowed::All => true,
+        Allowed::Network(net) => net.contains(&ip),
+        Allowed::Loopback => class(ip) == Class::Loopback,
+        Allowed::Private => class(ip) == Class::Private,
+        Allowed::External => class(ip) == Class::External,
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Class {
+    Loopback,
+    Private,
+    External,
+    /// Unspecified, broadcast, multicast, documentation: never reachable.
+    Never,
+}
+
+fn class(ip: IpAddr) -> Class {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            if v4.is_loopback() {
+                Class::Loopback
+            } else if v4.is_unspecified() || v4.is_broadcast() || v4.is_multicast() || o[0] == 0 {
+                Class::Never
+            } else if v4.is_private() || v4.is_link_local() || (o[0] == 100 && o[1] & 0xc0 == 64) {
+                Class::Private
+            } else {
+                Class::External
+            }
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            if v6.is_loopback() {
+                Class::Loopback
+            } else if v6.is_unspecified() || v6.is_multicast() {
+                Class::Never
+            } else if first & 0xfe00 == 0xfc00 || first & 0xffc0 == 0xfe80 {
+                Class::Private
+            } else {
+                Class::External
+            }
+        }
+    }
+}
+
+impl Rules {
+    fn admits(&self, ip: IpAddr) -> bool {
+        class(ip) != Class::Never && self.allowed.iter().any(|a| admits(a, ip))
+    }
+
+    fn insecure_allowed(&self, host: &str) -> bool {
+        self.insecure_hosts
+            .iter()
+            .any(|h| h == "*" || h.eq_ignore_ascii_case(host))
+    }
+}
+
+/// What one plugin may reach, and what it was refused.
+#[derive(Debug, Default)]
+pub struct Grant {
+    /// `(host, port)` of each URL in the source's settings, host in lower
+    /// case.
+    destinations: Vec<(String, u16)>,
+    refusals: AtomicU64,
+    /// Counted but not yet written to the database.
+    pending: AtomicU64,
+    last_refusal: Mutex<Option<String>>,
+}
+
+impl Grant {
+    /// The destinations named by every `*_URL` setting.
+    pub fn from_settings(settings: &[(String, String)]) -> Self {
+        let mut destinations = Vec::new();
+        for (key, value) in settings {
+            if !key.to_ascii_uppercase().ends_with("_URL") || value.trim().is_empty() {
+                continue;
+            }
+            if let Ok(url) = url::Url::parse(value.trim())
+                && let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default())
+            {
+                let host = host.trim_matches(['[', ']']).to_ascii_lowercase();
+                if !destinations.contains(&(host.clone(), port)) {
+                    destinations.push((host, port));
+                }
+            }
+        }
+        Grant {
+            destinations,
+            ..Grant::default()
+        }
+    }
+
+    /// Requests the host refused, since the start.
+    pub fn refusals(&self) -> u64 {
+        self.refusals.load(Ordering::Relaxed)
+    }
+
+    /// The last refusal, in words.
+    pub fn last_refusal(&self) -> Option<String> {
+        self.last_refusal
+            .lock()
+            .expect("refusal lock poisoned")
+            .clone()
+    }
+
+    /// The refusals not yet written to the database, now taken.
+    pub(super) fn take_pending(&self) -> u64 {
+        self.pending.swap(0, Ordering::Relaxed)
+    }
+
+    pub(super) fn has_pending(&self) -> bool {
+        self.pending.load(Ordering::Relaxed) > 0
+    }
+
+    /// Refusals whose writing failed, to be written next time.
+    pub(super) fn put_back(&self, n: u64) {
+        self.pending.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn refuse(&self, plugin: &str, why: String) {
+        tracing::warn!(plugin, "outbound HTTP refused: {why}");
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        *self.last_refusal.lock().expect("refusal lock poisoned") = Some(why);
+    }
+
+    fn names(&self, host: &str, port: u16) -> bool {
+        self.destinations
+            .iter()
+            .any(|(h, p)| *p == port && h.eq_ignore_ascii_case(host))
+    }
+}
+
+/// The hooks of one call's store: the calling plugin's grant and the rules.
+pub(crate) struct Hooks {
+    pub plugin: Arc<str>,
+    /// `None` for a plugin not granted `http`: its linker has no
+    /// `wasi:http`, so this is never asked; refused all the same.
+    pub grant: Option<Arc<Grant>>,
+    pub rules: Arc<Rules>,
+}
+
+type Sent = Box<
+    dyn Future<
+            Output = Result<
+                (
+                    http::Response<WasiBody>,
+                    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+                ),
+                HttpError,
+            >,
+        > + Send,
+>;
+
+impl WasiHttpHooks for Hooks {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> Sent {
+        let checked = self.check(&request);
+        let (plugin, grant, rules) = (self.plugin.clone(), self.grant.clone(), self.rules.clone());
+        Box::new(async move {
+            let (host, port, tls) = checked?;
+            let grant = grant.ok_or(HttpError::HttpRequestDenied)?;
+            send(&plugin, &grant, &rules, request, options, host, port, tls).await
+        })
+    }
+}
+
+impl Hooks {
+    /// The checks that need no network: scheme, and a destination the
+    /// source's settings name. Returns `(host, port, tls)`.
+    fn check(&self, request: &http::Request<WasiBody>) -> Result<(String, u16, bool), HttpError> {
+        let uri = request.uri();
+        let tls = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err(HttpError::HttpRequestUriInvalid),
+        };
+        let host = uri
+            .host()
+            .ok_or(HttpError::HttpRequestUriInvalid)?
+            .trim_matches(['[', ']'])
+            .to_ascii_lowercase();
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        let Some(grant) = &self.grant else {
+            return Err(HttpError::HttpRequestDenied);
+        };
+        if !grant.names(&host, port) {
+            grant.refuse(
+                &self.plugin,
+                format!("{host}:{port} is not the host of one of the source's URLs"),
+            );
+            return Err(HttpError::HttpRequestDenied);
+        }
+        if !tls && !self.rules.insecure_allowed(&host) {
+            grant.refuse(
+                &self.plugin,
+                format!(
+                    "plain HTTP to {host} (allow it in [outbound_http] ALLOW_INSECURE_HOSTS, or use https)"
+                ),
+            );
+            return Err(HttpError::HttpRequestDenied);
+        }
+        Ok((host, port, tls))
+    }
+}
+
+/// Resolves, checks the addresses, connects, and sends.
+#[allow(clippy::too_many_arguments)]
+async fn send(
+    plugin: &str,
+    grant: &Grant,
+    rules: &Rules,
+    mut request: http::Request<WasiBody>,
+    options: Option<RequestOptions>,
+    host: String,
+    port: u16,
+    tls: bool,
+) -> Result<
+    (
+        http::Response<WasiBody>,
+        Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ),
+    HttpError,
+> {
+    // The plugin may ask for less time than the operator allows, never more.
+    let clamp = |asked: Option<Duration>| asked.map_or(rules.timeout, |d| d.min(rules.timeout));
+    let connect_timeout = clamp(options.and_then(|o| o.connect_timeout));
+    let first_byte_timeout = clamp(options.and_then(|o| o.first_byte_timeout));
+
+    let addresses: Vec<SocketAddr> = match tokio::time::timeout(
+        connect_timeout,
+        tokio::net::lookup_host((host.as_str(), port)),
+    )
+    .await
+    {
+        Err(_) => return Err(HttpError::DnsTimeout),
+        Ok(Err(_)) => return Err(HttpError::DestinationNotFound),
+        Ok(Ok(found)) => found.collect(),
+    };
+    let admitted: Vec<SocketAddr> = addresses
+        .iter()
+        .copied()
+        .filter(|a| rules.admits(a.ip()))
+        .collect();
+    if admitted.is_empty() {
+        grant.refuse(
+            plugin,
+            format!(
+                "{host} resolves to {}, which [outbound_http] ALLOWED_HOST_LIST does not allow",
+                addresses
+                    .iter()
+                    .map(|a| a.ip().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+        return Err(HttpError::DestinationIpProhibited);
+    }
+    let stream = tokio::time::timeout(connect_timeout, connect(&admitted))
+        .await
+        .map_err(|_| HttpError::ConnectionTimeout)??;
+
+    let io: Box<dyn Stream> = if tls {
+        let name = rustls::pki_types::ServerName::try_from(host.clone())
+            .map_err(|_| HttpError::HttpRequestUriInvalid)?;
+        let stream = tokio::time::timeout(
+            connect_timeout,
+            tokio_rustls::TlsConnector::from(tls_config()).connect(name, stream),
+        )
+        .await
+        .map_err(|_| HttpError::ConnectionTimeout)?
+        .map_err(HttpError::Tls)?;
+        Box::new(stream)
+    } else {
+        Box::new(stream)
+    };
+    let (mut sender, conn) = tokio::time::timeout(
+        connect_timeout,
+        hyper::client::conn::http1::handshake(TokioIo::new(io)),
+    )
+    .await
+    .map_err(|_| HttpError::ConnectionTimeout)??;
+    let driver = tokio::spawn(conn);
+
+    // On the wire, HTTP/1.1 names the path only.
+    *request.uri_mut() = http::Uri::builder()
+        .path_and_query(
+            request
+                .uri()
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or("/"),
+        )
+        .build()
+        .map_err(|_| HttpError::HttpRequestUriInvalid)?;
+
+    let response = tokio::time::timeout(first_byte_timeout, sender.send_request(request))
+        .await
+        .map_err(|_| HttpError::ConnectionReadTimeout)??;
+    let max = rules.max_response_size;
+    if response
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .is_some_and(|n| n > max as u64)
+    {
+        return Err(HttpError::HttpResponseBodySize(None));
+    }
+    // The whole body must arrive within the timeout, and no larger than the
+    // cap: a slow or endless answer fails the request, never the host.
+    let deadline = tokio::time::Instant::now() + rules.timeout;
+    let response = response.map(move |body| {
+        http_body_util::Limited::new(body, max)
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    HttpError::HttpResponseBodySize(None)
+                } else {
+                    HttpError::HttpResponseIncomplete
+                }
+            })
+            .with_deadline(deadline)
+            .boxed_unsync()
+    });
+    Ok((
+        response,
+        Box::new(async move {
+            match driver.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(HttpError::from(e)),
+                Err(_) => Err(HttpError::HttpResponseIncomplete),
+            }
+        }),
+    ))
+}
+
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
+impl<T> Stream for T where T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
+
+/// Connects to the first admitted address that answers.
+async fn connect(addresses: &[SocketAddr]) -> Result<tokio::net::TcpStream, HttpError> {
+    let mut last = None;
+    for address in addresses {
+        match tokio::net::TcpStream::connect(address).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            HttpError::ConnectionRefused
+        }
+        Some(e) => HttpError::Connect(e),
+        None => HttpError::DestinationNotFound,
+    })
+}
+
+/// TLS with the system's trust store, loaded once: an operator adds a
+/// company CA the way they do for every other program on the machine.
+fn tls_config() -> Arc<rustls::ClientConfig> {
+    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let mut roots = rustls::RootCertStore::empty();
+            let found = rustls_native_certs::load_native_certs();
+            for e in &found.errors {
+                tracing::warn!("reading the system's CA certificates: {e}");
+            }
+            let (added, _ignored) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                tracing::warn!(
+                    "no CA certificates found on this machine: plugins' HTTPS requests will fail"
+                );
+            }
+            Arc::new(
+                rustls::ClientConfig::builder_with_provider(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()
+                .expect("ring supports the default TLS versions")
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+            )
+        })
+        .clone()
+}
+
+/// A body that fails once its deadline passes.
+trait WithDeadline: Sized {
+    fn with_deadline(self, deadline: tokio::time::Instant) -> Deadline<Self>;
+}
+
+impl<B> WithDeadline for B {
+    fn with_deadline(self, deadline: tokio::time::Instant) -> Deadline<Self> {
+        Deadline {
+            body: self,
+            sleep: Box::pin(tokio::time::sleep_until(deadline)),
+        }
+    }
+}
+
+struct Deadline<B> {
+    body: B,
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<B> http_body::Body for Deadline<B>
+where
+    B: http_body::Body<Error = HttpError> + Unpin,
+{
+    type Data = B::Data;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if self.sleep.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(Some(Err(HttpError::ConnectionReadTimeout)));
+        }
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_classed() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(class(ip("127.0.0.2")), Class::Loopback);
+        assert_eq!(class(ip("::ffff:127.0.0.1")), Class::Loopback);
+        assert_eq!(class(ip("10.1.2.3")), Class::Private);
+        assert_eq!(class(ip("172.20.0.1")), Class::Private);
+        assert_eq!(class(ip("169.254.169.254")), Class::Private);
+        assert_eq!(class(ip("100.64.0.1")), Class::Private);
+        assert_eq!(class(ip("fd00::1")), Class::Private);
+        assert_eq!(class(ip("0.0.0.0")), Class::Never);
+        assert_eq!(class(ip("8.8.8.8")), Class::External);
+        let rules = Rules::default();
+        assert!(rules.admits(ip("8.8.8.8")));
+        assert!(!rules.admits(ip("127.0.0.1")));
+        assert!(!rules.admits(ip("169.254.169.254")));
+        let all = Rules {
+            allowed: vec![Allowed::All],
+            ..Rules::default()
+        };
+        assert!(all.admits(ip("127.0.0.1")) && !all.admits(ip("0.0.0.0")));
+        let net = Rules {
+            allowed: vec![Allowed::parse("10.0.0.0/8").unwrap()],
+            ..Rules::default()
+        };
+        assert!(net.admits(ip("10.9.9.9")) && !net.admits(ip("11.0.0.1")));
+        assert_eq!(Allowed::parse("intranet"), None);
+    }
+
+    #[test]
+    fn a_grant_names_the_hosts_of_the_url_settings() {
+        let grant = Grant::from_settings(&[
+            ("AUTH_URL".into(), "https://id.example.com/auth".into()),
+            ("TOKEN_URL".into(), "http://127.0.0.1:8080/token".into()),
+            (
+                "CLIENT_ID".into(),
+                "https://not-a-url-setting.example".into(),
+            ),
+        ]);
+        assert!(grant.names("id.example.com", 443));
+        assert!(grant.names("ID.example.com", 443));
+        assert!(!grant.names("id.example.com", 80));
+        assert!(grant.names("127.0.0.1", 8080));
+        assert!(!grant.names("not-a-url-setting.example", 443));
+    }
+}
