@@ -259,6 +259,11 @@ pub enum Mode {
     /// The authorization endpoint sends the browser back with
     /// `error=access_denied`.
     Denied,
+    /// The JWKS answer is 2 MiB long (its key padded with a field nobody
+    /// reads): over any sensible response-size cap.
+    HugeKeys,
+    /// The token endpoint waits five seconds before it answers.
+    SlowToken,
 }
 
 /// The client the tampering provider knows.
@@ -488,8 +493,12 @@ async fn discovery(State(peer): Shared) -> Json<Value> {
     }))
 }
 
-async fn jwks() -> Json<Value> {
-    Json(json!({ "keys": [keys().jwk.clone()] }))
+async fn jwks(State(peer): Shared) -> Json<Value> {
+    let mut key = keys().jwk.clone();
+    if lock(&peer).mode == Mode::HugeKeys {
+        key["x-padding"] = Value::String("x".repeat(2 * 1024 * 1024));
+    }
+    Json(json!({ "keys": [key] }))
 }
 
 /// An RFC 6749 §5.2 error answer.
@@ -582,6 +591,10 @@ async fn token(
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
+    let slow = lock(&peer).mode == Mode::SlowToken;
+    if slow {
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    }
     let mut state = lock(&peer);
     let foreign = headers
         .get(header::HOST)

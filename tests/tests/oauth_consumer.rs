@@ -703,3 +703,191 @@ async fn a_token_endpoint_on_a_host_the_source_does_not_name_is_refused_and_coun
         );
     }
 }
+
+const UNAVAILABLE: &str = "Sign-in is unavailable right now";
+
+/// The ini of a server with the source `corp` at the tampering provider,
+/// with `outbound` as its `[outbound_http]` section.
+fn tampering_ini(peer: &TamperingProvider, linking: &str, outbound: &str) -> String {
+    format!(
+        "[source]
+ENABLE_OAUTH2 = true
+
+[source.oauth2_{SOURCE}]
+NAME = {NAME}
+PROVIDER = openidConnect
+OPENID_CONNECT_AUTO_DISCOVERY_URL = {}
+CLIENT_ID = {TAMPER_CLIENT_ID}
+CLIENT_SECRET = {TAMPER_CLIENT_SECRET}
+SCOPES = openid email profile
+AUTO_REGISTER = true
+
+[oauth2_client]
+ACCOUNT_LINKING = {linking}
+
+[outbound_http]
+{outbound}
+",
+        peer.discovery_url()
+    )
+}
+
+/// A sign-in that stops at `/user/oauth2/corp` because the plugin cannot
+/// reach the provider: the page says sign-in is unavailable.
+async fn begin_fails(server: &Server) -> String {
+    let res = client()
+        .get(server.url(&format!("/user/oauth2/{SOURCE}")))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let text = visible_text(&res.text().await.unwrap());
+    assert_eq!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}: {text}",
+        server.backend
+    );
+    assert!(text.contains(UNAVAILABLE), "{}: {text}", server.backend);
+    text
+}
+
+#[tokio::test]
+async fn the_http_capability_refuses_plain_http_forbidden_addresses_and_answers_too_large_or_slow()
+{
+    let peer = TamperingProvider::start(Mode::Honest, "outsider");
+    for backend in backends() {
+        // Plain http to a host ALLOW_INSECURE_HOSTS does not name.
+        let ini = tampering_ini(&peer, "disabled", "ALLOWED_HOST_LIST = loopback");
+        let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        begin_fails(&server).await;
+        let entry = source_entry(&server);
+        assert!(
+            entry["http_refusals"].as_u64().unwrap() >= 1,
+            "{backend}: {entry}"
+        );
+        assert!(
+            entry["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("plain HTTP to localhost")),
+            "{backend}: {entry}"
+        );
+        drop(server);
+
+        // Over http allowed, but the name resolves to a loopback address,
+        // which the default list (external) refuses.
+        let ini = tampering_ini(
+            &peer,
+            "disabled",
+            "ALLOWED_HOST_LIST = external\nALLOW_INSECURE_HOSTS = localhost",
+        );
+        let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        begin_fails(&server).await;
+        let entry = source_entry(&server);
+        assert!(
+            entry["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("ALLOWED_HOST_LIST does not allow")),
+            "{backend}: {entry}"
+        );
+        drop(server);
+
+        // Reachable, but the keys are larger than MAX_RESPONSE_SIZE, or the
+        // token endpoint slower than TIMEOUT: the sign-in fails, nobody is
+        // made, and the server serves on.
+        let ini = tampering_ini(
+            &peer,
+            "disabled",
+            "ALLOWED_HOST_LIST = loopback\nALLOW_INSECURE_HOSTS = localhost\nTIMEOUT = 1\nMAX_RESPONSE_SIZE = 65536",
+        );
+        let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        for (mode, login) in [(Mode::HugeKeys, "hugekeys"), (Mode::SlowToken, "slowtoken")] {
+            peer.set(mode, login);
+            let (http, callback) = through_provider(&server, &peer).await;
+            let (status, text, _) = load(&http, &callback).await;
+            assert_eq!(
+                status,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{backend}: {mode:?}: {text}"
+            );
+            assert_eq!(whoami(&server, &http).await.0, StatusCode::UNAUTHORIZED);
+            assert_eq!(users_named(&server, login), 0, "{backend}: {mode:?}");
+        }
+        peer.set(Mode::Honest, "outsider");
+        let (http, callback) = through_provider(&server, &peer).await;
+        let (status, text, _) = load(&http, &callback).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{backend}: {text}");
+        assert_eq!(whoami(&server, &http).await.1["login"], "outsider");
+    }
+}
+
+/// The linked accounts on `http`'s Settings › Security page, by their
+/// `data-source`, and the page's CSRF token.
+async fn linked_accounts(server: &Server, http: &reqwest::Client) -> (Vec<String>, String) {
+    let html = postern_tests::get_text(http, &server.url("/user/settings/security")).await;
+    let linked = html
+        .split("data-source=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_string)
+        .collect();
+    (linked, postern_tests::csrf_of(&html))
+}
+
+async fn unlink(server: &Server, http: &reqwest::Client, csrf: &str) -> StatusCode {
+    http.post(server.url(&format!("/user/settings/security/linked/{SOURCE}/delete")))
+        .form(&[("_csrf", csrf)])
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn auto_linking_takes_a_verified_address_and_a_link_is_removed_in_settings() {
+    let peer = TamperingProvider::start(Mode::Honest, "lou");
+    for backend in backends() {
+        let ini = tampering_ini(
+            &peer,
+            "auto",
+            "ALLOWED_HOST_LIST = loopback\nALLOW_INSECURE_HOSTS = localhost",
+        );
+        let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        // A local account with the provider's verified address for `lou`.
+        server.create_user("lou", PW, false);
+        let before = logins(&server);
+
+        peer.set(Mode::Honest, "lou");
+        let (http, callback) = through_provider(&server, &peer).await;
+        let (status, text, _) = load(&http, &callback).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{backend}: {text}");
+        let (_, me) = whoami(&server, &http).await;
+        assert_eq!(me["login"], "lou", "{backend}: linked, not made anew");
+        assert_eq!(logins(&server), before, "{backend}");
+
+        // Settings › Security lists the link; unlinking removes it.
+        let (linked, csrf) = linked_accounts(&server, &http).await;
+        assert_eq!(linked, vec![SOURCE.to_string()], "{backend}");
+        assert_eq!(
+            unlink(&server, &http, &csrf).await,
+            StatusCode::SEE_OTHER,
+            "{backend}"
+        );
+        assert!(linked_accounts(&server, &http).await.0.is_empty());
+
+        // An account the source made has no password: its only way in is
+        // kept.
+        peer.set(Mode::Honest, "newcomer");
+        let (fresh, callback) = through_provider(&server, &peer).await;
+        let (status, text, _) = load(&fresh, &callback).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{backend}: {text}");
+        let (linked, csrf) = linked_accounts(&server, &fresh).await;
+        assert_eq!(linked, vec![SOURCE.to_string()], "{backend}");
+        assert_eq!(
+            unlink(&server, &fresh, &csrf).await,
+            StatusCode::BAD_REQUEST,
+            "{backend}"
+        );
+        assert_eq!(linked_accounts(&server, &fresh).await.0.len(), 1);
+    }
+}
