@@ -853,14 +853,36 @@ async fn auto_linking_takes_a_verified_address_and_a_link_is_removed_in_settings
             "ALLOWED_HOST_LIST = loopback\nALLOW_INSECURE_HOSTS = localhost",
         );
         let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
-        // A local account with the provider's verified address for `lou`.
+        // A local account with the provider's verified address for `lou`,
+        // and an authenticator app.
         server.create_user("lou", PW, false);
+        let secret = enrol_totp(&server, "lou").await;
         let before = logins(&server);
 
         peer.set(Mode::Honest, "lou");
         let (http, callback) = through_provider(&server, &peer).await;
-        let (status, text, _) = load(&http, &callback).await;
+        let (status, text, to) = load(&http, &callback).await;
         assert_eq!(status, StatusCode::SEE_OTHER, "{backend}: {text}");
+        // The provider is the first step; the second is still asked.
+        assert_eq!(
+            to.map(|u| u.path().to_string()).as_deref(),
+            Some("/user/two_factor"),
+            "{backend}"
+        );
+        assert_eq!(whoami(&server, &http).await.0, StatusCode::UNAUTHORIZED);
+        let page = postern_tests::get_text(&http, &server.url("/user/two_factor")).await;
+        // The next step's code: the enrolment used this one.
+        let code = postern_tests::oathtool(&secret, postern_tests::unix_now() + 30);
+        let res = http
+            .post(server.url("/user/two_factor"))
+            .form(&[
+                ("passcode", code.as_str()),
+                ("_csrf", &postern_tests::csrf_of(&page)),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
         let (_, me) = whoami(&server, &http).await;
         assert_eq!(me["login"], "lou", "{backend}: linked, not made anew");
         assert_eq!(logins(&server), before, "{backend}");
@@ -890,4 +912,28 @@ async fn auto_linking_takes_a_verified_address_and_a_link_is_removed_in_settings
         );
         assert_eq!(linked_accounts(&server, &fresh).await.0.len(), 1);
     }
+}
+
+/// Enrols `user` (password `PW`) with an authenticator app over the API;
+/// returns the secret.
+async fn enrol_totp(server: &Server, user: &str) -> String {
+    let http = reqwest::Client::new();
+    let res = http
+        .post(server.url("/api/v1/user/2fa/totp"))
+        .basic_auth(user, Some(PW))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let body: Value = res.json().await.unwrap();
+    let secret = postern_tests::otpauth_secret(body["otpauth_uri"].as_str().unwrap());
+    let res = http
+        .post(server.url("/api/v1/user/2fa/totp/confirm"))
+        .basic_auth(user, Some(PW))
+        .json(&json!({ "code": postern_tests::oathtool(&secret, postern_tests::unix_now()) }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    secret
 }
