@@ -328,7 +328,9 @@ async fn send(
                     .join(", ")
             ),
         );
-        return Err(HttpError::DestinationIpProhibited);
+        // The same answer as every other refusal of the host's: the guest's
+        // `http-request-denied`, which the SDK reports as `Denied`.
+        return Err(HttpError::HttpRequestDenied);
     }
     let stream = tokio::time::timeout(connect_timeout, connect(&admitted))
         .await
