@@ -68,6 +68,21 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             delete(sources::delete).patch(sources::edit),
         ),
         ("/admin/sources/{id}/test", post(sources::test)),
+        (
+            "/admin/sources/oauth2",
+            get(sources::oauth2_list).post(sources::oauth2_create),
+        ),
+        (
+            "/admin/sources/oauth2/{name}",
+            get(sources::oauth2_get)
+                .put(sources::oauth2_replace)
+                .patch(sources::oauth2_edit)
+                .delete(sources::oauth2_delete),
+        ),
+        (
+            "/admin/sources/oauth2/{name}/test",
+            post(sources::oauth2_test),
+        ),
         ("/admin/sources/{id}/sync", post(sources::sync)),
         ("/user/repos", get(repos::list_mine).post(repos::create)),
         (

@@ -55,7 +55,8 @@ enum Admin {
     /// API helpers.
     #[command(subcommand)]
     Api(ApiCmd),
-    /// Identity sources: directory sources' connection test and sync.
+    /// Identity sources: directory and OAuth2 sources, their connection
+    /// test, and directory sync.
     #[command(subcommand)]
     Auth(AuthCmd),
     /// The OAuth 2.0 provider: instance-wide applications and the ID-token
@@ -93,14 +94,31 @@ enum OAuth2Cmd {
 
 #[derive(Subcommand)]
 enum AuthCmd {
-    /// List the directory sources and their last sync.
+    /// List the directory sources and their last sync, then the OAuth2
+    /// sources: id, name, provider, where defined, state.
     List,
     /// Bind with a directory source's service account and run its user
-    /// search; says `LDAP connection failed` and why when that fails.
+    /// search; says `LDAP connection failed` and why when that fails. For
+    /// an OAuth2 source, fetch its discovery document and keys (`OAuth2
+    /// connection failed` and why).
     Test {
-        /// The source, as `source.<n>` (or just `<n>`).
+        /// The source, as `source.<n>` (or just `<n>`), or
+        /// `source.oauth2_<name>`.
         #[arg(long)]
         id: String,
+    },
+    /// Add an OAuth2 source, stored in the database (the client secret
+    /// sealed). Gitea's flags; other `[source.oauth2_<name>]` keys with
+    /// `--set KEY=VALUE`. A running server serves it from its next start.
+    AddOauth(Box<OAuthArgs>),
+    /// Change a stored OAuth2 source: the flags given replace its keys, an
+    /// empty value (`--secret ""`, `--set KEY=`) removes one.
+    UpdateOauth {
+        /// The source, as `source.oauth2_<name>` (or just `<name>`).
+        #[arg(long)]
+        id: String,
+        #[command(flatten)]
+        args: Box<OAuthArgs>,
     },
     /// Directory (LDAP) commands.
     #[command(subcommand)]
@@ -120,11 +138,116 @@ enum AuthCmd {
         #[arg(long = "set", value_name = "KEY=VALUE", required = true)]
         set: Vec<String>,
     },
-    /// Remove a stored directory source.
+    /// Remove a stored directory or OAuth2 source.
     Delete {
+        /// `source.<n>` (or `<n>`), or `source.oauth2_<name>`.
         #[arg(long)]
         id: String,
     },
+}
+
+/// The flags of `add-oauth` and `update-oauth`, by Gitea's names.
+#[derive(clap::Args)]
+struct OAuthArgs {
+    /// The source's name: its sign-in path is `/user/oauth2/<name>`, its id
+    /// `source.oauth2_<name>` (letters, digits, `-` and `_`; it cannot
+    /// change).
+    #[arg(long)]
+    name: Option<String>,
+    /// What the sign-in page's button says (`NAME`); the name by default.
+    #[arg(long)]
+    display_name: Option<String>,
+    /// `PROVIDER`: openidConnect, gitea, github, gitlab or oauth2.
+    #[arg(long)]
+    provider: Option<String>,
+    /// The client id (`CLIENT_ID`).
+    #[arg(long)]
+    key: Option<String>,
+    /// The client secret (`CLIENT_SECRET`).
+    #[arg(long)]
+    secret: Option<String>,
+    /// The OpenID Connect discovery document
+    /// (`OPENID_CONNECT_AUTO_DISCOVERY_URL`).
+    #[arg(long)]
+    auto_discover_url: Option<String>,
+    /// Use the `--custom-*-url`s (a self-hosted Gitea, GitHub or GitLab):
+    /// accepted as Gitea does; the URLs given are used unless this is
+    /// `false`.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    use_custom_urls: Option<String>,
+    /// `AUTH_URL`.
+    #[arg(long)]
+    custom_auth_url: Option<String>,
+    /// `TOKEN_URL`.
+    #[arg(long)]
+    custom_token_url: Option<String>,
+    /// `PROFILE_URL`.
+    #[arg(long)]
+    custom_profile_url: Option<String>,
+    /// `SCOPES`: repeat, or separate with spaces or commas.
+    #[arg(long)]
+    scopes: Vec<String>,
+    /// `GROUP_CLAIM_NAME`: the claim that lists the user's groups.
+    #[arg(long)]
+    group_claim_name: Option<String>,
+    /// `ADMIN_GROUP`: members are site administrators.
+    #[arg(long)]
+    admin_group: Option<String>,
+    /// `GROUP_TEAM_MAP`: JSON, group -> organization -> teams.
+    #[arg(long)]
+    group_team_map: Option<String>,
+    /// `GROUP_TEAM_MAP_REMOVAL`: leaving a group leaves its mapped teams.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    group_team_map_removal: Option<String>,
+    /// `AUTO_REGISTER`: create the user at the first sign-in.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    auto_register: Option<String>,
+    /// Any other key of `[source.oauth2_<name>]`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+impl OAuthArgs {
+    /// The keys the flags give, by their ini names.
+    fn keys(&self) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+        let mut keys = key_values(&self.set)?;
+        let custom = [
+            ("AUTH_URL", &self.custom_auth_url),
+            ("TOKEN_URL", &self.custom_token_url),
+            ("PROFILE_URL", &self.custom_profile_url),
+        ];
+        let use_custom = match self.use_custom_urls.as_deref() {
+            None => None,
+            Some(v) => Some(
+                schema::parse_bool(v)
+                    .with_context(|| format!("--use-custom-urls {v:?}: expected true or false"))?,
+            ),
+        };
+        if use_custom == Some(false) && custom.iter().any(|(_, v)| v.is_some()) {
+            anyhow::bail!("--use-custom-urls false contradicts the --custom-*-url given");
+        }
+        let flags = [
+            ("NAME", &self.display_name),
+            ("PROVIDER", &self.provider),
+            ("CLIENT_ID", &self.key),
+            ("CLIENT_SECRET", &self.secret),
+            ("OPENID_CONNECT_AUTO_DISCOVERY_URL", &self.auto_discover_url),
+            ("GROUP_CLAIM_NAME", &self.group_claim_name),
+            ("ADMIN_GROUP", &self.admin_group),
+            ("GROUP_TEAM_MAP", &self.group_team_map),
+            ("GROUP_TEAM_MAP_REMOVAL", &self.group_team_map_removal),
+            ("AUTO_REGISTER", &self.auto_register),
+        ];
+        for (key, value) in flags.into_iter().chain(custom) {
+            if let Some(v) = value {
+                keys.insert(key.to_string(), v.clone());
+            }
+        }
+        if !self.scopes.is_empty() {
+            keys.insert("SCOPES".into(), self.scopes.join(" "));
+        }
+        Ok(keys)
+    }
 }
 
 /// `KEY=VALUE` pairs of `--set`.
@@ -344,6 +467,38 @@ async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
             for s in identity::directory_sources(&app).await? {
                 println!("{}\t{}\t{}\t{}", s.id, s.name, s.host, s.last_sync);
             }
+            for s in identity::oauth2_sources(&app).await? {
+                println!(
+                    "{}\t{}\tOAuth2 ({})\t{}\t{}",
+                    s.id, s.display_name, s.provider, s.origin, s.state
+                );
+            }
+            Ok(())
+        }
+        AuthCmd::AddOauth(args) => {
+            let name = args
+                .name
+                .clone()
+                .context("--name is required: the source's name")?;
+            let id = identity::add_oauth2_source(&app, &name, args.keys()?).await?;
+            println!("Added {id}.");
+            Ok(())
+        }
+        AuthCmd::UpdateOauth { id, args } => {
+            let name = identity::oauth2_name(&id);
+            if args.name.as_deref().is_some_and(|n| n != name) {
+                anyhow::bail!(
+                    "--name: a source's name cannot change (its users' links name it); add a new source instead"
+                );
+            }
+            let id = identity::update_oauth2_source(
+                &app,
+                name,
+                args.keys()?,
+                identity::KeysUpdate::Merge,
+            )
+            .await?;
+            println!("Changed {id}.");
             Ok(())
         }
         AuthCmd::Add { set } => {
@@ -359,7 +514,11 @@ async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
         }
         AuthCmd::Delete { id } => {
             let id = source_id(id);
-            identity::remove_directory_source(&app, &id).await?;
+            if identity::is_oauth2_id(&id) {
+                identity::remove_oauth2_source(&app, &id).await?;
+            } else {
+                identity::remove_directory_source(&app, &id).await?;
+            }
             println!("Removed {id}.");
             Ok(())
         }

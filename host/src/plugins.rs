@@ -21,6 +21,7 @@ mod common_bindings;
 pub mod contract;
 mod engine;
 mod loading;
+pub mod oauth2_sources;
 pub mod outbound;
 mod registry;
 pub(crate) mod since_v0_1;
@@ -132,6 +133,9 @@ impl Kind {
 #[derive(Debug, Clone)]
 pub enum Origin {
     BuiltIn,
+    /// An instance of a built-in plugin under a source's name (`ldap` for
+    /// each `[source.<n>]`, `oauth2` for each `[source.oauth2_<name>]`).
+    InstanceOf(&'static str),
     Path(PathBuf),
 }
 

@@ -113,6 +113,11 @@ pub(crate) fn routes() -> Router<App> {
         .route("/admin/auths/new", get(admin::new_form).post(admin::create))
         .route("/admin/auths/{id}/test", post(admin::test))
         .route("/admin/auths/{id}/sync", post(admin::sync))
+        .route(
+            "/admin/auths/{id}/edit",
+            get(admin::edit_form).post(admin::edit),
+        )
+        .route("/admin/auths/{id}/delete", post(admin::delete))
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))
 }

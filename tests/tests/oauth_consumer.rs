@@ -183,15 +183,9 @@ fn source_entry(server: &Server) -> Value {
         .clone();
     assert_eq!(entry["kind"], "identity-source", "{entry}");
     assert_eq!(entry["state"], "ready", "{entry}");
-    let grants: Vec<String> = match &entry["grants"] {
-        Value::Array(list) => list
-            .iter()
-            .filter_map(|g| g.as_str().map(str::to_string))
-            .collect(),
-        Value::String(s) => s.split(',').map(|g| g.trim().to_string()).collect(),
-        other => panic!("grants: {other}"),
-    };
-    assert!(grants.iter().any(|g| g == "http"), "{entry}");
+    // The built-in `oauth2` plugin, granted `log` and `http` only.
+    assert_eq!(entry["origin"], "built-in oauth2", "{entry}");
+    assert_eq!(entry["grants"], json!(["log", "http"]), "{entry}");
     assert!(entry["http_refusals"].is_u64(), "{entry}");
     entry
 }

@@ -240,10 +240,21 @@ async fn the_example_plugin_loads_as_a_third_party_source() {
     }
 }
 
+/// The frozen versions' plugins: (id, WIT version, their one user, its
+/// password).
+const OLDER_VERSIONS: &[(&str, &str, &str, &str)] = &[
+    ("legacy", "0.1.0", "olivia", "an-old-plugin-password"),
+    ("legacy02", "0.2.0", "priya", "a-0.2.0-plugin-password"),
+];
+
 #[tokio::test]
-async fn a_plugin_built_against_wit_0_1_0_still_signs_users_in() {
+async fn plugins_built_against_wit_0_1_0_and_0_2_0_still_sign_users_in() {
     for backend in backends() {
-        let ini = plugin_section("legacy", "legacy", "AUTO_REGISTER = true");
+        let ini = OLDER_VERSIONS
+            .iter()
+            .map(|(id, ..)| plugin_section(id, id, "AUTO_REGISTER = true"))
+            .collect::<Vec<_>>()
+            .join("\n");
         let server = Server::start(
             &backend,
             Options {
@@ -254,78 +265,34 @@ async fn a_plugin_built_against_wit_0_1_0_still_signs_users_in() {
         .await;
         server.create_user("root", ADMIN_PASSWORD, true);
         let list = server.plugin_list();
-        let legacy = find(&list, "legacy");
-        assert_eq!(legacy["state"], "ready", "{backend}: {legacy}");
-        assert_eq!(legacy["wit_version"], "0.1.0", "{backend}");
         assert_eq!(find(&list, "local")["wit_version"], "0.3.0", "{backend}");
+        for (id, version, login, password) in OLDER_VERSIONS {
+            let plugin = find(&list, id);
+            assert_eq!(plugin["state"], "ready", "{backend}: {plugin}");
+            assert_eq!(plugin["wit_version"], *version, "{backend}: {plugin}");
 
-        let http = client();
-        assert_eq!(
-            sign_in(&http, &server, "olivia", "not-it").await.status(),
-            StatusCode::UNAUTHORIZED,
-            "{backend}"
-        );
-        assert_eq!(
-            sign_in(&http, &server, "olivia", "an-old-plugin-password")
+            let http = client();
+            assert_eq!(
+                sign_in(&http, &server, login, "not-it").await.status(),
+                StatusCode::UNAUTHORIZED,
+                "{backend}: {id}"
+            );
+            assert_eq!(
+                sign_in(&http, &server, login, password).await.status(),
+                StatusCode::SEE_OTHER,
+                "{backend}: {id}"
+            );
+            let me: serde_json::Value = http
+                .get(server.url("/api/v1/user"))
+                .send()
                 .await
-                .status(),
-            StatusCode::SEE_OTHER,
-            "{backend}"
-        );
-        let me: serde_json::Value = http
-            .get(server.url("/api/v1/user"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(me["login"], "olivia", "{backend}");
-        admin_can_still_sign_in(&server).await;
-    }
-}
-
-#[tokio::test]
-async fn a_plugin_built_against_wit_0_2_0_still_signs_users_in() {
-    for backend in backends() {
-        let ini = plugin_section("legacy02", "legacy02", "AUTO_REGISTER = true");
-        let server = Server::start(
-            &backend,
-            Options {
-                ini,
-                ..Default::default()
-            },
-        )
-        .await;
-        server.create_user("root", ADMIN_PASSWORD, true);
-        let list = server.plugin_list();
-        let legacy = find(&list, "legacy02");
-        assert_eq!(legacy["state"], "ready", "{backend}: {legacy}");
-        assert_eq!(legacy["wit_version"], "0.2.0", "{backend}: {legacy}");
-
-        let http = client();
-        assert_eq!(
-            sign_in(&http, &server, "priya", "not-it").await.status(),
-            StatusCode::UNAUTHORIZED,
-            "{backend}"
-        );
-        assert_eq!(
-            sign_in(&http, &server, "priya", "a-0.2.0-plugin-password")
+                .unwrap()
+                .json()
                 .await
-                .status(),
-            StatusCode::SEE_OTHER,
-            "{backend}"
-        );
-        let me: serde_json::Value = http
-            .get(server.url("/api/v1/user"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(me["login"], "priya", "{backend}");
-        assert_eq!(me["email"], "priya@example.com", "{backend}");
+                .unwrap();
+            assert_eq!(me["login"], *login, "{backend}: {id}");
+            assert_eq!(me["email"], format!("{login}@example.com"), "{backend}");
+        }
         admin_can_still_sign_in(&server).await;
     }
 }

@@ -1,5 +1,7 @@
-//! Directory sources for administrators: the list with each source's last
-//! sync, the connection test and a sync now. The same as `postern admin auth`.
+//! Identity sources for administrators: the directory sources, with each
+//! one's last sync, the connection test and a sync now; and the OAuth 2.0
+//! sources under `/admin/sources/oauth2`, listed, added, changed, removed
+//! and tested. The same as `postern admin auth`.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +14,7 @@ use utoipa::ToSchema;
 use super::users::require_admin;
 use super::{ApiError, ApiJson, ErrorBody, Principal};
 use crate::identity::sync::Summary;
-use crate::identity::{self, DirectorySourceView};
+use crate::identity::{self, DirectorySourceView, KeysUpdate, OAuth2SourceView};
 use crate::state::App;
 use crate::tokens::{Access, Area};
 
@@ -46,7 +48,9 @@ pub(crate) async fn list(
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ConnectionTest {
     pub ok: bool,
-    /// The source's report, or `LDAP connection failed: <cause>`.
+    /// The source's report, or `LDAP connection failed: <cause>` (a
+    /// directory), `OAuth2 connection failed: <cause>` (an OAuth 2.0
+    /// source).
     pub message: String,
 }
 
@@ -205,4 +209,223 @@ fn find(app: &App, id: &str) -> Result<std::sync::Arc<crate::plugins::Plugin>, A
         .into_iter()
         .find(|p| &*p.id == id)
         .ok_or_else(|| ApiError::NotFound(format!("no directory source {id:?}")))
+}
+
+/// Named, not positional: the versioned route has `{version}` too.
+#[derive(Deserialize)]
+pub(crate) struct OAuth2Path {
+    name: String,
+}
+
+/// The OAuth 2.0 sources (`[source.oauth2_<name>]` of the ini file, and
+/// those added here), each with its state; never a client secret.
+/// Permission: site administrator.
+#[utoipa::path(
+    get, path = "/api/v1/admin/sources/oauth2", tag = "admin",
+    responses(
+        (status = 200, description = "The OAuth 2.0 sources", body = [OAuth2SourceView]),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn oauth2_list(
+    State(app): State<App>,
+    who: Principal,
+) -> Result<Json<Vec<OAuth2SourceView>>, ApiError> {
+    who.require_scope(Access::Read, Area::Admin)?;
+    require_admin(&who.user)?;
+    Ok(Json(identity::oauth2_sources(&app).await?))
+}
+
+/// One OAuth 2.0 source. Permission: site administrator.
+#[utoipa::path(
+    get, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
+    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    responses(
+        (status = 200, description = "The source", body = OAuth2SourceView),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn oauth2_get(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<OAuth2Path>,
+) -> Result<Json<OAuth2SourceView>, ApiError> {
+    who.require_scope(Access::Read, Area::Admin)?;
+    require_admin(&who.user)?;
+    Ok(Json(identity::oauth2_source(&app, &path.name).await?))
+}
+
+/// A new OAuth 2.0 source.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewOAuth2Source {
+    /// `<name>` of `source.oauth2_<name>`: 1 to 40 letters, digits, `-` or
+    /// `_`, taken by no other source. Its sign-in path is
+    /// `/user/oauth2/<name>`, and the provider must know the callback
+    /// `{ROOT_URL}user/oauth2/<name>/callback`. It cannot change later.
+    name: String,
+    /// The `[source.oauth2_<name>]` keys and values: `PROVIDER`
+    /// (`openidConnect`, `gitea`, `github`, `gitlab` or `oauth2`),
+    /// `CLIENT_ID`, `CLIENT_SECRET`, `OPENID_CONNECT_AUTO_DISCOVERY_URL` or
+    /// `AUTH_URL`/`TOKEN_URL`/`PROFILE_URL`, `SCOPES`, `NAME`, the
+    /// `*_ATTRIBUTE`s, `GROUP_CLAIM_NAME`, `ADMIN_GROUP`, `GROUP_TEAM_MAP`,
+    /// `GROUP_TEAM_MAP_REMOVAL`, `AUTO_REGISTER`, …
+    settings: BTreeMap<String, String>,
+}
+
+/// Adds an OAuth 2.0 source: every key is checked as the ini file's would
+/// be, and what its `PROVIDER` needs must be there. It is stored (the
+/// client secret sealed) and served at once. Refused while `[source]
+/// ENABLE_OAUTH2` is off. Permission: site administrator.
+#[utoipa::path(
+    post, path = "/api/v1/admin/sources/oauth2", tag = "admin",
+    request_body = NewOAuth2Source,
+    responses(
+        (status = 201, description = "The new source", body = OAuth2SourceView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "The name is malformed or taken, a key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn oauth2_create(
+    State(app): State<App>,
+    who: Principal,
+    ApiJson(body): ApiJson<NewOAuth2Source>,
+) -> Result<(StatusCode, Json<OAuth2SourceView>), ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    let id = identity::add_oauth2_source(&app, &body.name, body.settings).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(identity::oauth2_source(&app, &id).await?),
+    ))
+}
+
+/// Changes an OAuth 2.0 source added here: the keys given replace the
+/// stored ones, an empty value removes a key (an empty `CLIENT_SECRET`
+/// makes a public client); the result is checked as a whole and served at
+/// once. One from the ini file is refused (409). Permission: site
+/// administrator.
+#[utoipa::path(
+    patch, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
+    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    request_body(content = BTreeMap<String, String>, description = "The keys to change"),
+    responses(
+        (status = 200, description = "The source as changed", body = OAuth2SourceView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn oauth2_edit(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<OAuth2Path>,
+    ApiJson(body): ApiJson<BTreeMap<String, String>>,
+) -> Result<Json<OAuth2SourceView>, ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    let id = identity::update_oauth2_source(&app, &path.name, body, KeysUpdate::Merge).await?;
+    Ok(Json(identity::oauth2_source(&app, &id).await?))
+}
+
+/// Replaces the keys of an OAuth 2.0 source added here with those given;
+/// the stored `CLIENT_SECRET` is kept when the body has none (it cannot be
+/// read back). One from the ini file is refused (409). Permission: site
+/// administrator.
+#[utoipa::path(
+    put, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
+    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    request_body(content = BTreeMap<String, String>, description = "Every key of the source"),
+    responses(
+        (status = 200, description = "The source as changed", body = OAuth2SourceView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+        (status = 415, description = "The body is not JSON", body = ErrorBody),
+        (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn oauth2_replace(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<OAuth2Path>,
+    ApiJson(body): ApiJson<BTreeMap<String, String>>,
+) -> Result<Json<OAuth2SourceView>, ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    let id = identity::update_oauth2_source(&app, &path.name, body, KeysUpdate::Replace).await?;
+    Ok(Json(identity::oauth2_source(&app, &id).await?))
+}
+
+/// Removes an OAuth 2.0 source added here; its users stay. One from the
+/// ini file is refused (409). Permission: site administrator.
+#[utoipa::path(
+    delete, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
+    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn oauth2_delete(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<OAuth2Path>,
+) -> Result<StatusCode, ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    identity::remove_oauth2_source(&app, &path.name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Tests an OAuth 2.0 source as served: for OpenID Connect, fetches the
+/// discovery document and the signing keys through the `http` capability;
+/// otherwise reports the endpoints it would use. Permission: site
+/// administrator.
+#[utoipa::path(
+    post, path = "/api/v1/admin/sources/oauth2/{name}/test", tag = "admin",
+    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    responses(
+        (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not a site administrator", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn oauth2_test(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<OAuth2Path>,
+) -> Result<Json<ConnectionTest>, ApiError> {
+    who.require_scope(Access::Write, Area::Admin)?;
+    require_admin(&who.user)?;
+    let source = identity::oauth2_source(&app, &path.name).await?;
+    Ok(Json(
+        match identity::test_oauth2_source(&app, &source.id).await {
+            Ok(message) => ConnectionTest { ok: true, message },
+            Err(message) => ConnectionTest { ok: false, message },
+        },
+    ))
 }

@@ -1,6 +1,9 @@
 //! Identity sources as the administrator manages them: the password
 //! sources a sign-in form offers, and the directory sources listed, tested,
-//! added, changed and removed from the panel, the API and the CLI.
+//! added, changed and removed from the panel, the API and the CLI (the
+//! OAuth 2.0 sources in `oauth2`).
+
+mod oauth2;
 
 use std::collections::BTreeMap;
 
@@ -8,6 +11,12 @@ use super::{Error, Result, SignInRefusal};
 use crate::config::source_settings::{DefinedIn, directory_number};
 use crate::state::App;
 use crate::users::LOCAL_SOURCE;
+
+pub use oauth2::{
+    KeysUpdate, OAuth2SourceView, add_oauth2_source, is_oauth2_id, oauth2_name, oauth2_source,
+    oauth2_sources, probe_oauth2_source, remove_oauth2_source, test_oauth2_source,
+    update_oauth2_source,
+};
 
 /// The password sources a sign-in form may name: `local`, then each
 /// directory source, as `(id, display name)`. Only worth showing when there
@@ -90,8 +99,12 @@ pub async fn directory_sources(app: &App) -> Result<Vec<DirectorySourceView>> {
 
 /// The connection test of a directory source: binds with the service
 /// account and runs the user search. The error text starts with the spec's
-/// `LDAP connection failed`.
+/// `LDAP connection failed`. An OAuth 2.0 source's id
+/// (`source.oauth2_<name>`) runs [`test_oauth2_source`].
 pub async fn test_source(app: &App, id: &str) -> std::result::Result<String, String> {
+    if is_oauth2_id(id) {
+        return test_oauth2_source(app, id).await;
+    }
     let Some(source) = app
         .plugins
         .directory_sources()
@@ -114,11 +127,12 @@ pub async fn test_source(app: &App, id: &str) -> std::result::Result<String, Str
     }
 }
 
-/// Why a directory source could not be added or removed.
+/// Why a directory or OAuth 2.0 source could not be added, changed or
+/// removed.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    /// No such directory source.
-    #[error("no directory source {0:?}")]
+    /// No such source.
+    #[error("no source {0:?}")]
     NotFound(String),
     /// The source is defined in the ini file, which the panel and the API
     /// do not change.

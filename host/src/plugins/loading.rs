@@ -50,7 +50,7 @@ pub(super) fn directory_spec(
         host_settings: SourceSettings::directory(number, section, defined_in),
         kind: Ok(Kind::IdentitySource),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        source: SpecSource::BuiltIn(builtin::ldap_wasm()),
+        source: SpecSource::InstanceOf(builtin::LDAP, builtin::ldap_wasm()),
         grants: vec![Capability::Log, Capability::Directory],
         limits: Limits {
             memory_bytes: DIRECTORY_MEMORY_MB * 1024 * 1024,
@@ -84,7 +84,7 @@ pub(super) fn redirect_spec(
         host_settings: SourceSettings::redirect(name, section, defined_in),
         kind: Ok(Kind::IdentitySource),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        source: SpecSource::BuiltIn(builtin::oauth2_wasm()),
+        source: SpecSource::InstanceOf(builtin::OAUTH2, builtin::oauth2_wasm()),
         grants: vec![Capability::Log, Capability::Http],
         limits: Limits {
             memory_bytes: DEFAULT_MEMORY_MB as usize * 1024 * 1024,
@@ -121,7 +121,12 @@ pub(super) struct Spec {
 
 enum SpecSource {
     BuiltIn(&'static [u8]),
-    Path { path: PathBuf, sha256: String },
+    /// A built-in plugin loaded once per source, named here.
+    InstanceOf(&'static str, &'static [u8]),
+    Path {
+        path: PathBuf,
+        sha256: String,
+    },
 }
 
 pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
@@ -217,6 +222,7 @@ fn http_grant(grants: &[Capability], settings: &[(String, String)]) -> Option<Ar
 pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin {
     let (bytes, origin) = match &spec.source {
         SpecSource::BuiltIn(b) => (Ok(b.to_vec()), Origin::BuiltIn),
+        SpecSource::InstanceOf(of, b) => (Ok(b.to_vec()), Origin::InstanceOf(of)),
         SpecSource::Path { path, .. } => (
             std::fs::read(path).map_err(|e| Error::Read {
                 plugin: spec.id.clone(),

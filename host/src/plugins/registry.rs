@@ -1,6 +1,6 @@
 //! The registry: every plugin, loaded or refused, with its state; and the
-//! directory sources, which an administrator can add and remove while the
-//! host runs.
+//! directory and OAuth 2.0 sources, which an administrator can add, change
+//! and remove while the host runs.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use wasmtime::Engine;
 use super::calls::Prepared;
 use super::capabilities::Lender;
 use super::contract::SignInRefusal;
-use super::loading::{directory_spec, load_one, specs};
+use super::loading::{directory_spec, load_one, redirect_spec, specs};
 use super::stats::Stats;
 use super::{Capability, Error, Kind, Limits, Origin, Result, builtin, engine};
 use crate::config::Config;
@@ -78,6 +78,7 @@ impl Plugin {
             },
             origin: match &self.origin {
                 Origin::BuiltIn => "built-in".into(),
+                Origin::InstanceOf(of) => format!("built-in {of}"),
                 Origin::Path(p) => p.display().to_string(),
             },
             sha256: self.sha256.clone(),
@@ -109,7 +110,8 @@ pub struct Plugins {
     pub(super) engine: Engine,
     pub(super) lender: Arc<Lender>,
     cache_dir: PathBuf,
-    /// Written only when an administrator adds a directory source.
+    /// Written only when an administrator adds, changes or removes a
+    /// directory or OAuth 2.0 source.
     plugins: std::sync::RwLock<Vec<Arc<Plugin>>>,
 }
 
@@ -139,6 +141,30 @@ impl Plugins {
                     }
                 }
                 Err(e) => tracing::error!("cannot read the stored directory sources: {e}"),
+            }
+        }
+        // OAuth 2.0 sources an administrator added; a section of the ini
+        // file with the same name wins (ini names are lower case, and the
+        // sign-in paths of two names differing only in case would confuse).
+        if cfg.source.enable_oauth2 {
+            let taken: Vec<String> = cfg
+                .oauth2_sources
+                .iter()
+                .map(|o| o.name.to_ascii_lowercase())
+                .collect();
+            match super::oauth2_sources::stored(&db, &key).await {
+                Ok(stored) => {
+                    for (name, settings) in stored {
+                        if taken.contains(&name.to_ascii_lowercase()) {
+                            tracing::warn!(
+                                "the stored OAuth2 source {name:?} has the name of an ini section; the ini file wins"
+                            );
+                            continue;
+                        }
+                        specs.push(redirect_spec(&name, &settings, DefinedIn::Database));
+                    }
+                }
+                Err(e) => tracing::error!("cannot read the stored OAuth2 sources: {e}"),
             }
         }
         let max_memory = specs
@@ -244,22 +270,7 @@ impl Plugins {
             .load_directory_source(number, section, DefinedIn::Probe)
             .await
             .map_err(|e| e.to_string())?;
-        let out = self.test_connection(&plugin).await;
-        self.lender
-            .directories
-            .write()
-            .expect("directory map lock poisoned")
-            .remove(&*plugin.id);
-        match out {
-            Ok(Ok(report)) => Ok(report),
-            Ok(Err(refusal)) => Err(match refusal {
-                SignInRefusal::NotSupported | SignInRefusal::InvalidCredentials => {
-                    "the source refused the test".into()
-                }
-                other => other.to_string(),
-            }),
-            Err(e) => Err(e.to_string()),
-        }
+        self.run_probe(&plugin).await
     }
 
     async fn load_directory_source(
@@ -287,6 +298,111 @@ impl Plugins {
                 .write()
                 .expect("directory map lock poisoned")
                 .insert(plugin.id.to_string(), directory);
+        }
+        Ok(plugin)
+    }
+
+    /// Loads an OAuth 2.0 source an administrator added or changed, and
+    /// serves it from now on: in the place of the one of the same name, if
+    /// any, so that sign-ins never find it missing.
+    pub async fn put_redirect_source(
+        &self,
+        name: &str,
+        section: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Arc<Plugin>> {
+        let plugin = self
+            .load_redirect_source(name, section, DefinedIn::Database)
+            .await?;
+        let mut list = self.plugins.write().expect("plugin list lock poisoned");
+        match list.iter_mut().find(|p| p.id == plugin.id) {
+            Some(slot) => *slot = plugin.clone(),
+            None => list.push(plugin.clone()),
+        }
+        Ok(plugin)
+    }
+
+    /// Stops serving an OAuth 2.0 source added at run time.
+    pub fn remove_redirect_source(&self, id: &str) {
+        self.plugins
+            .write()
+            .expect("plugin list lock poisoned")
+            .retain(|p| &*p.id != id);
+        self.lender
+            .http_grants
+            .write()
+            .expect("http grant lock poisoned")
+            .remove(id);
+    }
+
+    /// Runs an OAuth 2.0 source's connection test (discovery and keys, or
+    /// the endpoints it would use) with settings not saved yet.
+    pub async fn probe_redirect_source(
+        &self,
+        section: &std::collections::BTreeMap<String, String>,
+    ) -> std::result::Result<String, String> {
+        // A name no source can have ('#' starts an ini comment, and the
+        // panel and the API take letters, digits, '-' and '_'): the probe's
+        // grant never takes the place of a source's.
+        let name = format!("#probe-{:016x}", rand::random::<u64>());
+        let plugin = self
+            .load_redirect_source(&name, section, DefinedIn::Probe)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.run_probe(&plugin).await
+    }
+
+    /// Tests a probe (a source loaded for its test only), then takes back
+    /// what was lent to it.
+    async fn run_probe(&self, plugin: &Arc<Plugin>) -> std::result::Result<String, String> {
+        let out = self.test_connection(plugin).await;
+        self.lender
+            .directories
+            .write()
+            .expect("directory map lock poisoned")
+            .remove(&*plugin.id);
+        self.lender
+            .http_grants
+            .write()
+            .expect("http grant lock poisoned")
+            .remove(&*plugin.id);
+        match out {
+            Ok(Ok(report)) => Ok(report),
+            Ok(Err(refusal)) => Err(match refusal {
+                SignInRefusal::NotSupported | SignInRefusal::InvalidCredentials => {
+                    "the source refused the test".into()
+                }
+                other => other.to_string(),
+            }),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Loads an instance of `oauth2` and lends it `http` to the hosts its
+    /// URLs name; not yet served.
+    async fn load_redirect_source(
+        &self,
+        name: &str,
+        section: &std::collections::BTreeMap<String, String>,
+        defined_in: DefinedIn,
+    ) -> Result<Arc<Plugin>> {
+        let spec = redirect_spec(name, section, defined_in);
+        let (engine, cache_dir) = (self.engine.clone(), self.cache_dir.clone());
+        let plugin =
+            tokio::task::spawn_blocking(move || Arc::new(load_one(&engine, &cache_dir, spec)))
+                .await
+                .map_err(|e| Error::Runtime(e.to_string()))?;
+        if let State::Refused(reason) = &plugin.state {
+            return Err(Error::Unavailable {
+                plugin: plugin.id.to_string(),
+                reason: reason.clone(),
+            });
+        }
+        if let Some(grant) = &plugin.http {
+            self.lender
+                .http_grants
+                .write()
+                .expect("http grant lock poisoned")
+                .insert(plugin.id.to_string(), grant.clone());
         }
         Ok(plugin)
     }

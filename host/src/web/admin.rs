@@ -1,17 +1,19 @@
 //! Admin panel › Authentication: the directory sources with their last sync,
-//! a connection test and a sync for each, and the form that adds one (test
-//! the connection, then save). Sources from the ini file are read-only here.
+//! a connection test and a sync for each, and the OAuth 2.0 sources with
+//! theirs; the form that adds either kind (test the connection, then save),
+//! and for an OAuth 2.0 source the one that changes it. Sources from the
+//! ini file are read-only here.
 
 use std::collections::{BTreeMap, HashMap};
 
 use askama::Template;
 use axum::Form;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::{Viewer, WebError, check_csrf, render};
-use crate::identity::{self, DirectorySourceView, SourceError};
+use crate::identity::{self, DirectorySourceView, KeysUpdate, OAuth2SourceView, SourceError};
 use crate::state::App;
 
 #[derive(Template)]
@@ -21,8 +23,34 @@ struct SourcesPage {
     csrf: String,
     error: Option<String>,
     notice: Option<String>,
-    enabled: bool,
+    ldap_enabled: bool,
+    oauth2_enabled: bool,
     sources: Vec<DirectorySourceView>,
+    oauth2: Vec<OAuth2SourceView>,
+}
+
+/// The form of an OAuth 2.0 source: a new one, or one being changed.
+#[derive(Template)]
+#[template(path = "admin_auth_oauth2.html")]
+struct OAuth2SourcePage {
+    user: Option<String>,
+    csrf: String,
+    error: Option<String>,
+    notice: Option<String>,
+    /// The id of the source being changed; none for a new one.
+    editing: Option<String>,
+    source_name: String,
+    values: BTreeMap<String, String>,
+}
+
+impl OAuth2SourcePage {
+    fn value(&self, key: &str) -> &str {
+        self.values.get(key).map(String::as_str).unwrap_or("")
+    }
+
+    fn is(&self, key: &str, value: &str) -> bool {
+        self.value(key) == value
+    }
 }
 
 #[derive(Template)]
@@ -62,28 +90,45 @@ fn admin_post(app: &App, viewer: &Viewer, csrf: Option<&String>) -> Result<(), W
     check_csrf(viewer, app, csrf.map(String::as_str).unwrap_or(""))
 }
 
+/// The list; an error is a failed test or sync (502) unless `status` says
+/// otherwise.
 async fn list_page(
     app: &App,
     viewer: &Viewer,
     error: Option<String>,
     notice: Option<String>,
 ) -> Result<Response, WebError> {
-    let sources = identity::directory_sources(app)
-        .await
-        .map_err(WebError::internal)?;
-    let (csrf, jar) = viewer.csrf(app);
     let status = if error.is_some() {
         StatusCode::BAD_GATEWAY
     } else {
         StatusCode::OK
     };
+    list_page_with(app, viewer, status, error, notice).await
+}
+
+async fn list_page_with(
+    app: &App,
+    viewer: &Viewer,
+    status: StatusCode,
+    error: Option<String>,
+    notice: Option<String>,
+) -> Result<Response, WebError> {
+    let sources = identity::directory_sources(app)
+        .await
+        .map_err(WebError::internal)?;
+    let oauth2 = identity::oauth2_sources(app)
+        .await
+        .map_err(WebError::internal)?;
+    let (csrf, jar) = viewer.csrf(app);
     let page = SourcesPage {
         user: viewer.login(),
         csrf,
         error,
         notice,
-        enabled: app.config.source.enable_ldap,
+        ldap_enabled: app.config.source.enable_ldap,
+        oauth2_enabled: app.config.source.enable_oauth2,
         sources,
+        oauth2,
     };
     Ok((jar, render(status, page)?).into_response())
 }
@@ -153,8 +198,25 @@ fn new_page(
     Ok((jar, render(status, page)?).into_response())
 }
 
-pub(crate) async fn new_form(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
+/// `?kind=oauth2` for an OAuth 2.0 source; a directory source otherwise.
+pub(crate) async fn new_form(
+    State(app): State<App>,
+    viewer: Viewer,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, WebError> {
     admin_only(&viewer)?;
+    if query.get("kind").map(String::as_str) == Some("oauth2") {
+        let values = BTreeMap::from([
+            ("PROVIDER".to_string(), "openidConnect".to_string()),
+            ("SCOPES".to_string(), "openid email profile".to_string()),
+        ]);
+        let form = OAuth2Form {
+            editing: None,
+            source_name: String::new(),
+            values,
+        };
+        return oauth2_page(&app, &viewer, StatusCode::OK, form, None, None);
+    }
     let values = BTreeMap::from([
         ("PORT".to_string(), "389".to_string()),
         ("SECURITY_PROTOCOL".to_string(), "unencrypted".to_string()),
@@ -172,6 +234,15 @@ pub(crate) async fn create(
     admin_post(&app, &viewer, form.get("_csrf"))?;
     form.remove("_csrf");
     let action = form.remove("action").unwrap_or_default();
+    if form.remove("kind").as_deref() == Some("oauth2") {
+        let source_name = form.remove("source_name").unwrap_or_default();
+        let form = OAuth2Form {
+            editing: None,
+            source_name: source_name.trim().to_string(),
+            values: form.into_iter().collect(),
+        };
+        return oauth2_submit(&app, &viewer, &action, form).await;
+    }
     let values: BTreeMap<String, String> = form.into_iter().collect();
     let mut section = values.clone();
     // One box in the form: creating users needs both switches.
@@ -215,5 +286,164 @@ pub(crate) async fn create(
             Some(e.to_string()),
             None,
         ),
+    }
+}
+
+/// What the OAuth 2.0 form shows, and was sent.
+struct OAuth2Form {
+    editing: Option<String>,
+    source_name: String,
+    /// The section's keys as typed (the checkboxes `true` when ticked).
+    values: BTreeMap<String, String>,
+}
+
+fn oauth2_page(
+    app: &App,
+    viewer: &Viewer,
+    status: StatusCode,
+    form: OAuth2Form,
+    error: Option<String>,
+    notice: Option<String>,
+) -> Result<Response, WebError> {
+    let (csrf, jar) = viewer.csrf(app);
+    let page = OAuth2SourcePage {
+        user: viewer.login(),
+        csrf,
+        error,
+        notice,
+        editing: form.editing,
+        source_name: form.source_name,
+        values: form.values,
+    };
+    Ok((jar, render(status, page)?).into_response())
+}
+
+/// The OAuth 2.0 form's two buttons: `action=test` fetches the discovery
+/// document and keys with what was typed (on an edit, the stored secret
+/// when the field is empty), nothing saved; `action=save` adds the source,
+/// or replaces the keys of the one being changed (an empty secret keeps the
+/// stored one).
+async fn oauth2_submit(
+    app: &App,
+    viewer: &Viewer,
+    action: &str,
+    form: OAuth2Form,
+) -> Result<Response, WebError> {
+    let settings = form.values.clone();
+    if action == "test" {
+        return match identity::probe_oauth2_source(app, form.editing.as_deref(), settings).await {
+            Ok(report) => oauth2_page(app, viewer, StatusCode::OK, form, None, Some(report)),
+            Err(why) => oauth2_page(app, viewer, StatusCode::BAD_GATEWAY, form, Some(why), None),
+        };
+    }
+    let saved = match &form.editing {
+        Some(id) => identity::update_oauth2_source(app, id, settings, KeysUpdate::Replace).await,
+        None => identity::add_oauth2_source(app, &form.source_name, settings).await,
+    };
+    match saved {
+        Ok(_) => Ok(Redirect::to("/admin/auths").into_response()),
+        Err(e) => {
+            let status = match e {
+                SourceError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+                SourceError::NotFound(_) => StatusCode::NOT_FOUND,
+                SourceError::ReadOnly(_) => StatusCode::CONFLICT,
+                SourceError::Unavailable(_) => StatusCode::BAD_GATEWAY,
+            };
+            oauth2_page(app, viewer, status, form, Some(e.to_string()), None)
+        }
+    }
+}
+
+/// The form that changes an OAuth 2.0 source added in the panel, over the
+/// API or with the CLI; the ini file's have none (404).
+pub(crate) async fn edit_form(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    let form = stored_form(&app, &id).await?;
+    oauth2_page(&app, &viewer, StatusCode::OK, form, None, None)
+}
+
+/// The form of a stored source, filled with its keys but the secret.
+async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
+    let source = match identity::oauth2_source(app, id).await {
+        Ok(s) if s.origin == "database" => s,
+        Ok(_) | Err(SourceError::NotFound(_)) => return Err(WebError::NotFound),
+        Err(e) => return Err(WebError::internal(e)),
+    };
+    let mut values = BTreeMap::new();
+    let mut put = |key: &str, value: Option<String>| {
+        if let Some(v) = value.filter(|v| !v.is_empty()) {
+            values.insert(key.to_string(), v);
+        }
+    };
+    put("NAME", Some(source.display_name));
+    put("PROVIDER", Some(source.provider));
+    put("CLIENT_ID", Some(source.client_id));
+    put("OPENID_CONNECT_AUTO_DISCOVERY_URL", source.discovery_url);
+    put("JWKS_URL", source.jwks_url);
+    put("AUTH_URL", source.auth_url);
+    put("TOKEN_URL", source.token_url);
+    put("PROFILE_URL", source.profile_url);
+    put("SCOPES", Some(source.scopes.join(" ")));
+    put("USERNAME_ATTRIBUTE", source.username_attribute);
+    put("NAME_ATTRIBUTE", source.name_attribute);
+    put("EMAIL_ATTRIBUTE", source.email_attribute);
+    put("GROUP_CLAIM_NAME", source.group_claim_name);
+    put("ADMIN_GROUP", source.admin_group);
+    put("GROUP_TEAM_MAP", source.group_team_map);
+    put(
+        "GROUP_TEAM_MAP_REMOVAL",
+        source.group_team_map_removal.then(|| "true".into()),
+    );
+    put("AUTO_REGISTER", source.auto_register.then(|| "true".into()));
+    Ok(OAuth2Form {
+        editing: Some(source.id),
+        source_name: source.name,
+        values,
+    })
+}
+
+pub(crate) async fn edit(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    Form(mut form): Form<HashMap<String, String>>,
+) -> Result<Response, WebError> {
+    admin_post(&app, &viewer, form.get("_csrf"))?;
+    let stored = stored_form(&app, &id).await?;
+    for key in ["_csrf", "kind", "source_name"] {
+        form.remove(key);
+    }
+    let action = form.remove("action").unwrap_or_default();
+    let form = OAuth2Form {
+        values: form.into_iter().collect(),
+        ..stored
+    };
+    oauth2_submit(&app, &viewer, &action, form).await
+}
+
+/// Removes an OAuth 2.0 source added in the panel, over the API or with
+/// the CLI.
+pub(crate) async fn delete(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    Form(form): Form<HashMap<String, String>>,
+) -> Result<Response, WebError> {
+    admin_post(&app, &viewer, form.get("_csrf"))?;
+    match identity::remove_oauth2_source(&app, &id).await {
+        Ok(id) => list_page(&app, &viewer, None, Some(format!("{id} removed"))).await,
+        Err(e) => {
+            let status = match e {
+                SourceError::NotFound(_) => StatusCode::NOT_FOUND,
+                SourceError::ReadOnly(_) => StatusCode::CONFLICT,
+                SourceError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+                SourceError::Unavailable(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            list_page_with(&app, &viewer, status, Some(e.to_string()), None).await
+        }
     }
 }
