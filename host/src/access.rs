@@ -97,7 +97,13 @@ pub async fn repo_level(
     if user.is_admin || user.id == repo.owner_id {
         return Ok(Level::Owner);
     }
-    let mut level = public;
+    // A restricted user gets nothing for a repository being public, nor for
+    // being a member of its organization: only teams and collaborations.
+    let mut level = if user.is_restricted {
+        Level::None
+    } else {
+        public
+    };
     if repo.owner_is_org {
         let internal = |e: orgs::Error| Denied::Internal(e.to_string());
         let (member, team) = orgs::team_level(&app.db, repo.owner_id, user.id, repo.id)
@@ -120,7 +126,7 @@ pub async fn repo_level(
         // Members read every repository of their organization; teams grant
         // more on the repositories they cover; the Owners team owns all.
         level = level.max(team);
-        if member {
+        if member && !user.is_restricted {
             level = level.max(Level::Read);
         }
     }

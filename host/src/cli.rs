@@ -193,6 +193,9 @@ struct OAuthArgs {
     /// `ADMIN_GROUP`: members are site administrators.
     #[arg(long)]
     admin_group: Option<String>,
+    /// `RESTRICTED_GROUP`: members are restricted users.
+    #[arg(long)]
+    restricted_group: Option<String>,
     /// `GROUP_TEAM_MAP`: JSON, group -> organization -> teams.
     #[arg(long)]
     group_team_map: Option<String>,
@@ -234,6 +237,7 @@ impl OAuthArgs {
             ("OPENID_CONNECT_AUTO_DISCOVERY_URL", &self.auto_discover_url),
             ("GROUP_CLAIM_NAME", &self.group_claim_name),
             ("ADMIN_GROUP", &self.admin_group),
+            ("RESTRICTED_GROUP", &self.restricted_group),
             ("GROUP_TEAM_MAP", &self.group_team_map),
             ("GROUP_TEAM_MAP_REMOVAL", &self.group_team_map_removal),
             ("AUTO_REGISTER", &self.auto_register),

@@ -39,6 +39,9 @@ pub struct User {
     pub login_source: String,
     pub is_admin: bool,
     pub is_active: bool,
+    /// Sees only what a team or a collaboration gives: no public
+    /// repositories, not all of their organizations'.
+    pub is_restricted: bool,
     pub created: i64,
     pub updated: i64,
 }
@@ -54,7 +57,7 @@ pub struct NewUser {
     pub is_admin: bool,
 }
 
-const COLUMNS: &str = "id, login, full_name, email, password_hash, login_source, is_admin, is_active, created, updated";
+const COLUMNS: &str = "id, login, full_name, email, password_hash, login_source, is_admin, is_active, created, updated, is_restricted";
 
 fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
     Ok(User {
@@ -68,6 +71,7 @@ fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
         is_active: r.try_get::<i64, _>(7)? != 0,
         created: r.try_get(8)?,
         updated: r.try_get(9)?,
+        is_restricted: r.try_get::<i64, _>(10)? != 0,
     })
 }
 
@@ -316,6 +320,7 @@ pub struct Changes {
     pub email: Option<String>,
     pub is_active: Option<bool>,
     pub is_admin: Option<bool>,
+    pub is_restricted: Option<bool>,
 }
 
 /// Applies `changes` and returns the user as stored.
@@ -333,13 +338,14 @@ pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
     }
     let email = changes.email.clone().unwrap_or_else(|| user.email.clone());
     sqlx::query(
-        "UPDATE users SET full_name = $1, email = $2, lower_email = $3, is_active = $4, is_admin = $5, updated = $6 WHERE id = $7",
+        "UPDATE users SET full_name = $1, email = $2, lower_email = $3, is_active = $4, is_admin = $5, is_restricted = $6, updated = $7 WHERE id = $8",
     )
     .bind(changes.full_name.clone().unwrap_or_else(|| user.full_name.clone()))
     .bind(&email)
     .bind(email.to_lowercase())
     .bind(i64::from(changes.is_active.unwrap_or(user.is_active)))
     .bind(i64::from(changes.is_admin.unwrap_or(user.is_admin)))
+    .bind(i64::from(changes.is_restricted.unwrap_or(user.is_restricted)))
     .bind(now())
     .bind(user.id)
     .execute(db.pool())

@@ -29,3 +29,8 @@ CREATE TABLE oauth2_sources (
 
 -- Requests through the `http` capability the host refused, per plugin.
 ALTER TABLE plugin_status ADD COLUMN http_refusals BIGINT NOT NULL DEFAULT 0;
+
+-- A restricted user (Gitea's word) sees only the repositories a team or a
+-- collaboration gives them: no public ones, and not every repository of
+-- their organizations. Set by a redirect source's RESTRICTED_GROUP.
+ALTER TABLE users ADD COLUMN is_restricted SMALLINT NOT NULL DEFAULT 0;

@@ -307,6 +307,8 @@ struct PeerState {
     tokens: HashMap<String, String>,
     token_requests: usize,
     foreign_token_requests: usize,
+    /// The `groups` claim of each login; none when unset.
+    groups: HashMap<String, Vec<String>>,
 }
 
 struct Grant {
@@ -377,6 +379,7 @@ impl TamperingProvider {
                 tokens: HashMap::new(),
                 token_requests: 0,
                 foreign_token_requests: 0,
+                groups: HashMap::new(),
             }),
         });
         let app = Router::new()
@@ -421,6 +424,14 @@ impl TamperingProvider {
         let mut state = self.state();
         state.mode = mode;
         state.login = login.to_string();
+    }
+
+    /// From now on, `login`'s `groups` claim is `groups`.
+    pub fn set_groups(&self, login: &str, groups: &[&str]) {
+        self.state().groups.insert(
+            login.to_string(),
+            groups.iter().map(|g| g.to_string()).collect(),
+        );
     }
 
     pub fn issuer(&self) -> String {
@@ -654,6 +665,7 @@ async fn token(
         .tokens
         .insert(access_token.clone(), grant.login.clone());
     let mode = state.mode;
+    let groups = state.groups.get(&grant.login).cloned().unwrap_or_default();
     drop(state);
 
     let now = crate::unix_now() as i64;
@@ -667,7 +679,7 @@ async fn token(
     } else {
         TAMPER_CLIENT_ID
     };
-    let mut claims = profile(&grant.login);
+    let mut claims = profile(&grant.login, &groups);
     claims["iss"] = peer.issuer.clone().into();
     claims["aud"] = aud.into();
     claims["iat"] = iat.into();
@@ -703,14 +715,14 @@ async fn token(
 }
 
 /// What the provider says about `login`, as the Node provider makes it up.
-fn profile(login: &str) -> Value {
+fn profile(login: &str, groups: &[String]) -> Value {
     json!({
         "sub": login,
         "preferred_username": login,
         "email": format!("{login}@example.com"),
         "email_verified": true,
         "name": capitalised(login),
-        "groups": [],
+        "groups": groups,
     })
 }
 
@@ -730,9 +742,14 @@ async fn userinfo(State(peer): Shared, headers: HeaderMap) -> Response {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let login = token.and_then(|t| lock(&peer).tokens.get(t.trim()).cloned());
-    match login {
-        Some(login) => Json(profile(&login)).into_response(),
+    let found = token.and_then(|t| {
+        let state = lock(&peer);
+        let login = state.tokens.get(t.trim())?.clone();
+        let groups = state.groups.get(&login).cloned().unwrap_or_default();
+        Some((login, groups))
+    });
+    match found {
+        Some((login, groups)) => Json(profile(&login, &groups)).into_response(),
         None => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"")],

@@ -703,6 +703,16 @@ const UNAVAILABLE: &str = "Sign-in is unavailable right now";
 /// The ini of a server with the source `corp` at the tampering provider,
 /// with `outbound` as its `[outbound_http]` section.
 fn tampering_ini(peer: &TamperingProvider, linking: &str, outbound: &str) -> String {
+    tampering_ini_with(peer, linking, outbound, "")
+}
+
+/// [`tampering_ini`] with `extra` in the source's section.
+fn tampering_ini_with(
+    peer: &TamperingProvider,
+    linking: &str,
+    outbound: &str,
+    extra: &str,
+) -> String {
     format!(
         "[source]
 ENABLE_OAUTH2 = true
@@ -715,6 +725,7 @@ CLIENT_ID = {TAMPER_CLIENT_ID}
 CLIENT_SECRET = {TAMPER_CLIENT_SECRET}
 SCOPES = openid email profile
 AUTO_REGISTER = true
+{extra}
 
 [oauth2_client]
 ACCOUNT_LINKING = {linking}
@@ -930,4 +941,78 @@ async fn enrol_totp(server: &Server, user: &str) -> String {
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     secret
+}
+
+/// `GET path` as `http`: the status.
+async fn status_of(server: &Server, http: &reqwest::Client, path: &str) -> StatusCode {
+    http.get(server.url(path)).send().await.unwrap().status()
+}
+
+#[tokio::test]
+async fn a_restricted_group_sees_only_what_teams_and_collaborations_give() {
+    let peer = TamperingProvider::start(Mode::Honest, "gus");
+    for backend in backends() {
+        let ini = tampering_ini_with(
+            &peer,
+            "disabled",
+            "ALLOWED_HOST_LIST = loopback\nALLOW_INSECURE_HOSTS = localhost",
+            "GROUP_CLAIM_NAME = groups\nRESTRICTED_GROUP = guests",
+        );
+        let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        server.create_user("olga", PW, false);
+        let olga = reqwest::Client::new();
+        for (name, private) in [("open", false), ("shared", true)] {
+            let res = olga
+                .post(server.url("/api/v1/user/repos"))
+                .basic_auth("olga", Some(PW))
+                .json(&json!({ "name": name, "private": private }))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::CREATED, "{backend}: {name}");
+        }
+
+        // In the group: restricted, so the public repository is hidden.
+        peer.set(Mode::Honest, "gus");
+        peer.set_groups("gus", &["guests"]);
+        let (gus, callback) = through_provider(&server, &peer).await;
+        assert_eq!(load(&gus, &callback).await.0, StatusCode::SEE_OTHER);
+        let (_, me) = whoami(&server, &gus).await;
+        assert_eq!(me["restricted"], true, "{backend}: {me}");
+        assert_eq!(
+            status_of(&server, &gus, "/api/v1/repos/olga/open").await,
+            StatusCode::NOT_FOUND,
+            "{backend}"
+        );
+        assert_eq!(
+            status_of(&server, &gus, "/olga/open").await,
+            StatusCode::NOT_FOUND,
+            "{backend}: the page too"
+        );
+        // A collaboration still gives what it gives.
+        let res = olga
+            .put(server.url("/api/v1/repos/olga/shared/collaborators/gus"))
+            .basic_auth("olga", Some(PW))
+            .json(&json!({ "permission": "read" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NO_CONTENT, "{backend}");
+        assert_eq!(
+            status_of(&server, &gus, "/api/v1/repos/olga/shared").await,
+            StatusCode::OK,
+            "{backend}"
+        );
+
+        // Out of the group at the next sign-in: no longer restricted.
+        peer.set_groups("gus", &[]);
+        let (gus, callback) = through_provider(&server, &peer).await;
+        assert_eq!(load(&gus, &callback).await.0, StatusCode::SEE_OTHER);
+        assert_eq!(whoami(&server, &gus).await.1["restricted"], false);
+        assert_eq!(
+            status_of(&server, &gus, "/api/v1/repos/olga/open").await,
+            StatusCode::OK,
+            "{backend}"
+        );
+    }
 }

@@ -30,6 +30,8 @@ pub struct UserV1 {
     pub full_name: String,
     pub email: String,
     pub is_admin: bool,
+    /// Sees only the repositories a team or a collaboration gives.
+    pub restricted: bool,
     pub active: bool,
     pub prohibit_login: bool,
     /// RFC 3339, UTC.
@@ -57,6 +59,8 @@ pub struct UserV2 {
     pub full_name: String,
     pub email: String,
     pub is_admin: bool,
+    /// Sees only the repositories a team or a collaboration gives.
+    pub restricted: bool,
     pub active: bool,
     pub source: SourceRef,
     /// RFC 3339, UTC.
@@ -108,6 +112,7 @@ pub(crate) async fn view(
             full_name: user.full_name.clone(),
             email: user.email.clone(),
             is_admin: user.is_admin,
+            restricted: user.is_restricted,
             active: user.is_active,
             prohibit_login: !user.is_active,
             created: rfc3339(user.created),
@@ -119,6 +124,7 @@ pub(crate) async fn view(
             full_name: user.full_name.clone(),
             email: user.email.clone(),
             is_admin: user.is_admin,
+            restricted: user.is_restricted,
             active: user.is_active,
             source,
             created_at: rfc3339(user.created),
@@ -272,6 +278,9 @@ pub struct EditUser {
     pub active: Option<bool>,
     /// Site administrator.
     pub admin: Option<bool>,
+    /// Restricted: sees only the repositories a team or a collaboration
+    /// gives (Gitea's `restricted`).
+    pub restricted: Option<bool>,
 }
 
 /// Changes a user. Permission: site administrator.
@@ -322,6 +331,7 @@ pub(crate) async fn admin_edit(
         email: edit.email.map(|e| e.trim().to_string()),
         is_active: edit.active,
         is_admin: edit.admin,
+        is_restricted: edit.restricted,
     };
     let user = users::update(&app.db, &user, &changes).await?;
     Ok(Json(

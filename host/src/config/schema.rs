@@ -652,6 +652,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "Members of this group are site administrators; others signed in through this source are not.",
             ),
             k(
+                "RESTRICTED_GROUP",
+                STR,
+                "",
+                "Members of this group are restricted users (they see only what teams and collaborations give); others signed in through this source are not.",
+            ),
+            k(
                 "GROUP_TEAM_MAP",
                 STR,
                 "",

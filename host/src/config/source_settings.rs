@@ -97,6 +97,8 @@ pub struct SourceSettings {
     pub redirect_name: Option<String>,
     /// `ADMIN_GROUP`: members are site administrators, others are not.
     pub admin_group: Option<String>,
+    /// `RESTRICTED_GROUP`: members are restricted users, others are not.
+    pub restricted_group: Option<String>,
     /// `GROUP_TEAM_MAP_REMOVAL`: leaving a group leaves its mapped teams.
     pub group_team_map_removal: bool,
 }
@@ -152,6 +154,7 @@ impl SourceSettings {
             sync_groups: text("GROUP_CLAIM_NAME").is_some(),
             group_team_map: text("GROUP_TEAM_MAP"),
             admin_group: text("ADMIN_GROUP"),
+            restricted_group: text("RESTRICTED_GROUP"),
             group_team_map_removal: flag("GROUP_TEAM_MAP_REMOVAL"),
             ..SourceSettings::default()
         }

@@ -313,8 +313,8 @@ async fn sync_orgs(
 type TeamMap = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
 /// A redirect source's groups at sign-in: `ADMIN_GROUP` makes the user a
-/// site administrator or stops them being one, and `GROUP_TEAM_MAP` keeps
-/// their teams in step. Returns the user as stored.
+/// site administrator or stops them being one, `RESTRICTED_GROUP` a
+/// restricted user, and `GROUP_TEAM_MAP` keeps their teams in step. Returns the user as stored.
 pub async fn apply_groups(
     app: &App,
     source: &Arc<Plugin>,
@@ -322,17 +322,19 @@ pub async fn apply_groups(
     groups: &[String],
 ) -> anyhow::Result<User> {
     let settings = &source.host_settings;
+    let in_group = |name: &Option<String>| {
+        name.as_ref()
+            .map(|n| groups.iter().any(|g| g.eq_ignore_ascii_case(n)))
+    };
+    let changes = users::Changes {
+        is_admin: in_group(&settings.admin_group).filter(|a| *a != user.is_admin),
+        is_restricted: in_group(&settings.restricted_group).filter(|r| *r != user.is_restricted),
+        ..users::Changes::default()
+    };
     let mut user = user.clone();
-    if let Some(admins) = &settings.admin_group {
-        let is_admin = groups.iter().any(|g| g.eq_ignore_ascii_case(admins));
-        if is_admin != user.is_admin {
-            let changes = users::Changes {
-                is_admin: Some(is_admin),
-                ..users::Changes::default()
-            };
-            user = users::update(&app.db, &user, &changes).await?;
-            tracing::info!(source = %source.id, login = %user.login, is_admin, "ADMIN_GROUP applied");
-        }
+    if changes.is_admin.is_some() || changes.is_restricted.is_some() {
+        user = users::update(&app.db, &user, &changes).await?;
+        tracing::info!(source = %source.id, login = %user.login, is_admin = user.is_admin, is_restricted = user.is_restricted, "ADMIN_GROUP / RESTRICTED_GROUP applied");
     }
     if settings.sync_groups {
         sync_teams(app, source, &user, groups).await?;

@@ -393,6 +393,7 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
     put("EMAIL_ATTRIBUTE", source.email_attribute);
     put("GROUP_CLAIM_NAME", source.group_claim_name);
     put("ADMIN_GROUP", source.admin_group);
+    put("RESTRICTED_GROUP", source.restricted_group);
     put("GROUP_TEAM_MAP", source.group_team_map);
     put(
         "GROUP_TEAM_MAP_REMOVAL",

@@ -70,6 +70,8 @@ pub struct OAuth2SourceView {
     pub group_claim_name: Option<String>,
     /// `ADMIN_GROUP`.
     pub admin_group: Option<String>,
+    /// `RESTRICTED_GROUP`.
+    pub restricted_group: Option<String>,
     /// `GROUP_TEAM_MAP` (JSON text).
     pub group_team_map: Option<String>,
     /// `GROUP_TEAM_MAP_REMOVAL`.
@@ -122,6 +124,7 @@ impl OAuth2SourceView {
             email_attribute: text("EMAIL_ATTRIBUTE"),
             group_claim_name: text("GROUP_CLAIM_NAME"),
             admin_group: text("ADMIN_GROUP"),
+            restricted_group: text("RESTRICTED_GROUP"),
             group_team_map: text("GROUP_TEAM_MAP"),
             group_team_map_removal: flag("GROUP_TEAM_MAP_REMOVAL"),
             auto_register: flag("AUTO_REGISTER"),
