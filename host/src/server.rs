@@ -72,6 +72,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             config.webauthn.domain
         );
     }
+    if config.source.enable_oauth2
+        && config.oauth2_client.account_linking == crate::config::AccountLinking::Auto
+        && !config.service.disable_registration
+    {
+        tracing::warn!(
+            "[oauth2_client] ACCOUNT_LINKING = auto asks for the account's password while registration is open ([service] DISABLE_REGISTRATION = false): anyone could register with a colleague's address before the colleague's first external sign-in"
+        );
+    }
     let addr = config.listen_addr();
     let app = App::open(config).await?;
     if app.config.oauth2.enable {

@@ -343,8 +343,13 @@ const REDIRECT_COOKIE: &str = "redirect_to";
 /// Only a path on this site: never another host, so that a link cannot
 /// send a user who signs in somewhere else (an open redirect).
 fn local_path(target: &str) -> Option<&str> {
-    (target.starts_with('/') && !target.starts_with("//") && !target.contains('\\'))
-        .then_some(target)
+    // Browsers drop tabs and line breaks from a URL, so `/\t/evil.example`
+    // would become `//evil.example`; no control character is let through.
+    (target.starts_with('/')
+        && !target.starts_with("//")
+        && !target.contains('\\')
+        && !target.chars().any(char::is_control))
+    .then_some(target)
 }
 
 async fn login_form(

@@ -654,6 +654,18 @@ async fn a_provider_breaking_a_rule_is_refused_with_its_page_and_creates_nobody(
         assert_eq!(whoami(&server, &http).await.0, StatusCode::UNAUTHORIZED);
         assert_eq!(users_named(&server, "denied"), 0, "{backend}");
 
+        // A provider's user name that is no user name here (it would name
+        // a directory outside the owner's).
+        peer.set(Mode::Honest, "x..y");
+        let (http, callback) = through_provider(&server, &peer).await;
+        let (status, text, _) = load(&http, &callback).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{backend}: {text}");
+        assert!(
+            text.contains("is not a valid user name"),
+            "{backend}: {text}"
+        );
+        assert_eq!(whoami(&server, &http).await.0, StatusCode::UNAUTHORIZED);
+
         assert_eq!(logins(&server), vec!["honest".to_string()], "{backend}");
         assert_eq!(
             peer.foreign_token_requests(),
@@ -852,10 +864,12 @@ async fn unlink(server: &Server, http: &reqwest::Client, csrf: &str) -> StatusCo
 async fn auto_linking_takes_a_verified_address_and_a_link_is_removed_in_settings() {
     let peer = TamperingProvider::start(Mode::Honest, "lou");
     for backend in backends() {
+        // `auto` links only where nobody registers with an address of their
+        // choosing.
         let ini = tampering_ini(
             &peer,
             "auto",
-            "ALLOWED_HOST_LIST = loopback\nALLOW_INSECURE_HOSTS = localhost",
+            "ALLOWED_HOST_LIST = loopback\nALLOW_INSECURE_HOSTS = localhost\n\n[service]\nDISABLE_REGISTRATION = true",
         );
         let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
         // A local account with the provider's verified address for `lou`,
@@ -1014,5 +1028,30 @@ async fn a_restricted_group_sees_only_what_teams_and_collaborations_give() {
             StatusCode::OK,
             "{backend}"
         );
+    }
+}
+
+#[tokio::test]
+async fn auto_linking_with_registration_open_asks_for_the_password() {
+    let peer = TamperingProvider::start(Mode::Honest, "vic");
+    for backend in backends() {
+        let ini = tampering_ini(
+            &peer,
+            "auto",
+            "ALLOWED_HOST_LIST = loopback\nALLOW_INSECURE_HOSTS = localhost",
+        );
+        let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        // Someone registered (registration is open) with vic's address.
+        server.create_user("vic", PW, false);
+        peer.set(Mode::Honest, "vic");
+        let (http, callback) = through_provider(&server, &peer).await;
+        let (status, text, _) = load(&http, &callback).await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "{backend}: the password is asked: {text}"
+        );
+        assert!(text.contains("Link your account"), "{backend}: {text}");
+        assert_eq!(whoami(&server, &http).await.0, StatusCode::UNAUTHORIZED);
     }
 }

@@ -131,7 +131,7 @@ pub async fn complete(
     let user = match users::find_linked(&app.db, &source.id, &identity.external_id).await? {
         Some(user) => user,
         None => match account_with_email(app, &identity).await? {
-            Some(existing) => match app.config.oauth2_client.account_linking {
+            Some(existing) => match linking(app) {
                 AccountLinking::Auto if identity.email_verified => {
                     link(app, &source, &identity, &existing).await?
                 }
@@ -188,12 +188,26 @@ pub async fn link_with_password(
     finish(app, &source, user, &identity, device).await
 }
 
-/// The local account whose e-mail the identity names, if any.
+/// The local account whose e-mail address the identity names, if any: by
+/// address only, never by login.
 async fn account_with_email(app: &App, identity: &Identity) -> Result<Option<User>> {
     if identity.email.is_empty() || !identity.email.contains('@') {
         return Ok(None);
     }
-    Ok(users::find_by_login_or_email(&app.db, &identity.email).await?)
+    Ok(users::find_by_email(&app.db, &identity.email).await?)
+}
+
+/// `ACCOUNT_LINKING` as it applies: `auto` trusts that a local account's
+/// address is its owner's, which holds only when nobody can register with
+/// an address of their choosing. With registration open, anyone could take
+/// a colleague's address before the colleague's first external sign-in and
+/// be handed the colleague's identity (and groups); so `auto` then asks for
+/// the password, as `login` does (said at start).
+pub fn linking(app: &App) -> AccountLinking {
+    match app.config.oauth2_client.account_linking {
+        AccountLinking::Auto if !app.config.service.disable_registration => AccountLinking::Login,
+        other => other,
+    }
 }
 
 async fn link(app: &App, source: &Plugin, identity: &Identity, user: &User) -> Result<User> {
@@ -213,6 +227,15 @@ async fn provision(app: &App, source: &Plugin, identity: &Identity) -> Result<Us
         tracing::warn!(source = %source.id, "{problem}");
         source.record_problem(problem);
         return Err(Error::NotRegistered);
+    }
+    // The provider's login becomes a path on disk and in URLs: it must be a
+    // user name Postern would accept at registration.
+    if let Err(why) = users::check_login(&identity.login) {
+        tracing::warn!(source = %source.id, login = %identity.login, "the provider's login is not a valid user name here ({why}); no user was created");
+        return Err(Error::Refused(format!(
+            "The identity provider's user name {:?} is not a valid user name here: {why}.",
+            identity.login
+        )));
     }
     let user = super::provision(app, source, identity).await?;
     tracing::info!(source = %source.id, login = %user.login, "user created on first sign-in");

@@ -75,10 +75,20 @@ pub(super) fn redirect_spec(
     section: &std::collections::BTreeMap<String, String>,
     defined_in: DefinedIn,
 ) -> Spec {
-    let settings: Vec<(String, String)> = section
+    let mut settings: Vec<(String, String)> = section
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    // The presets' URLs, written out, so that the `http` grant (made from
+    // the settings' URLs) names their hosts; the plugin reads the same.
+    let provider = section
+        .get("PROVIDER")
+        .map(|p| p.trim().to_ascii_lowercase());
+    for (key, url) in preset_urls(provider.as_deref().unwrap_or("")) {
+        if section.get(*key).is_none_or(|v| v.trim().is_empty()) {
+            settings.push((key.to_string(), url.to_string()));
+        }
+    }
     Spec {
         id: redirect_id(name),
         host_settings: SourceSettings::redirect(name, section, defined_in),
@@ -95,6 +105,30 @@ pub(super) fn redirect_spec(
         enabled: true,
         directory: None,
         problem: None,
+    }
+}
+
+/// The endpoints of the providers the `oauth2` plugin knows by name, as its
+/// own presets have them (`plugins/oauth2/src/config.rs`); a setting
+/// overrides each.
+fn preset_urls(provider: &str) -> &'static [(&'static str, &'static str)] {
+    match provider {
+        "github" => &[
+            ("AUTH_URL", "https://github.com/login/oauth/authorize"),
+            ("TOKEN_URL", "https://github.com/login/oauth/access_token"),
+            ("PROFILE_URL", "https://api.github.com/user"),
+        ],
+        "gitlab" => &[
+            ("AUTH_URL", "https://gitlab.com/oauth/authorize"),
+            ("TOKEN_URL", "https://gitlab.com/oauth/token"),
+            ("PROFILE_URL", "https://gitlab.com/api/v4/user"),
+        ],
+        "gitea" => &[
+            ("AUTH_URL", "https://gitea.com/login/oauth/authorize"),
+            ("TOKEN_URL", "https://gitea.com/login/oauth/access_token"),
+            ("PROFILE_URL", "https://gitea.com/login/oauth/userinfo"),
+        ],
+        _ => &[],
     }
 }
 
@@ -372,4 +406,32 @@ fn exported_version(engine: &Engine, component: &Component, kind: Kind) -> Optio
             .into_iter()
             .find(|v| *v == version)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_preset_provider_is_granted_its_preset_hosts_and_a_setting_overrides_one() {
+        let section: std::collections::BTreeMap<String, String> = [
+            ("PROVIDER".to_string(), "GitHub".to_string()),
+            (
+                "AUTH_URL".to_string(),
+                "https://ghe.example.com/login/oauth/authorize".to_string(),
+            ),
+        ]
+        .into();
+        let spec = redirect_spec("gh", &section, DefinedIn::Ini);
+        let grant = spec.http.expect("a redirect source is granted http");
+        assert!(grant.names("api.github.com", 443));
+        assert!(grant.names("github.com", 443));
+        assert!(grant.names("ghe.example.com", 443));
+        let auth: Vec<_> = spec
+            .settings
+            .iter()
+            .filter(|(k, _)| k == "AUTH_URL")
+            .collect();
+        assert_eq!(auth.len(), 1, "the written AUTH_URL wins: {auth:?}");
+    }
 }

@@ -71,18 +71,43 @@ fn admits(rule: &Allowed, ip: IpAddr) -> bool {
     }
 }
 
+/// The IPv4 address an IPv6 one carries: `::ffff:a.b.c.d`, `::a.b.c.d`,
+/// NAT64 (`64:ff9b::/96`, `64:ff9b:1::/48`) and 6to4 (`2002:ab:cd::/16`).
+fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let tail = |hi: u16, lo: u16| {
+        std::net::Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8)
+    };
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    if s[..6] == [0; 6] && (s[6] != 0 || s[7] > 1) {
+        return Some(tail(s[6], s[7]));
+    }
+    if s[0] == 0x64 && s[1] == 0xff9b {
+        return Some(tail(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(tail(s[1], s[2]));
+    }
+    None
+}
+
 #[derive(Debug, PartialEq, Eq)]
 enum Class {
     Loopback,
     Private,
     External,
-    /// Unspecified, broadcast, multicast, documentation: never reachable.
+    /// Unspecified, broadcast, multicast, reserved and benchmarking
+    /// ranges: never reachable.
     Never,
 }
 
 fn class(ip: IpAddr) -> Class {
+    // An IPv4 address carried in IPv6 (mapped, compatible, NAT64, 6to4)
+    // is judged as that IPv4 address.
     let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        IpAddr::V6(v6) => embedded_v4(v6).map(IpAddr::V4).unwrap_or(ip),
         v4 => v4,
     };
     match ip {
@@ -90,7 +115,14 @@ fn class(ip: IpAddr) -> Class {
             let o = v4.octets();
             if v4.is_loopback() {
                 Class::Loopback
-            } else if v4.is_unspecified() || v4.is_broadcast() || v4.is_multicast() || o[0] == 0 {
+            } else if v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || o[0] == 0
+                || o[0] >= 240
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+                || (o[0] == 198 && (o[1] & 0xfe) == 18)
+            {
                 Class::Never
             } else if v4.is_private() || v4.is_link_local() || (o[0] == 100 && o[1] & 0xc0 == 64) {
                 Class::Private
@@ -104,7 +136,10 @@ fn class(ip: IpAddr) -> Class {
                 Class::Loopback
             } else if v6.is_unspecified() || v6.is_multicast() {
                 Class::Never
-            } else if first & 0xfe00 == 0xfc00 || first & 0xffc0 == 0xfe80 {
+            } else if first & 0xfe00 == 0xfc00
+                || first & 0xffc0 == 0xfe80
+                || first & 0xffc0 == 0xfec0
+            {
                 Class::Private
             } else {
                 Class::External
@@ -194,7 +229,7 @@ impl Grant {
         *self.last_refusal.lock().expect("refusal lock poisoned") = Some(why);
     }
 
-    fn names(&self, host: &str, port: u16) -> bool {
+    pub(super) fn names(&self, host: &str, port: u16) -> bool {
         self.destinations
             .iter()
             .any(|(h, p)| *p == port && h.eq_ignore_ascii_case(host))
@@ -249,6 +284,10 @@ impl Hooks {
             Some("http") => false,
             _ => return Err(HttpError::HttpRequestUriInvalid),
         };
+        // `user@host` would reach the wire in the Host header: refused.
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            return Err(HttpError::HttpRequestUriInvalid);
+        }
         let host = uri
             .host()
             .ok_or(HttpError::HttpRequestUriInvalid)?
@@ -516,6 +555,11 @@ mod tests {
         assert_eq!(class(ip("100.64.0.1")), Class::Private);
         assert_eq!(class(ip("fd00::1")), Class::Private);
         assert_eq!(class(ip("0.0.0.0")), Class::Never);
+        assert_eq!(class(ip("240.0.0.1")), Class::Never);
+        assert_eq!(class(ip("64:ff9b::7f00:1")), Class::Loopback);
+        assert_eq!(class(ip("2002:a00:1::")), Class::Private);
+        assert_eq!(class(ip("::10.0.0.1")), Class::Private);
+        assert_eq!(class(ip("2001:4860::8888")), Class::External);
         assert_eq!(class(ip("8.8.8.8")), Class::External);
         let rules = Rules::default();
         assert!(rules.admits(ip("8.8.8.8")));
