@@ -19,6 +19,7 @@ use sqlx::Row;
 
 use super::{Error, Identity, Outcome, RememberedDevice, Result, SignInRefusal, sync};
 use crate::config::AccountLinking;
+use crate::db::now;
 use crate::plugins::Plugin;
 use crate::second_factor::policy::{self, Due, Proof};
 use crate::state::App;
@@ -48,13 +49,6 @@ pub enum Completed {
     /// `ACCOUNT_LINKING = login`: its password must be given before the
     /// identity is linked to it. `token` is the new cookie value.
     NeedsPassword { login: String, token: String },
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 fn token_hash(token: &str) -> String {
