@@ -317,40 +317,48 @@ async fn store(app: &App, source: &Plugin, stage: &str, token: &str, state: &[u8
     Ok(())
 }
 
-/// The pending state of `token`, left in place.
-async fn peek(app: &App, source: &Plugin, stage: &str, token: Option<&str>) -> Result<Vec<u8>> {
+/// The query that finds a pending sign-in: `token`'s, for `source` and
+/// `stage`, not expired.
+const PENDING: &str =
+    "FROM redirect_sign_ins WHERE token_hash = $1 AND source = $2 AND stage = $3 AND expires > $4";
+
+/// The pending state of `token`: left in place (`SELECT`), or taken
+/// (`DELETE … RETURNING`, so that of two racing callbacks only one gets
+/// it).
+async fn pending(
+    app: &App,
+    source: &Plugin,
+    stage: &str,
+    token: Option<&str>,
+    take: bool,
+) -> Result<Vec<u8>> {
     let token = token.ok_or(Error::SignInExpired)?;
-    let row = sqlx::query(
-        "SELECT state FROM redirect_sign_ins WHERE token_hash = $1 AND source = $2 AND stage = $3 AND expires > $4",
-    )
-    .bind(token_hash(token))
-    .bind(source.id.to_string())
-    .bind(stage)
-    .bind(now())
-    .fetch_optional(app.db.pool())
-    .await
-    .map_err(|e| Error::Store(e.into()))?
-    .ok_or(Error::SignInExpired)?;
+    let sql = if take {
+        format!("DELETE {PENDING} RETURNING state")
+    } else {
+        format!("SELECT state {PENDING}")
+    };
+    let row = sqlx::query(&sql)
+        .bind(token_hash(token))
+        .bind(source.id.to_string())
+        .bind(stage)
+        .bind(now())
+        .fetch_optional(app.db.pool())
+        .await
+        .map_err(|e| Error::Store(e.into()))?
+        .ok_or(Error::SignInExpired)?;
     let sealed: Vec<u8> = row.try_get(0).map_err(|e| Error::Store(e.into()))?;
     app.key
         .open(&slot(token, stage), &sealed)
         .ok_or(Error::SignInExpired)
 }
 
-/// The pending state of `token`, taken: of two racing callbacks only the
-/// one that deletes the row goes on.
+async fn peek(app: &App, source: &Plugin, stage: &str, token: Option<&str>) -> Result<Vec<u8>> {
+    pending(app, source, stage, token, false).await
+}
+
 async fn take(app: &App, source: &Plugin, stage: &str, token: Option<&str>) -> Result<Vec<u8>> {
-    let state = peek(app, source, stage, token).await?;
-    let taken = sqlx::query("DELETE FROM redirect_sign_ins WHERE token_hash = $1 AND stage = $2")
-        .bind(token_hash(token.unwrap_or_default()))
-        .bind(stage)
-        .execute(app.db.pool())
-        .await
-        .map_err(|e| Error::Store(e.into()))?;
-    if taken.rows_affected() != 1 {
-        return Err(Error::SignInExpired);
-    }
-    Ok(state)
+    pending(app, source, stage, token, true).await
 }
 
 /// An external sign-in linked to an account, as Settings › Security shows
