@@ -10,6 +10,8 @@ const BUILTINS: &[(&str, &str)] = &[
     ("WEBAUTHN", "postern_plugin_webauthn"),
     ("LDAP", "postern_plugin_ldap"),
     ("OAUTH2", "postern_plugin_oauth2"),
+    ("WEBHOOK_HTTP", "postern_plugin_webhook_http"),
+    ("WEBHOOK_NATS", "postern_plugin_webhook_nats"),
 ];
 
 fn main() {

@@ -35,6 +35,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use capabilities::Capability;
+pub(crate) use capabilities::Route;
 pub use engine::WASMTIME_VERSION;
 pub use registry::{Plugin, PluginInfo, Plugins};
 

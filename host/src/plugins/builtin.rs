@@ -13,6 +13,11 @@ pub const WEBAUTHN: &str = "webauthn";
 /// itself, but once per `[source.<n>]`, under that section's name.
 pub const LDAP: &str = "ldap";
 
+/// The HTTP webhook transport: signs each event and POSTs it.
+pub const WEBHOOK_HTTP: &str = "webhook-http";
+/// The NATS webhook transport: publishes each event to a subject.
+pub const WEBHOOK_NATS: &str = "webhook-nats";
+
 /// The OAuth 2.0 / OpenID Connect identity source: loaded once per
 /// `[source.oauth2_<name>]`, under that section's name.
 pub const OAUTH2: &str = "oauth2";
@@ -64,10 +69,32 @@ pub fn all() -> Vec<Builtin> {
             grants: &[Capability::Log, Capability::Kv],
             wasm: wasm::WEBAUTHN,
         },
+        Builtin {
+            id: WEBHOOK_HTTP,
+            kind: Kind::WebhookTransport,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Http],
+            wasm: wasm::WEBHOOK_HTTP,
+        },
+        Builtin {
+            id: WEBHOOK_NATS,
+            kind: Kind::WebhookTransport,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Tcp],
+            wasm: wasm::WEBHOOK_NATS,
+        },
     ]
 }
 
 /// The ids of the built-in plugins; a third-party plugin may not take one.
 pub fn ids() -> &'static [&'static str] {
-    &[LOCAL, TOTP, WEBAUTHN, LDAP, OAUTH2]
+    &[
+        LOCAL,
+        TOTP,
+        WEBAUTHN,
+        LDAP,
+        OAUTH2,
+        WEBHOOK_HTTP,
+        WEBHOOK_NATS,
+    ]
 }

@@ -8,9 +8,10 @@ use std::sync::atomic::Ordering;
 use wasmtime::Store;
 
 use super::capabilities::CallState;
+use super::capabilities::Route;
 use super::contract::{
-    Ceremony, FactorRefusal, Identity, KnownAccount, ListedUser, NewAccount, PasswordSignIn,
-    Redirect, Registration, RegistrationRefusal, SignInRefusal,
+    Ceremony, Delivery, FactorRefusal, Identity, KnownAccount, ListedUser, NewAccount,
+    PasswordSignIn, Redirect, Registration, RegistrationRefusal, SignInRefusal, TransportOutcome,
 };
 use super::registry::{Plugin, Plugins, State};
 use super::{Error, Kind, Result, engine};
@@ -109,14 +110,21 @@ pub(crate) trait FactorCalls: Send + Sync {
     ) -> Call<(), FactorRefusal>;
 }
 
+/// A webhook transport's one call, the same in every WIT version.
+pub(crate) trait TransportCalls: Send + Sync {
+    fn deliver(
+        &self,
+        store: &mut Store<CallState>,
+        delivery: &Delivery,
+    ) -> wasmtime::Result<TransportOutcome>;
+}
+
 /// A component ready to instantiate, by world.
 #[derive(Clone)]
 pub(super) enum Prepared {
     Source(Arc<dyn SourceCalls>),
     Factor(Arc<dyn FactorCalls>),
-    /// Checked at load; transports are called once the webhook queue
-    /// exists.
-    Transport,
+    Transport(Arc<dyn TransportCalls>),
 }
 
 impl Prepared {
@@ -124,6 +132,13 @@ impl Prepared {
         match self {
             Prepared::Source(calls) => Ok(&**calls),
             _ => Err(wasmtime::Error::msg("not an identity source")),
+        }
+    }
+
+    fn transport(&self) -> wasmtime::Result<&dyn TransportCalls> {
+        match self {
+            Prepared::Transport(calls) => Ok(&**calls),
+            _ => Err(wasmtime::Error::msg("not a webhook transport")),
         }
     }
 
@@ -136,6 +151,36 @@ impl Prepared {
 }
 
 impl Plugins {
+    /// Makes one webhook delivery attempt through a transport, to the
+    /// destination `route` lends for this call only. A trap, or a call that
+    /// outlives `deadline` (a transport blocked on a socket), is an error:
+    /// the attempt failed and the queue tries again.
+    pub(crate) async fn deliver(
+        &self,
+        plugin: &Arc<Plugin>,
+        delivery: Delivery,
+        route: Route,
+        deadline: std::time::Duration,
+    ) -> Result<TransportOutcome> {
+        let call = self.call_routed(
+            plugin,
+            Kind::WebhookTransport,
+            Some(route),
+            move |p, store| p.transport()?.deliver(store, &delivery),
+        );
+        match tokio::time::timeout(deadline, call).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                let reason = format!("no answer within {} s", deadline.as_secs());
+                plugin.stats.failed(&reason);
+                Err(Error::Trap {
+                    plugin: plugin.id.to_string(),
+                    reason,
+                })
+            }
+        }
+    }
+
     /// Calls `authenticate` of an identity source.
     pub async fn authenticate(
         &self,
@@ -307,6 +352,20 @@ impl Plugins {
         R: Send + 'static,
         F: FnOnce(&Prepared, &mut Store<CallState>) -> wasmtime::Result<R> + Send + 'static,
     {
+        self.call_routed(plugin, kind, None, f).await
+    }
+
+    async fn call_routed<R, F>(
+        &self,
+        plugin: &Arc<Plugin>,
+        kind: Kind,
+        route: Option<Route>,
+        f: F,
+    ) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Prepared, &mut Store<CallState>) -> wasmtime::Result<R> + Send + 'static,
+    {
         let unavailable = |reason: String| Error::Unavailable {
             plugin: plugin.id.to_string(),
             reason,
@@ -319,7 +378,7 @@ impl Plugins {
         };
         let (p, lender, engine) = (plugin.clone(), self.lender.clone(), self.engine.clone());
         let outcome = tokio::task::spawn_blocking(move || {
-            let mut store = engine::new_store(p.id.clone(), &p.limits, lender, &engine);
+            let mut store = engine::new_store(p.id.clone(), &p.limits, lender, &engine, route);
             f(&prepared, &mut store).map_err(|e| engine::describe_failure(&p.limits, &e))
         })
         .await

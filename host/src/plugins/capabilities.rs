@@ -1,6 +1,7 @@
 //! What the host lends plugins: `log`, `credentials`, `kv`, `directory`,
-//! `http` (see `outbound`), and a WASI baseline with nothing in it (no
-//! files, no environment, no network).
+//! `http` (see `outbound`), `tcp` (`wasi:sockets`, for webhook transports,
+//! to one delivery's destination), and a WASI baseline with nothing in it
+//! (no files, no environment, no network).
 //!
 //! A plugin's linker holds only the capabilities granted to it. Before a
 //! component is prepared, every import it declares is checked here, so that a
@@ -11,6 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, StoreLimits};
+use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -27,8 +29,12 @@ pub enum Capability {
     /// LDAP for a directory source (WIT 0.2.0 on).
     Directory,
     /// `wasi:http/outgoing-handler`, to the hosts the source's settings
-    /// name (see `outbound`).
+    /// name, or a webhook transport's delivery's URL (see `outbound`).
     Http,
+    /// `wasi:sockets` TCP, for a webhook transport: connections only to the
+    /// addresses of the delivery's target that `[webhook]
+    /// ALLOWED_HOST_LIST` admits.
+    Tcp,
 }
 
 impl Capability {
@@ -39,6 +45,7 @@ impl Capability {
             Capability::Kv => "kv",
             Capability::Directory => "directory",
             Capability::Http => "http",
+            Capability::Tcp => "tcp",
         }
     }
 
@@ -49,6 +56,7 @@ impl Capability {
             "kv" => Some(Capability::Kv),
             "directory" => Some(Capability::Directory),
             "http" => Some(Capability::Http),
+            "tcp" => Some(Capability::Tcp),
             _ => None,
         }
     }
@@ -60,9 +68,6 @@ enum Import {
     Baseline,
     /// A grantable capability.
     Capability(Capability),
-    /// A WASI interface that reaches outside the sandbox; not lent by this
-    /// version of the host.
-    Withheld(&'static str),
     Unknown,
 }
 
@@ -90,7 +95,7 @@ fn classify(name: &str) -> Import {
         {
             Import::Baseline
         }
-        i if i.starts_with("wasi:sockets/") => Import::Withheld("sockets"),
+        i if i.starts_with("wasi:sockets/") => Import::Capability(Capability::Tcp),
         i if i.starts_with("wasi:http/") => Import::Capability(Capability::Http),
         _ => Import::Unknown,
     }
@@ -111,13 +116,6 @@ pub(crate) fn check_imports(
                 return Err(Error::Ungranted {
                     plugin: plugin.to_string(),
                     capability: cap.name().to_string(),
-                    import: name.to_string(),
-                });
-            }
-            Import::Withheld(cap) => {
-                return Err(Error::Ungranted {
-                    plugin: plugin.to_string(),
-                    capability: cap.to_string(),
                     import: name.to_string(),
                 });
             }
@@ -164,6 +162,16 @@ pub(crate) struct Lender {
     pub outbound: Arc<Rules>,
 }
 
+/// Where one webhook delivery may go, set for that call only: the target's
+/// host and port, the `[webhook]` rules, the addresses a transport granted
+/// `tcp` may connect to, and what the host saw on the wire.
+pub(crate) struct Route {
+    pub grant: Arc<Grant>,
+    pub rules: Arc<Rules>,
+    pub tcp: Vec<std::net::SocketAddr>,
+    pub wire: Arc<super::outbound::Wire>,
+}
+
 /// The state of one call's store. Made fresh for every call and dropped after
 /// it, so nothing leaks between users.
 pub(crate) struct CallState {
@@ -177,22 +185,66 @@ pub(crate) struct CallState {
 }
 
 impl CallState {
-    pub fn new(plugin: Arc<str>, limits: StoreLimits, lender: Arc<Lender>) -> Self {
-        let hooks = Hooks {
-            plugin: plugin.clone(),
-            grant: lender
-                .http_grants
-                .read()
-                .expect("http grant lock poisoned")
-                .get(&*plugin)
-                .cloned(),
-            rules: lender.outbound.clone(),
+    pub fn new(
+        plugin: Arc<str>,
+        limits: StoreLimits,
+        lender: Arc<Lender>,
+        route: Option<Route>,
+    ) -> Self {
+        let mut wasi = WasiCtx::builder();
+        // No network unless a delivery's route lends one address or more.
+        wasi.allow_udp(false).allow_ip_name_lookup(false);
+        let hooks = match route {
+            Some(route) => {
+                if !route.tcp.is_empty() {
+                    let allowed = Arc::new(route.tcp);
+                    // A connect binds an unspecified address first; the
+                    // connection itself may go to the checked addresses
+                    // only. Names may be looked up (the plugin has the
+                    // target's name), but whatever they resolve to is
+                    // dialled only if it is one of those.
+                    wasi.allow_tcp(true)
+                        .allow_ip_name_lookup(true)
+                        .socket_addr_check(move |addr, use_| {
+                            let ok = match use_ {
+                                SocketAddrUse::TcpBind => {
+                                    addr.ip().is_unspecified() && addr.port() == 0
+                                }
+                                SocketAddrUse::TcpConnect => allowed.contains(&addr),
+                                _ => false,
+                            };
+                            Box::pin(async move { ok })
+                        });
+                } else {
+                    wasi.allow_tcp(false);
+                }
+                Hooks {
+                    plugin: plugin.clone(),
+                    grant: Some(route.grant),
+                    rules: route.rules,
+                    wire: Some(route.wire),
+                }
+            }
+            None => {
+                wasi.allow_tcp(false);
+                Hooks {
+                    plugin: plugin.clone(),
+                    grant: lender
+                        .http_grants
+                        .read()
+                        .expect("http grant lock poisoned")
+                        .get(&*plugin)
+                        .cloned(),
+                    rules: lender.outbound.clone(),
+                    wire: None,
+                }
+            }
         };
         CallState {
             plugin,
             limits,
             lender,
-            wasi: WasiCtx::builder().build(),
+            wasi: wasi.build(),
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
             hooks,

@@ -212,11 +212,45 @@ macro_rules! common_bindings {
                         kv::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)?
                     }
                     // Versions that have them link them themselves
-                    // (`directory`), or wasmtime-wasi-http does (`http`).
-                    Capability::Directory | Capability::Http => {}
+                    // (`directory`), or wasmtime-wasi does (`http`, `tcp`).
+                    Capability::Directory | Capability::Http | Capability::Tcp => {}
                 }
             }
             Ok(())
+        }
+
+        // The `transport` interface is the same in every version.
+        impl crate::plugins::calls::TransportCalls
+            for webhook_transport::WebhookTransportPre<CallState>
+        {
+            fn deliver(
+                &self,
+                store: &mut wasmtime::Store<CallState>,
+                d: &crate::plugins::contract::Delivery,
+            ) -> wasmtime::Result<crate::plugins::contract::TransportOutcome> {
+                use crate::plugins::contract::TransportOutcome;
+                use webhook_transport::exports::postern::plugin::transport as t;
+                let bindings = self.instantiate(&mut *store)?;
+                let delivery = t::Delivery {
+                    event_id: d.event_id.clone(),
+                    event_type: d.event_type.clone(),
+                    timestamp: d.timestamp,
+                    body: d.body.clone(),
+                    target: d.target.clone(),
+                    secret: d.secret.clone(),
+                    settings: settings(&d.settings),
+                };
+                Ok(
+                    match bindings
+                        .postern_plugin_transport()
+                        .call_deliver(store, &delivery)?
+                    {
+                        t::Outcome::Delivered => TransportOutcome::Delivered,
+                        t::Outcome::Retry(why) => TransportOutcome::Retry(why),
+                        t::Outcome::Failed(why) => TransportOutcome::Failed(why),
+                    },
+                )
+            }
         }
     };
 }

@@ -136,3 +136,30 @@ pub struct Ceremony {
     pub display: String,
     pub pending_state: Vec<u8>,
 }
+
+/// One attempt to carry one event to one receiver, as handed to a webhook
+/// transport.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub event_id: String,
+    pub event_type: String,
+    pub timestamp: i64,
+    /// The JSON body, exactly as the receiver gets it.
+    pub body: Vec<u8>,
+    /// Where: a URL (`https://…`, `nats://host:port/subject`).
+    pub target: String,
+    pub secret: String,
+    /// The transport's own settings and the hook's (`HTTP_METHOD`,
+    /// `CONTENT_TYPE`, `AUTHORIZATION_HEADER`).
+    pub settings: Vec<(String, String)>,
+}
+
+/// What a transport says became of an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportOutcome {
+    Delivered,
+    /// Worth another attempt; why.
+    Retry(String),
+    /// Refused for good; why.
+    Failed(String),
+}

@@ -61,6 +61,7 @@ pub(super) fn new_store(
     limits: &Limits,
     lender: Arc<Lender>,
     engine: &Engine,
+    route: Option<super::capabilities::Route>,
 ) -> Store<CallState> {
     let store_limits = StoreLimitsBuilder::new()
         .memory_size(limits.memory_bytes)
@@ -68,7 +69,7 @@ pub(super) fn new_store(
         // see a failed grow and limp on.
         .trap_on_grow_failure(true)
         .build();
-    let mut store = Store::new(engine, CallState::new(id, store_limits, lender));
+    let mut store = Store::new(engine, CallState::new(id, store_limits, lender, route));
     store.limiter(|s| &mut s.limits);
     let ticks = limits
         .timeout

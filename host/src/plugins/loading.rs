@@ -165,13 +165,22 @@ enum SpecSource {
 
 pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
     let section = |id: &str| cfg.plugins.iter().find(|p| p.id == id);
-    let limits = |s: Option<&PluginSection>| Limits {
+    // A transport waits on the receiver within the call, so its deadline
+    // covers `[webhook] DELIVER_TIMEOUT`; the queue bounds the attempt.
+    let transport_ms = (cfg.webhook.deliver_timeout + Duration::from_secs(5)).as_millis() as u64;
+    let limits = |s: Option<&PluginSection>, kind: Option<Kind>| Limits {
         memory_bytes: s
             .and_then(|s| s.memory_limit_mb)
             .unwrap_or(DEFAULT_MEMORY_MB) as usize
             * 1024
             * 1024,
-        timeout: Duration::from_millis(s.and_then(|s| s.timeout_ms).unwrap_or(DEFAULT_TIMEOUT_MS)),
+        timeout: Duration::from_millis(s.and_then(|s| s.timeout_ms).unwrap_or(
+            if kind == Some(Kind::WebhookTransport) {
+                transport_ms.max(DEFAULT_TIMEOUT_MS)
+            } else {
+                DEFAULT_TIMEOUT_MS
+            },
+        )),
     };
     let grants = |s: Option<&PluginSection>, default: &[Capability]| match s
         .and_then(|s| s.grants.as_ref())
@@ -197,7 +206,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
             version: b.version.to_string(),
             source: SpecSource::BuiltIn(b.wasm),
             grants: grants(s, b.grants),
-            limits: limits(s),
+            limits: limits(s, Some(b.kind)),
             host_settings: SourceSettings::plugin(&settings(s)),
             http: http_grant(&grants(s, b.grants), &settings(s)),
             settings: settings(s),
@@ -234,7 +243,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
                 sha256: s.sha256.clone().unwrap_or_default(),
             },
             grants: grants(Some(s), &[Capability::Log]),
-            limits: limits(Some(s)),
+            limits: limits(Some(s), Kind::parse(kind)),
             host_settings: SourceSettings::plugin(&settings(Some(s))),
             http: http_grant(&grants(Some(s), &[Capability::Log]), &settings(Some(s))),
             settings: settings(Some(s)),
@@ -372,19 +381,15 @@ fn prepare(
         (Kind::SecondFactor, _) => Prepared::Factor(Arc::new(
             v3::second_factor::SecondFactorPre::new(pre).map_err(invalid)?,
         )),
-        // The bindings check that the component exports the world.
-        (Kind::WebhookTransport, v1::WIT_VERSION) => {
-            v1::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?;
-            Prepared::Transport
-        }
-        (Kind::WebhookTransport, v2::WIT_VERSION) => {
-            v2::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?;
-            Prepared::Transport
-        }
-        (Kind::WebhookTransport, _) => {
-            v3::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?;
-            Prepared::Transport
-        }
+        (Kind::WebhookTransport, v1::WIT_VERSION) => Prepared::Transport(Arc::new(
+            v1::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?,
+        )),
+        (Kind::WebhookTransport, v2::WIT_VERSION) => Prepared::Transport(Arc::new(
+            v2::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?,
+        )),
+        (Kind::WebhookTransport, _) => Prepared::Transport(Arc::new(
+            v3::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?,
+        )),
     };
     Ok((prepared, version))
 }

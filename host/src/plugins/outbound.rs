@@ -61,6 +61,12 @@ impl Default for Rules {
     }
 }
 
+/// Whether `rule` admits `ip`; addresses that are never reachable
+/// (unspecified, multicast, broadcast, documentation) are admitted by none.
+pub fn admitted(rule: &Allowed, ip: IpAddr) -> bool {
+    class(ip) != Class::Never && admits(rule, ip)
+}
+
 fn admits(rule: &Allowed, ip: IpAddr) -> bool {
     match rule {
         Allowed::All => true,
@@ -195,6 +201,14 @@ impl Grant {
         }
     }
 
+    /// One destination: a webhook delivery's target.
+    pub fn to(host: &str, port: u16) -> Self {
+        Grant {
+            destinations: vec![(host.trim_matches(['[', ']']).to_ascii_lowercase(), port)],
+            ..Grant::default()
+        }
+    }
+
     /// Requests the host refused, since the start.
     pub fn refusals(&self) -> u64 {
         self.refusals.load(Ordering::Relaxed)
@@ -236,6 +250,42 @@ impl Grant {
     }
 }
 
+/// What the host saw of one call's last HTTP exchange: the status and the
+/// first [`Wire::EXCERPT`] bytes of the answer, as far as the plugin read
+/// it. A webhook attempt records these from here rather than from the
+/// transport, so the delivery log shows what the receiver said.
+#[derive(Debug, Default)]
+pub struct Wire {
+    status: std::sync::atomic::AtomicU16,
+    excerpt: Mutex<Vec<u8>>,
+}
+
+impl Wire {
+    /// Bytes of an answer kept.
+    pub const EXCERPT: usize = 2048;
+
+    /// The last status received, if any.
+    pub fn status(&self) -> Option<u16> {
+        Some(self.status.load(Ordering::Relaxed)).filter(|s| *s != 0)
+    }
+
+    /// The first bytes of the last answer.
+    pub fn excerpt(&self) -> Vec<u8> {
+        self.excerpt.lock().expect("wire lock poisoned").clone()
+    }
+
+    fn saw_status(&self, status: u16) {
+        self.status.store(status, Ordering::Relaxed);
+        self.excerpt.lock().expect("wire lock poisoned").clear();
+    }
+
+    fn saw_bytes(&self, bytes: &[u8]) {
+        let mut kept = self.excerpt.lock().expect("wire lock poisoned");
+        let room = Self::EXCERPT.saturating_sub(kept.len());
+        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+}
+
 /// The hooks of one call's store: the calling plugin's grant and the rules.
 pub(crate) struct Hooks {
     pub plugin: Arc<str>,
@@ -243,6 +293,8 @@ pub(crate) struct Hooks {
     /// `wasi:http`, so this is never asked; refused all the same.
     pub grant: Option<Arc<Grant>>,
     pub rules: Arc<Rules>,
+    /// Set for a webhook delivery: what the receiver answered.
+    pub wire: Option<Arc<Wire>>,
 }
 
 type Sent = Box<
@@ -266,10 +318,26 @@ impl WasiHttpHooks for Hooks {
     ) -> Sent {
         let checked = self.check(&request);
         let (plugin, grant, rules) = (self.plugin.clone(), self.grant.clone(), self.rules.clone());
+        let wire = self.wire.clone();
         Box::new(async move {
             let (host, port, tls) = checked?;
             let grant = grant.ok_or(HttpError::HttpRequestDenied)?;
-            send(&plugin, &grant, &rules, request, options, host, port, tls).await
+            let (response, done) =
+                send(&plugin, &grant, &rules, request, options, host, port, tls).await?;
+            let Some(wire) = wire else {
+                return Ok((response, done));
+            };
+            wire.saw_status(response.status().as_u16());
+            let response = response.map(move |body| {
+                body.map_frame(move |frame| {
+                    if let Some(data) = frame.data_ref() {
+                        wire.saw_bytes(data);
+                    }
+                    frame
+                })
+                .boxed_unsync()
+            });
+            Ok((response, done))
         })
     }
 }
