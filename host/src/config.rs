@@ -59,6 +59,7 @@ pub struct Config {
     pub oauth2_sources: Vec<OAuth2Source>,
     pub oauth2_client: OAuth2Client,
     pub outbound_http: OutboundHttp,
+    pub webhook: Webhook,
     pub plugins: Vec<PluginSection>,
     pub api: Api,
     /// Keys no section knows, as `[section] KEY (origin)`, for the start-up
@@ -276,6 +277,53 @@ impl AddressRule {
             other => other.parse().ok().map(AddressRule::Network),
         }
     }
+}
+
+/// One entry of `[webhook] ALLOWED_HOST_LIST`: an address rule, or a host
+/// name (a glob: `*.example.com`), as Gitea reads the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostRule {
+    Address(AddressRule),
+    /// A host name pattern, lower case.
+    Name(String),
+}
+
+impl HostRule {
+    /// Reads one entry; `None` for one that is neither.
+    pub fn parse(word: &str) -> Option<Self> {
+        if let Some(rule) = AddressRule::parse(word) {
+            return Some(HostRule::Address(rule));
+        }
+        let name = word.trim().to_ascii_lowercase();
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '*' | '?'))
+            && glob::Pattern::new(&name).is_ok();
+        valid.then_some(HostRule::Name(name))
+    }
+
+    /// Whether a host name matches this entry by name.
+    pub fn names(&self, host: &str) -> bool {
+        match self {
+            HostRule::Name(pattern) => {
+                glob::Pattern::new(pattern).is_ok_and(|p| p.matches(&host.to_ascii_lowercase()))
+            }
+            HostRule::Address(_) => false,
+        }
+    }
+}
+
+/// `[webhook]`: where and how webhook deliveries go.
+#[derive(Debug, Clone)]
+pub struct Webhook {
+    pub allowed_host_list: Vec<HostRule>,
+    pub deliver_timeout: std::time::Duration,
+    pub max_attempts: u32,
+    /// Waits before the second, third, … attempt; the last repeats.
+    pub retry_backoff: Vec<std::time::Duration>,
+    pub workers: usize,
+    pub lease_time: std::time::Duration,
 }
 
 /// `[outbound_http]`: what plugins granted `http` may reach.
@@ -514,6 +562,20 @@ impl Config {
                 )),
                 timeout_secs: int("outbound_http", "TIMEOUT") as u64,
                 max_response_size: int("outbound_http", "MAX_RESPONSE_SIZE") as usize,
+            },
+            webhook: Webhook {
+                allowed_host_list: schema::parse_list(&get("webhook", "ALLOWED_HOST_LIST"))
+                    .iter()
+                    .filter_map(|w| HostRule::parse(w))
+                    .collect(),
+                deliver_timeout: std::time::Duration::from_secs(
+                    int("webhook", "DELIVER_TIMEOUT") as u64
+                ),
+                max_attempts: int("webhook", "MAX_ATTEMPTS") as u32,
+                retry_backoff: schema::parse_durations(&get("webhook", "RETRY_BACKOFF"))
+                    .expect("validated above"),
+                workers: int("webhook", "WORKERS") as usize,
+                lease_time: std::time::Duration::from_secs(int("webhook", "LEASE_TIME") as u64),
             },
             plugins,
             api,

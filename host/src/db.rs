@@ -98,6 +98,17 @@ impl Db {
         &self.pool
     }
 
+    /// Begins a transaction that writes. On SQLite it takes the write lock
+    /// at once (`BEGIN IMMEDIATE`): a transaction that reads first and
+    /// writes later would otherwise fail with "database is locked" when
+    /// another writer came in between, instead of waiting its turn.
+    pub async fn begin(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
+        match self.backend {
+            DbType::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            DbType::Postgres => self.pool.begin().await,
+        }
+    }
+
     pub fn backend(&self) -> &DbType {
         &self.backend
     }

@@ -31,6 +31,11 @@ pub enum Kind {
     /// A comma-separated list of `external`, `private`, `loopback`, `*` and
     /// networks in CIDR form (`ALLOWED_HOST_LIST`).
     AddressList,
+    /// As [`Kind::AddressList`], and host-name globs (`*.example.com`,
+    /// `hooks.internal`): `[webhook] ALLOWED_HOST_LIST`, as Gitea reads it.
+    HostList,
+    /// A comma-separated list of durations in Go form (`1m,5m,30m,2h`).
+    Durations,
 }
 
 impl Kind {
@@ -96,6 +101,19 @@ impl Kind {
                 }
                 Ok(())
             }
+            Kind::HostList => {
+                for item in parse_list(v) {
+                    if super::HostRule::parse(&item).is_none() {
+                        return Err(format!(
+                            "a comma-separated list of external, private, loopback, *, networks such as 10.0.0.0/8 and host names (globs allowed, *.example.com); {item:?} is none of them"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            Kind::Durations => parse_durations(v).map(|_| ()).ok_or_else(|| {
+                "a comma-separated list of durations such as 1m,5m,30m,2h (each 1s to 24h)".into()
+            }),
             Kind::List(words) => {
                 for item in parse_list(v) {
                     if !words.contains(&item.as_str()) {
@@ -147,7 +165,18 @@ pub fn parse_api_version(v: &str) -> Option<u8> {
 
 /// `@every <duration>` with a Go duration (`h`, `m`, `s` units, combined).
 pub fn parse_schedule(v: &str) -> Option<Duration> {
-    let d = v.trim().strip_prefix("@every")?.trim();
+    parse_duration(v.trim().strip_prefix("@every")?)
+}
+
+/// `1m,5m,30m,2h` → their durations; none empty, each from 1 s to 24 h.
+pub fn parse_durations(v: &str) -> Option<Vec<Duration>> {
+    let list: Option<Vec<Duration>> = parse_list(v).iter().map(|d| parse_duration(d)).collect();
+    list.filter(|l| !l.is_empty() && l.iter().all(|d| d.as_secs() <= 24 * 3600))
+}
+
+/// A duration in Go form: `24h`, `30m`, `1h30m`, `10s`.
+pub fn parse_duration(v: &str) -> Option<Duration> {
+    let d = v.trim();
     let mut total = 0u64;
     let mut number = String::new();
     for c in d.chars() {
@@ -715,6 +744,47 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 },
                 "1048576",
                 "Largest response body a plugin may receive, in bytes.",
+            ),
+        ],
+    ),
+    (
+        "webhook",
+        &[
+            k(
+                "ALLOWED_HOST_LIST",
+                Kind::HostList,
+                "external",
+                "Where webhooks may deliver: external, private, loopback, *, networks (10.0.0.0/8) and host names (*.example.com). Checked at registration and again against the resolved address at each delivery. Plain HTTP is allowed only to a host this list names by name, network, private or loopback; every other hook needs HTTPS.",
+            ),
+            k(
+                "DELIVER_TIMEOUT",
+                Kind::Int { min: 1, max: 60 },
+                "10",
+                "Seconds one delivery attempt may take, connecting and the whole answer included.",
+            ),
+            k(
+                "MAX_ATTEMPTS",
+                Kind::Int { min: 5, max: 10 },
+                "8",
+                "Attempts per delivery before it is dead (kept for redelivery).",
+            ),
+            k(
+                "RETRY_BACKOFF",
+                Kind::Durations,
+                "1m,5m,30m,2h",
+                "Waits before the second, third, … attempt; the last repeats. Each wait gets up to 10 % jitter.",
+            ),
+            k(
+                "WORKERS",
+                Kind::Int { min: 1, max: 256 },
+                "16",
+                "Attempts this process runs at once.",
+            ),
+            k(
+                "LEASE_TIME",
+                Kind::Int { min: 15, max: 3600 },
+                "60",
+                "Seconds a process holds the deliveries it claimed; a delivery held by a process that died is taken again after this.",
             ),
         ],
     ),
