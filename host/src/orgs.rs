@@ -12,6 +12,7 @@ use sqlx::any::AnyRow;
 use crate::db::{self, Db, now};
 use crate::roles::Level;
 use crate::users::User;
+use crate::webhooks;
 
 /// Why an organization or team operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -228,12 +229,78 @@ pub async fn team(db: &Db, id: i64) -> Result<Option<Team>> {
 }
 
 pub async fn add_member(db: &Db, team_id: i64, user_id: i64) -> Result<()> {
-    sqlx::query("INSERT INTO team_members (team_id, user_id) VALUES ($1, $2) ON CONFLICT (team_id, user_id) DO NOTHING")
+    let mut tx = db.begin().await?;
+    let was_member = in_org_of_team(&mut tx, team_id, user_id).await?;
+    let done = sqlx::query("INSERT INTO team_members (team_id, user_id) VALUES ($1, $2) ON CONFLICT (team_id, user_id) DO NOTHING")
         .bind(team_id)
         .bind(user_id)
-        .execute(db.pool())
+        .execute(&mut *tx)
         .await?;
+    if done.rows_affected() > 0 {
+        if !was_member {
+            let e = member_event(&mut tx, "organization.member_added", team_id, user_id).await?;
+            webhooks::emit(&mut tx, e).await?;
+        }
+        let e = member_event(&mut tx, "team.member_added", team_id, user_id).await?;
+        webhooks::emit(&mut tx, e).await?;
+    }
+    tx.commit().await?;
     Ok(())
+}
+
+/// Whether a user is in any team of the organization `team_id` belongs to.
+async fn in_org_of_team(
+    conn: &mut sqlx::AnyConnection,
+    team_id: i64,
+    user_id: i64,
+) -> sqlx::Result<bool> {
+    Ok(sqlx::query(
+        "SELECT 1 FROM team_members m JOIN teams t ON t.id = m.team_id \
+         WHERE m.user_id = $1 AND t.org_id = (SELECT org_id FROM teams WHERE id = $2)",
+    )
+    .bind(user_id)
+    .bind(team_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .is_some())
+}
+
+/// An `organization.member_*` or `team.member_*` event: the organization,
+/// the team and the user, by id and name.
+async fn member_event(
+    conn: &mut sqlx::AnyConnection,
+    event_type: &'static str,
+    team_id: i64,
+    user_id: i64,
+) -> sqlx::Result<webhooks::Event> {
+    let row = sqlx::query(
+        "SELECT o.id, o.login, t.name, u.login FROM teams t JOIN users o ON o.id = t.org_id, users u \
+         WHERE t.id = $1 AND u.id = $2",
+    )
+    .bind(team_id)
+    .bind(user_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    let org_id: i64 = row.try_get(0)?;
+    let org = serde_json::json!({ "id": org_id.to_string(), "name": row.try_get::<String, _>(1)? });
+    let user =
+        serde_json::json!({ "id": user_id.to_string(), "name": row.try_get::<String, _>(3)? });
+    let data = if event_type.starts_with("team.") {
+        serde_json::json!({
+            "organization": org,
+            "team": { "id": team_id.to_string(), "name": row.try_get::<String, _>(2)? },
+            "user": user,
+        })
+    } else {
+        serde_json::json!({ "organization": org, "user": user })
+    };
+    Ok(webhooks::Event {
+        event_type,
+        data,
+        repo_id: None,
+        org_id: Some(org_id),
+        branch: None,
+    })
 }
 
 /// Removes a member from a team; the last owner cannot leave the Owners team.
@@ -243,11 +310,22 @@ pub async fn remove_member(db: &Db, team: &Team, user_id: i64) -> Result<bool> {
             "the Owners team must keep at least one member".into(),
         ));
     }
+    let mut tx = db.begin().await?;
+    // Read before the row goes: the event names the team and the user.
+    let team_event = member_event(&mut tx, "team.member_removed", team.id, user_id).await;
     let done = sqlx::query("DELETE FROM team_members WHERE team_id = $1 AND user_id = $2")
         .bind(team.id)
         .bind(user_id)
-        .execute(db.pool())
+        .execute(&mut *tx)
         .await?;
+    if done.rows_affected() > 0 {
+        webhooks::emit(&mut tx, team_event?).await?;
+        if !in_org_of_team(&mut tx, team.id, user_id).await? {
+            let e = member_event(&mut tx, "organization.member_removed", team.id, user_id).await?;
+            webhooks::emit(&mut tx, e).await?;
+        }
+    }
+    tx.commit().await?;
     Ok(done.rows_affected() > 0)
 }
 

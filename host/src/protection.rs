@@ -12,6 +12,7 @@ use crate::db::{self, Db, now};
 use crate::repos::Repository;
 use crate::state::App;
 use crate::users::User;
+use crate::webhooks;
 
 /// One rule's settings.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -113,6 +114,7 @@ pub async fn create(db: &Db, repo_id: i64, rule: &Rule) -> Result<Protection> {
         return Err(Error::Duplicate(rule.rule_name.clone()));
     }
     let t = now();
+    let mut tx = db.begin().await?;
     let row = sqlx::query(
         "INSERT INTO branch_protections (repo_id, rule_name, rule, created, updated) VALUES ($1, $2, $3, $4, $5) \
          RETURNING id, repo_id, rule, created, updated",
@@ -122,9 +124,31 @@ pub async fn create(db: &Db, repo_id: i64, rule: &Rule) -> Result<Protection> {
     .bind(serde_json::to_string(rule).expect("a rule serialises"))
     .bind(t)
     .bind(t)
-    .fetch_one(db.pool())
+    .fetch_one(&mut *tx)
     .await?;
+    webhooks::emit(
+        &mut tx,
+        changed(repo_id, "created", &rule.rule_name, Some(rule)),
+    )
+    .await?;
+    tx.commit().await?;
     Ok(from_row(&row)?)
+}
+
+/// The `branch_protection.changed` event.
+fn changed(repo_id: i64, action: &str, rule_name: &str, rule: Option<&Rule>) -> webhooks::Event {
+    webhooks::Event {
+        event_type: "branch_protection.changed",
+        data: serde_json::json!({
+            "repository_id": repo_id.to_string(),
+            "action": action,
+            "rule_name": rule_name,
+            "rule": rule,
+        }),
+        repo_id: Some(repo_id),
+        org_id: None,
+        branch: None,
+    }
 }
 
 pub async fn list(db: &Db, repo_id: i64) -> Result<Vec<Protection>> {
@@ -154,23 +178,37 @@ pub async fn find(db: &Db, repo_id: i64, name: &str) -> Result<Option<Protection
 /// Replaces a rule's settings (its name stays).
 pub async fn update(db: &Db, existing: &Protection, rule: &Rule) -> Result<Protection> {
     validate(rule)?;
+    let mut tx = db.begin().await?;
     sqlx::query("UPDATE branch_protections SET rule = $1, updated = $2 WHERE id = $3")
         .bind(serde_json::to_string(rule).expect("a rule serialises"))
         .bind(now())
         .bind(existing.id)
-        .execute(db.pool())
+        .execute(&mut *tx)
         .await?;
+    let event = changed(
+        existing.repo_id,
+        "updated",
+        &existing.rule.rule_name,
+        Some(rule),
+    );
+    webhooks::emit(&mut tx, event).await?;
+    tx.commit().await?;
     Ok(find(db, existing.repo_id, &existing.rule.rule_name)
         .await?
         .expect("the rule was just updated"))
 }
 
 pub async fn delete(db: &Db, repo_id: i64, name: &str) -> Result<bool> {
+    let mut tx = db.begin().await?;
     let done = sqlx::query("DELETE FROM branch_protections WHERE repo_id = $1 AND rule_name = $2")
         .bind(repo_id)
         .bind(name)
-        .execute(db.pool())
+        .execute(&mut *tx)
         .await?;
+    if done.rows_affected() > 0 {
+        webhooks::emit(&mut tx, changed(repo_id, "deleted", name, None)).await?;
+    }
+    tx.commit().await?;
     Ok(done.rows_affected() > 0)
 }
 

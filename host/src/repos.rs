@@ -10,6 +10,7 @@ use crate::db::{self, Db, now};
 use crate::roles::Level;
 use crate::state::App;
 use crate::users::User;
+use crate::webhooks;
 
 /// Why a repository operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +137,9 @@ pub async fn create(
         return Err(Error::NameTaken(name.to_string()));
     }
     let t = now();
+    // The record, its directory and its `repository.created` event: the
+    // transaction commits only once git made the directory.
+    let mut tx = app.db.begin().await?;
     let row = sqlx::query(
         "INSERT INTO repositories (owner_id, name, lower_name, description, is_private, default_branch, created, updated) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
@@ -148,21 +152,68 @@ pub async fn create(
     .bind(default_branch)
     .bind(t)
     .bind(t)
-    .fetch_one(app.db.pool())
+    .fetch_one(&mut *tx)
     .await?;
     let id: i64 = row.try_get(0)?;
-    let repo = find_by_id(&app.db, id)
-        .await?
-        .expect("the repository was just inserted");
-    if let Err(e) = init_bare(app, &repo).await {
-        // Leave no record without a directory behind.
-        sqlx::query("DELETE FROM repositories WHERE id = $1")
-            .bind(id)
-            .execute(app.db.pool())
-            .await?;
-        return Err(e);
+    let repo = Repository {
+        id,
+        owner_id: owner.id,
+        owner_login: owner.login.clone(),
+        name: name.to_string(),
+        description: description.to_string(),
+        is_private,
+        default_branch: default_branch.to_string(),
+        created: t,
+        updated: t,
+        // Not read by the event or the directory; the repository returned
+        // is read back once committed.
+        owner_is_org: false,
+    };
+    webhooks::emit(&mut tx, event("repository.created", &repo)).await?;
+    init_bare(app, &repo).await?;
+    if let Err(e) = tx.commit().await {
+        // Leave no directory without a record behind.
+        let _ = tokio::fs::remove_dir_all(repo.path(app)).await;
+        return Err(e.into());
     }
-    Ok(repo)
+    Ok(find_by_id(&app.db, id)
+        .await?
+        .expect("the repository was just inserted"))
+}
+
+/// A `repository.*` event about `repo`.
+fn event(event_type: &'static str, repo: &Repository) -> webhooks::Event {
+    webhooks::Event {
+        event_type,
+        data: serde_json::json!({
+            "id": repo.id.to_string(),
+            "name": repo.name,
+            "full_name": repo.full_name(),
+            "owner": { "id": repo.owner_id.to_string(), "name": repo.owner_login },
+            "private": repo.is_private,
+            "default_branch": repo.default_branch,
+        }),
+        repo_id: Some(repo.id),
+        org_id: Some(repo.owner_id),
+        branch: None,
+    }
+}
+
+/// Deletes a repository: its record (with its collaborators, protection
+/// rules and hooks) and its `repository.deleted` event in one transaction,
+/// then its directory.
+pub async fn delete(app: &App, repo: &Repository) -> Result<()> {
+    let mut tx = app.db.begin().await?;
+    webhooks::emit(&mut tx, event("repository.deleted", repo)).await?;
+    sqlx::query("DELETE FROM repositories WHERE id = $1")
+        .bind(repo.id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    if let Err(e) = tokio::fs::remove_dir_all(repo.path(app)).await {
+        tracing::warn!(repo = %repo.full_name(), "the deleted repository's directory stays: {e}");
+    }
+    Ok(())
 }
 
 async fn init_bare(app: &App, repo: &Repository) -> Result<()> {

@@ -4,6 +4,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::db::{self, Db, now};
+use crate::webhooks;
 
 /// Why a user could not be stored or read.
 #[derive(Debug, thiserror::Error)]
@@ -182,6 +183,8 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
         "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, created, updated) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
     );
+    // The account and its `user.created` event land together or not at all.
+    let mut tx = db.begin().await?;
     let row = sqlx::query(&sql)
         .bind(&new.login)
         .bind(new.login.to_lowercase())
@@ -194,7 +197,7 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
         .bind(1_i64)
         .bind(t)
         .bind(t)
-        .fetch_one(db.pool())
+        .fetch_one(&mut *tx)
         .await
         .map_err(|e| match &e {
             // Two registrations racing past the checks above.
@@ -203,7 +206,21 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
             }
             _ => e.into(),
         })?;
-    Ok(from_row(&row)?)
+    let user = from_row(&row)?;
+    webhooks::emit(&mut tx, user_event("user.created", &user)).await?;
+    tx.commit().await?;
+    Ok(user)
+}
+
+/// A `user.*` event about `user`.
+fn user_event(event_type: &'static str, user: &User) -> webhooks::Event {
+    webhooks::Event {
+        event_type,
+        data: webhooks::user_data(user.id, &user.login, &user.email),
+        repo_id: None,
+        org_id: None,
+        branch: None,
+    }
 }
 
 /// Every user, or only administrators, in id order.
@@ -382,6 +399,7 @@ pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
         }
     }
     let email = changes.email.clone().unwrap_or_else(|| user.email.clone());
+    let mut tx = db.begin().await?;
     sqlx::query(
         "UPDATE users SET full_name = $1, email = $2, lower_email = $3, is_active = $4, is_admin = $5, is_restricted = $6, updated = $7 WHERE id = $8",
     )
@@ -393,8 +411,16 @@ pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
     .bind(i64::from(changes.is_restricted.unwrap_or(user.is_restricted)))
     .bind(now())
     .bind(user.id)
-    .execute(db.pool())
+    .execute(&mut *tx)
     .await?;
+    if user.is_active && changes.is_active == Some(false) {
+        let after = User {
+            email: email.clone(),
+            ..user.clone()
+        };
+        webhooks::emit(&mut tx, user_event("user.deactivated", &after)).await?;
+    }
+    tx.commit().await?;
     Ok(find_by_id(db, user.id)
         .await?
         .expect("the user was just updated"))
@@ -449,13 +475,29 @@ pub async fn find_linked_or_relink(
 /// Activates or deactivates an account; `by` names who deactivated it
 /// (a directory sync), so that only the same can reactivate it.
 pub async fn set_active(db: &Db, id: i64, active: bool, by: &str) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET is_active = $1, deactivated_by = $2, updated = $3 WHERE id = $4")
-        .bind(i64::from(active))
-        .bind(if active { "" } else { by })
-        .bind(now())
+    let mut tx = db.begin().await?;
+    let was_active = sqlx::query("SELECT is_active FROM users WHERE id = $1")
         .bind(id)
-        .execute(db.pool())
-        .await?;
+        .fetch_optional(&mut *tx)
+        .await?
+        .map(|r| r.try_get::<i64, _>(0))
+        .transpose()?
+        .is_some_and(|a| a != 0);
+    let row = sqlx::query(&format!(
+        "UPDATE users SET is_active = $1, deactivated_by = $2, updated = $3 WHERE id = $4 RETURNING {COLUMNS}"
+    ))
+    .bind(i64::from(active))
+    .bind(if active { "" } else { by })
+    .bind(now())
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    // Only a change from active to inactive is an event.
+    if let (Some(row), true, false) = (row, was_active, active) {
+        let user = from_row(&row)?;
+        webhooks::emit(&mut tx, user_event("user.deactivated", &user)).await?;
+    }
+    tx.commit().await?;
     Ok(())
 }
 

@@ -58,7 +58,20 @@ pub(crate) async fn pre_receive(
             .into_response();
     };
     match protection::check_push(&app, &repo, &pusher, &req.updates, &req.quarantine).await {
-        Ok(refusals) => Json(HookAnswer { refusals }).into_response(),
+        Ok(refusals) => {
+            if refusals.is_empty() {
+                // Once git has finished, the updates that landed are events.
+                let mut ended = push.ended.clone();
+                let (app, updates) = (app.clone(), req.updates);
+                tokio::spawn(async move {
+                    while ended.changed().await.is_ok() {}
+                    if let Err(e) = pushed(&app, &repo, &pusher, &updates).await {
+                        tracing::error!(repo = %repo.full_name(), "cannot record the push event: {e}");
+                    }
+                });
+            }
+            Json(HookAnswer { refusals }).into_response()
+        }
         Err(e) => {
             tracing::error!(repo = %repo.full_name(), "pre-receive check failed: {e}");
             (
@@ -68,6 +81,88 @@ pub(crate) async fn pre_receive(
                 .into_response()
         }
     }
+}
+
+/// Most commits a `push` event lists, as Gitea's.
+const PUSH_COMMITS: usize = 20;
+
+/// Writes a `push` event for each update that landed: the ref now points
+/// where the push said. (A ref another push moved meanwhile, or an update
+/// git refused after the hook, is no event of this push.) The push itself
+/// is not a database change, so its events are written after it, on their
+/// own: a host that dies in between loses them (docs/webhooks.md).
+async fn pushed(
+    app: &App,
+    repo: &crate::repos::Repository,
+    pusher: &crate::users::User,
+    updates: &[RefUpdate],
+) -> Result<(), String> {
+    let dir = repo.path(app);
+    for u in updates {
+        let now_at =
+            crate::git::bare::lines(&dir, &[], &["rev-parse", "--verify", "--quiet", &u.name])
+                .await
+                .ok()
+                .and_then(|l| l.into_iter().next());
+        let deleted = u.new.chars().all(|c| c == '0');
+        if (deleted && now_at.is_some()) || (!deleted && now_at.as_deref() != Some(u.new.as_str()))
+        {
+            continue;
+        }
+        let commits = if deleted {
+            Vec::new()
+        } else {
+            let range = if u.old.chars().all(|c| c == '0') {
+                u.new.clone()
+            } else {
+                format!("{}..{}", u.old, u.new)
+            };
+            let max = format!("--max-count={PUSH_COMMITS}");
+            crate::git::bare::lines(
+                &dir,
+                &[],
+                &[
+                    "log",
+                    &max,
+                    "--format=%H%x1f%an%x1f%ae%x1f%at%x1f%s",
+                    &range,
+                ],
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            .iter()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split('\x1f').collect();
+                (f.len() == 5).then(|| {
+                    serde_json::json!({
+                        "id": f[0],
+                        "author": { "name": f[1], "email": f[2] },
+                        "timestamp": f[3].parse::<i64>().unwrap_or(0),
+                        "message": f[4],
+                    })
+                })
+            })
+            .collect()
+        };
+        let event = crate::webhooks::Event {
+            event_type: "push",
+            data: serde_json::json!({
+                "ref": u.name,
+                "before": u.old,
+                "after": u.new,
+                "commits": commits,
+                "pusher": { "id": pusher.id.to_string(), "name": pusher.login },
+                "repository": { "id": repo.id.to_string(), "full_name": repo.full_name() },
+            }),
+            repo_id: Some(repo.id),
+            org_id: Some(repo.owner_id),
+            branch: u.name.strip_prefix("refs/heads/").map(str::to_string),
+        };
+        crate::webhooks::emit_alone(&app.db, event)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// `postern hook pre-receive`: run by git inside the repository. Returns

@@ -5,10 +5,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// A push in progress.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Push {
     pub repo_id: i64,
     pub pusher_id: i64,
+    /// Closed when the push's git process has ended (its registration is
+    /// dropped): `changed()` then fails.
+    pub ended: tokio::sync::watch::Receiver<()>,
 }
 
 /// Pushes in progress, by token.
@@ -23,6 +26,7 @@ pub struct Pushes {
 pub struct Registration {
     pushes: Arc<Pushes>,
     pub token: String,
+    _running: tokio::sync::watch::Sender<()>,
 }
 
 impl Drop for Registration {
@@ -38,13 +42,19 @@ impl Drop for Registration {
 impl Pushes {
     pub fn register(self: &Arc<Self>, repo_id: i64, pusher_id: i64) -> Registration {
         let token = hex::encode(rand::random::<[u8; 24]>());
-        self.by_token
-            .lock()
-            .expect("push registry lock")
-            .insert(token.clone(), Push { repo_id, pusher_id });
+        let (running, ended) = tokio::sync::watch::channel(());
+        self.by_token.lock().expect("push registry lock").insert(
+            token.clone(),
+            Push {
+                repo_id,
+                pusher_id,
+                ended,
+            },
+        );
         Registration {
             pushes: self.clone(),
             token,
+            _running: running,
         }
     }
 
@@ -53,6 +63,6 @@ impl Pushes {
             .lock()
             .expect("push registry lock")
             .get(token)
-            .copied()
+            .cloned()
     }
 }
