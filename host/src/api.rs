@@ -9,6 +9,7 @@
 mod applications;
 mod error;
 mod factors;
+mod hooks;
 mod keys;
 pub mod links;
 mod openapi;
@@ -90,7 +91,10 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             get(tokens::list).post(tokens::create),
         ),
         ("/users/{username}/tokens/{token}", delete(tokens::delete)),
-        ("/repos/{owner}/{repo}", get(repos::get)),
+        (
+            "/repos/{owner}/{repo}",
+            get(repos::get).delete(repos::delete),
+        ),
         (
             "/repos/{owner}/{repo}/collaborators",
             get(repos::collaborators),
@@ -159,6 +163,91 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             "/repos/{owner}/{repo}/collaborators/{collaborator}",
             put(repos::put_collaborator).delete(repos::delete_collaborator),
         ),
+        (
+            "/repos/{owner}/{repo}/hooks",
+            get(hooks::repo::list).post(hooks::repo::create),
+        ),
+        (
+            "/repos/{owner}/{repo}/hooks/{id}",
+            get(hooks::repo::get)
+                .patch(hooks::repo::edit)
+                .delete(hooks::repo::delete),
+        ),
+        (
+            "/repos/{owner}/{repo}/hooks/{id}/deliveries",
+            get(hooks::repo::deliveries),
+        ),
+        (
+            "/repos/{owner}/{repo}/hooks/{id}/deliveries/{delivery_id}",
+            get(hooks::repo::delivery),
+        ),
+        (
+            "/repos/{owner}/{repo}/hooks/{id}/deliveries/{delivery_id}/redeliver",
+            post(hooks::repo::redeliver),
+        ),
+        (
+            "/repos/{owner}/{repo}/hooks/{id}/redeliver-dead",
+            post(hooks::repo::redeliver_dead),
+        ),
+        (
+            "/repos/{owner}/{repo}/hooks/{id}/test",
+            post(hooks::repo::test),
+        ),
+        (
+            "/orgs/{org}/hooks",
+            get(hooks::org::list).post(hooks::org::create),
+        ),
+        (
+            "/orgs/{org}/hooks/{id}",
+            get(hooks::org::get)
+                .patch(hooks::org::edit)
+                .delete(hooks::org::delete),
+        ),
+        (
+            "/orgs/{org}/hooks/{id}/deliveries",
+            get(hooks::org::deliveries),
+        ),
+        (
+            "/orgs/{org}/hooks/{id}/deliveries/{delivery_id}",
+            get(hooks::org::delivery),
+        ),
+        (
+            "/orgs/{org}/hooks/{id}/deliveries/{delivery_id}/redeliver",
+            post(hooks::org::redeliver),
+        ),
+        (
+            "/orgs/{org}/hooks/{id}/redeliver-dead",
+            post(hooks::org::redeliver_dead),
+        ),
+        ("/orgs/{org}/hooks/{id}/test", post(hooks::org::test)),
+        (
+            "/admin/hooks",
+            get(hooks::system::list).post(hooks::system::create),
+        ),
+        (
+            "/admin/hooks/{id}",
+            get(hooks::system::get)
+                .patch(hooks::system::edit)
+                .delete(hooks::system::delete),
+        ),
+        (
+            "/admin/hooks/{id}/deliveries",
+            get(hooks::system::deliveries),
+        ),
+        (
+            "/admin/hooks/{id}/deliveries/{delivery_id}",
+            get(hooks::system::delivery),
+        ),
+        (
+            "/admin/hooks/{id}/deliveries/{delivery_id}/redeliver",
+            post(hooks::system::redeliver),
+        ),
+        (
+            "/admin/hooks/{id}/redeliver-dead",
+            post(hooks::system::redeliver_dead),
+        ),
+        ("/admin/hooks/{id}/test", post(hooks::system::test)),
+        ("/admin/webhooks/dead", get(hooks::dead)),
     ];
     let mut versioned = Router::new();
     for (path, handler) in resources {

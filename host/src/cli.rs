@@ -33,6 +33,40 @@ enum Command {
     /// Git hooks (run by git inside a repository, not by hand).
     #[command(subcommand, hide = true)]
     Hook(HookCmd),
+    /// Webhook helpers for receivers.
+    #[command(subcommand)]
+    Webhook(WebhookCmd),
+}
+
+#[derive(Subcommand)]
+enum WebhookCmd {
+    /// Run a receiver that checks every delivery as the spec says
+    /// (timestamp, signature, duplicate) and prints each verified event.
+    Listen {
+        /// The hook's shared secret.
+        #[arg(long)]
+        secret: String,
+        /// The port to listen on (127.0.0.1).
+        #[arg(long, default_value_t = 9000)]
+        port: u16,
+    },
+}
+
+#[derive(Subcommand)]
+enum WebhookAdminCmd {
+    /// List dead deliveries across every hook, newest first.
+    Dead {
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: u64,
+    },
+    /// Send a dead (or delivered) delivery again, with the same event id.
+    Redeliver {
+        /// The delivery's id.
+        delivery_id: i64,
+    },
+    /// Deliveries by state.
+    Stats,
 }
 
 #[derive(Subcommand)]
@@ -63,6 +97,9 @@ enum Admin {
     /// signing key.
     #[command(subcommand)]
     Oauth2(OAuth2Cmd),
+    /// The webhook queue: dead letters and redelivery.
+    #[command(subcommand)]
+    Webhook(WebhookAdminCmd),
 }
 
 #[derive(Subcommand)]
@@ -361,6 +398,10 @@ pub fn main() -> anyhow::Result<()> {
             print!("{}", crate::api::openapi_json());
             return Ok(());
         }
+        Command::Webhook(WebhookCmd::Listen { secret, port }) => {
+            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+            return runtime.block_on(listen(secret, port));
+        }
         _ => {}
     }
     let config = Config::load(cli.config.as_deref())?;
@@ -395,6 +436,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Hook(_)
+        | Command::Webhook(_)
         | Command::Admin(Admin::Config(ConfigCmd::Example) | Admin::Api(ApiCmd::Openapi)) => {
             unreachable!("handled before loading the configuration")
         }
@@ -404,6 +446,77 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         }
         Command::Admin(Admin::Auth(cmd)) => auth(App::open(config).await?, cmd).await,
         Command::Admin(Admin::Oauth2(cmd)) => oauth2(App::open(config).await?, cmd).await,
+        Command::Admin(Admin::Webhook(cmd)) => webhook(App::open(config).await?, cmd).await,
+    }
+}
+
+/// `postern webhook listen`: the receiver of `webhook-verify`, printing
+/// each verified event as a JSON line.
+async fn listen(secret: String, port: u16) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+    eprintln!(
+        "listening on http://{}; each verified event is printed",
+        listener.local_addr()?
+    );
+    let store = std::sync::Arc::new(webhook_verify::MemoryStore::new());
+    webhook_verify::serve(
+        listener,
+        webhook_verify::Verifier::new(secret),
+        store,
+        |event: &webhook_verify::Event| {
+            println!(
+                "{}",
+                serde_json::to_string(event).unwrap_or_else(|e| e.to_string())
+            );
+            Ok(())
+        },
+    )
+    .await
+    .context("the receiver stopped")?;
+    Ok(())
+}
+
+async fn webhook(app: App, cmd: WebhookAdminCmd) -> anyhow::Result<()> {
+    use crate::db::cursor::CursorWindow;
+    use crate::webhooks::queue;
+    match cmd {
+        WebhookAdminCmd::Dead { limit } => {
+            let rows = queue::dead(&app.db, &CursorWindow::Newest { size: limit }).await?;
+            println!(
+                "{:<8} {:<8} {:<36} {:<28} {:<5} ERROR",
+                "ID", "HOOK", "EVENT", "TYPE", "TRIES"
+            );
+            for (_, r) in rows.into_iter().take(limit as usize) {
+                let d = r.delivery;
+                println!(
+                    "{:<8} {:<8} {:<36} {:<28} {:<5} {}",
+                    d.id,
+                    d.hook_id,
+                    d.event_id,
+                    d.event_type,
+                    d.attempts,
+                    d.last_error.unwrap_or_default()
+                );
+            }
+            Ok(())
+        }
+        WebhookAdminCmd::Redeliver { delivery_id } => {
+            let (hook_id, _) = queue::hook_of(&app.db, delivery_id).await?;
+            let d = queue::redeliver(&app.db, hook_id, delivery_id).await?;
+            println!(
+                "delivery {delivery_id} queued again as delivery {} (event {})",
+                d.id, d.event_id
+            );
+            Ok(())
+        }
+        WebhookAdminCmd::Stats => {
+            for (state, n) in queue::counts(&app.db).await? {
+                println!("{state:<12} {n}");
+            }
+            Ok(())
+        }
     }
 }
 

@@ -32,3 +32,4 @@ pub mod state;
 pub mod tokens;
 pub mod users;
 pub mod web;
+pub mod webhooks;

@@ -164,10 +164,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             plugins.flush_stats().await;
         }
     });
+    // The webhook queue: this process's share of the due deliveries.
+    let queue = tokio::spawn(crate::webhooks::worker::run(app.clone()));
     let plugins = app.plugins.clone();
     axum::serve(listener, router(app))
         .with_graceful_shutdown(shutdown())
         .await?;
+    // Attempts cut short here are claimed again once their lease runs out.
+    queue.abort();
     flusher.abort();
     syncer.abort();
     plugins.flush_stats().await;

@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "orgs",
             "access",
             "protection",
+            "webhooks",
             "second_factor",
             "identity",
             "oauth_provider",

@@ -220,6 +220,19 @@ impl From<crate::protection::Error> for ApiError {
     }
 }
 
+/// `webhooks::Error`: `NotFound`, `DeliveryNotFound` → 404; `Invalid` →
+/// 422 with its text; `Db` → 500.
+impl From<crate::webhooks::Error> for ApiError {
+    fn from(e: crate::webhooks::Error) -> Self {
+        use crate::webhooks::Error;
+        match e {
+            e @ (Error::NotFound | Error::DeliveryNotFound) => ApiError::NotFound(e.to_string()),
+            Error::Invalid(m) => ApiError::Unprocessable(m),
+            e @ Error::Db(_) => ApiError::internal(e),
+        }
+    }
+}
+
 /// `second_factor::Error`, with the error's text: `AlreadyEnrolled` → 409;
 /// `NotPending`, `NotFound` → 404; `Rejected`, `BadName` → 422; `Disabled`
 /// → 403; `Unavailable` → 500 (its cause logged); `Db` → 500.

@@ -257,6 +257,40 @@ pub(crate) async fn get(
     Ok(Json(view(&app, version, &repo, level)))
 }
 
+/// Deletes a repository, its directory and everything it holds.
+/// Permission: its owner (an organization's owners, site administrators).
+/// Sends `repository.deleted` to the owner's organization hooks and system
+/// hooks (the repository's own hooks go with it).
+#[utoipa::path(
+    delete, path = "/api/v1/repos/{owner}/{repo}", tag = "repository",
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "Nobody is signed in", body = ErrorBody),
+        (status = 403, description = "Not the repository's owner", body = ErrorBody),
+        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+    ),
+    security(("session" = []), ("basic" = []), ("token" = []))
+)]
+pub(crate) async fn delete(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<RepoPath>,
+) -> Result<StatusCode, ApiError> {
+    who.require_scope(Access::Write, Area::Repository)?;
+    let repo = access::require_repo(
+        &app,
+        &who.caller,
+        &path.owner,
+        &path.repo,
+        Level::Owner,
+        "deleting",
+    )
+    .await?;
+    crate::repos::delete(&app, &repo).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// A collaborator.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CollaboratorView {
