@@ -21,6 +21,7 @@ mod admin;
 mod applications;
 mod error;
 mod external;
+mod hooks;
 mod oauth;
 mod orgs;
 mod repos;
@@ -118,6 +119,77 @@ pub(crate) fn routes() -> Router<App> {
             get(admin::edit_form).post(admin::edit),
         )
         .route("/admin/auths/{id}/delete", post(admin::delete))
+        .route("/admin/hooks", get(hooks::list).post(hooks::create))
+        .route("/admin/hooks/dead", get(hooks::dead))
+        .route(
+            "/admin/hooks/dead/{delivery_id}/redeliver",
+            post(hooks::redeliver_dead_letter),
+        )
+        .route("/admin/hooks/{id}", get(hooks::show).post(hooks::update))
+        .route("/admin/hooks/{id}/delete", post(hooks::delete))
+        .route("/admin/hooks/{id}/test", post(hooks::test))
+        .route(
+            "/admin/hooks/{id}/redeliver_dead",
+            post(hooks::redeliver_dead),
+        )
+        .route(
+            "/admin/hooks/{id}/deliveries/{delivery_id}",
+            get(hooks::delivery),
+        )
+        .route(
+            "/admin/hooks/{id}/deliveries/{delivery_id}/redeliver",
+            post(hooks::redeliver),
+        )
+        .route(
+            "/org/{org}/settings/hooks",
+            get(hooks::list).post(hooks::create),
+        )
+        .route(
+            "/org/{org}/settings/hooks/{id}",
+            get(hooks::show).post(hooks::update),
+        )
+        .route("/org/{org}/settings/hooks/{id}/delete", post(hooks::delete))
+        .route("/org/{org}/settings/hooks/{id}/test", post(hooks::test))
+        .route(
+            "/org/{org}/settings/hooks/{id}/redeliver_dead",
+            post(hooks::redeliver_dead),
+        )
+        .route(
+            "/org/{org}/settings/hooks/{id}/deliveries/{delivery_id}",
+            get(hooks::delivery),
+        )
+        .route(
+            "/org/{org}/settings/hooks/{id}/deliveries/{delivery_id}/redeliver",
+            post(hooks::redeliver),
+        )
+        .route(
+            "/{owner}/{repo}/settings/hooks",
+            get(hooks::list).post(hooks::create),
+        )
+        .route(
+            "/{owner}/{repo}/settings/hooks/{id}",
+            get(hooks::show).post(hooks::update),
+        )
+        .route(
+            "/{owner}/{repo}/settings/hooks/{id}/delete",
+            post(hooks::delete),
+        )
+        .route(
+            "/{owner}/{repo}/settings/hooks/{id}/test",
+            post(hooks::test),
+        )
+        .route(
+            "/{owner}/{repo}/settings/hooks/{id}/redeliver_dead",
+            post(hooks::redeliver_dead),
+        )
+        .route(
+            "/{owner}/{repo}/settings/hooks/{id}/deliveries/{delivery_id}",
+            get(hooks::delivery),
+        )
+        .route(
+            "/{owner}/{repo}/settings/hooks/{id}/deliveries/{delivery_id}/redeliver",
+            post(hooks::redeliver),
+        )
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))
 }

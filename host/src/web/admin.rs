@@ -75,7 +75,7 @@ impl NewSourcePage {
 
 /// Whether the viewer may use the panel; others get the plain 404, which
 /// does not say that the page exists.
-fn admin_only(viewer: &Viewer) -> Result<(), WebError> {
+pub(super) fn admin_only(viewer: &Viewer) -> Result<(), WebError> {
     if viewer.signed_in()?.is_admin {
         Ok(())
     } else {

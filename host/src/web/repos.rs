@@ -43,11 +43,13 @@ struct RepoPage {
     branches: Vec<String>,
     /// (short hash, subject, author)
     commits: Vec<(String, String, String)>,
+    /// The viewer administers the repository: link its settings.
+    admin: bool,
 }
 
 /// A refusal of the access check, as the pages give it: sign in, or a
 /// "Not found" page (never a 403, so a hidden repository does not leak).
-fn denied(viewer: &Viewer, app: &App, e: Denied) -> WebError {
+pub(super) fn denied(viewer: &Viewer, app: &App, e: Denied) -> WebError {
     match e {
         Denied::Unauthorized(_) => WebError::SignIn,
         Denied::NotFound(_) | Denied::Forbidden(_) => nothing_here(viewer, app),
@@ -146,6 +148,10 @@ pub(crate) async fn repo_page(
         })
         .collect()
     };
+    let admin = access::repo_level(&app, viewer.user(), &repo)
+        .await
+        .map_err(WebError::internal)?
+        >= Level::Admin;
     let (csrf, jar) = viewer.csrf(&app);
     let page = RepoPage {
         user: viewer.login(),
@@ -166,6 +172,7 @@ pub(crate) async fn repo_page(
         shown_branch: shown,
         branches,
         commits,
+        admin,
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
