@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine with Rust.
 # Installs what is missing (Debian's chromium, chromium-driver, git,
-# openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm, the
-# wasm32-wasip2 target, the OpenID provider peer's npm packages), then:
+# openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm,
+# nats-server, the wasm32-wasip2 target, the OpenID provider peer's npm
+# packages), then:
 # cargo fmt --check, clippy -D warnings, the plugins' own tests, and the
 # workspace tests. The suite runs on SQLite, and
 # on PostgreSQL too when POSTERN_TEST_PG is set
@@ -26,6 +27,8 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # The sign-in tests' OpenID provider (tests/peers/oidc-provider) runs on Node.
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# The webhook tests' NATS transport peer (tests/src/nats.rs).
+command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   as_root apt-get update -qq

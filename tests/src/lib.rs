@@ -5,6 +5,7 @@
 
 pub mod browser;
 pub mod ldap;
+pub mod nats;
 pub mod oauth;
 pub mod oidc;
 
@@ -196,44 +197,13 @@ impl Server {
     /// Starts `postern web` and waits until it says where it listens.
     pub async fn start(backend: &Backend, opts: Options) -> Server {
         let (dir, ini, pg) = Self::prepare(backend, &opts).await;
-        let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
-        let mut child = Command::new(postern_bin())
-            .arg("--config")
-            .arg(&ini)
-            .arg("web")
-            .envs(opts.env.iter().cloned())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("postern starts");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("Postern listening on ") {
-                    let _ = tx.send(addr.to_string());
-                } else if let Some(addr) = line.strip_prefix("Postern SSH listening on ") {
-                    let _ = tx.send(format!("ssh {addr}"));
-                }
-            }
-        });
-        let base = match rx.recv_timeout(Duration::from_secs(120)) {
-            Ok(addr) => addr,
-            Err(_) => {
-                let _ = child.kill();
-                let log =
-                    std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
-                panic!("postern did not start on {backend}:\n{log}");
-            }
-        };
-        let ssh = if opts.ini.contains("START_SSH_SERVER = true") {
-            match rx.recv_timeout(Duration::from_secs(30)) {
-                Ok(line) => line.strip_prefix("ssh ").map(str::to_string),
-                Err(_) => None,
-            }
-        } else {
-            None
-        };
+        let (child, base, ssh) = spawn_web(
+            backend,
+            &ini,
+            &opts.env,
+            &dir.path().join("server.log"),
+            opts.ini.contains("START_SSH_SERVER = true"),
+        );
         Server {
             backend: backend.clone(),
             base,
@@ -244,6 +214,35 @@ impl Server {
             child,
             _pg: pg,
         }
+    }
+
+    /// Kills the server with SIGKILL (no shutdown of any kind) and starts
+    /// it again on the same configuration and data; its address changes.
+    pub fn kill_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (child, base, _) = spawn_web(
+            &self.backend,
+            &self.ini,
+            &self.env,
+            &self.dir.path().join("server-restarted.log"),
+            false,
+        );
+        self.child = child;
+        self.base = base;
+    }
+
+    /// Starts a second `postern web` process on the same configuration,
+    /// database and data directory (another host sharing the instance).
+    pub fn another_process(&self, name: &str) -> Process {
+        let (child, base, _) = spawn_web(
+            &self.backend,
+            &self.ini,
+            &self.env,
+            &self.dir.path().join(format!("{name}.log")),
+            false,
+        );
+        Process { child, base }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -289,7 +288,14 @@ impl Server {
 
     /// The server's log so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+        let read = |f: &str| std::fs::read_to_string(self.dir.path().join(f)).unwrap_or_default();
+        let mut log = read("server.log");
+        let restarted = read("server-restarted.log");
+        if !restarted.is_empty() {
+            log.push_str("\n--- restarted ---\n");
+            log.push_str(&restarted);
+        }
+        log
     }
 
     /// Creates a user through the admin CLI.
@@ -327,6 +333,68 @@ impl Server {
         );
         serde_json::from_slice(&out.stdout).expect("plugin list prints JSON")
     }
+}
+
+/// Another `postern web` process of a [`Server`]'s instance.
+pub struct Process {
+    child: Child,
+    pub base: String,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `postern --config <ini> web`, its log in `log`, and waits until it
+/// says where it listens: `(child, http base, ssh address)`.
+fn spawn_web(
+    backend: &Backend,
+    ini: &Path,
+    env: &[(String, String)],
+    log: &Path,
+    ssh: bool,
+) -> (Child, String, Option<String>) {
+    let log_file = std::fs::File::create(log).expect("log file");
+    let mut child = Command::new(postern_bin())
+        .arg("--config")
+        .arg(ini)
+        .arg("web")
+        .envs(env.iter().cloned())
+        .stdout(Stdio::piped())
+        .stderr(log_file)
+        .spawn()
+        .expect("postern starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(addr) = line.strip_prefix("Postern listening on ") {
+                let _ = tx.send(addr.to_string());
+            } else if let Some(addr) = line.strip_prefix("Postern SSH listening on ") {
+                let _ = tx.send(format!("ssh {addr}"));
+            }
+        }
+    });
+    let base = match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(addr) => addr,
+        Err(_) => {
+            let _ = child.kill();
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("postern did not start on {backend}:\n{log}");
+        }
+    };
+    let ssh = if ssh {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(line) => line.strip_prefix("ssh ").map(str::to_string),
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
+    (child, base, ssh)
 }
 
 impl Drop for Server {
