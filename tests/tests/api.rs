@@ -683,7 +683,10 @@ async fn the_openapi_description_is_served_and_current() {
             .unwrap(),
     )
     .await;
-    assert_eq!(plugins["count"], 3, "local, totp and webauthn");
+    assert_eq!(
+        plugins["count"], 5,
+        "local, totp, webauthn, webhook-http and webhook-nats"
+    );
     assert_eq!(plugins["results"][0]["id"], "local");
     assert_eq!(plugins["results"][0]["kind"], "identity-source");
 }
