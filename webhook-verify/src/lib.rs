@@ -54,11 +54,13 @@
 //! ```
 #![deny(missing_docs)]
 
+mod sender;
 #[cfg(feature = "server")]
 mod server;
 mod standard;
 mod store;
 
+pub use sender::signed_headers;
 #[cfg(feature = "server")]
 pub use server::{router, serve};
 pub use standard::{StandardError, sign_standard, verify_standard};

@@ -44,8 +44,6 @@
 //!
 //! [Standard Webhooks]: https://www.standardwebhooks.com/
 
-mod sign;
-
 use postern_plugin_api::http::{
     self, HttpError, Method, Request, StatusCode, Uri,
     header::{HeaderName, HeaderValue},
@@ -135,27 +133,17 @@ fn headers(
     encoding: Encoding,
     authorization: Option<&str>,
 ) -> Vec<(&'static str, String)> {
-    let secret = delivery.secret.as_bytes();
-    let timestamp = delivery.timestamp.to_string();
     let mut headers = vec![
         ("Content-Type", encoding.content_type().to_string()),
         ("User-Agent", USER_AGENT.to_string()),
-        ("X-Signature", sign::x_signature(secret, &delivery.body)),
-        ("X-Event-ID", delivery.event_id.clone()),
-        ("X-Event-Type", delivery.event_type.clone()),
-        ("X-Timestamp", timestamp.clone()),
-        ("webhook-id", delivery.event_id.clone()),
-        ("webhook-timestamp", timestamp),
-        (
-            "webhook-signature",
-            sign::standard_signature(
-                secret,
-                &delivery.event_id,
-                delivery.timestamp,
-                &delivery.body,
-            ),
-        ),
     ];
+    headers.extend(webhook_verify::signed_headers(
+        &delivery.secret,
+        &delivery.event_id,
+        &delivery.event_type,
+        delivery.timestamp,
+        &delivery.body,
+    ));
     if let Some(value) = authorization.filter(|v| !v.trim().is_empty()) {
         headers.push(("Authorization", value.to_string()));
     }

@@ -52,7 +52,6 @@
 //! logs nothing, and never the secret or the credentials.
 
 mod protocol;
-mod sign;
 mod target;
 
 use std::net::TcpStream;
@@ -87,26 +86,15 @@ fn credentials(settings: &[Setting]) -> Result<Credentials, String> {
 
 /// Every header of the message, in order, with its value.
 fn headers(delivery: &Delivery) -> Vec<(&'static str, String)> {
-    let secret = delivery.secret.as_bytes();
-    let timestamp = delivery.timestamp.to_string();
-    vec![
-        ("Content-Type", "application/json".to_string()),
-        ("X-Signature", sign::x_signature(secret, &delivery.body)),
-        ("X-Event-ID", delivery.event_id.clone()),
-        ("X-Event-Type", delivery.event_type.clone()),
-        ("X-Timestamp", timestamp.clone()),
-        ("webhook-id", delivery.event_id.clone()),
-        ("webhook-timestamp", timestamp),
-        (
-            "webhook-signature",
-            sign::standard_signature(
-                secret,
-                &delivery.event_id,
-                delivery.timestamp,
-                &delivery.body,
-            ),
-        ),
-    ]
+    let mut headers = vec![("Content-Type", "application/json".to_string())];
+    headers.extend(webhook_verify::signed_headers(
+        &delivery.secret,
+        &delivery.event_id,
+        &delivery.event_type,
+        delivery.timestamp,
+        &delivery.body,
+    ));
+    headers
 }
 
 /// All that can be decided before connecting; an error is a failure for
