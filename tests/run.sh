@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh Debian machine with Rust.
 # Installs what is missing (Debian's chromium, chromium-driver, git,
 # openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm,
-# nats-server, the wasm32-wasip2 target, the OpenID provider peer's npm
+# nats-server, php-cli with php-xml and php-mbstring, Debian's
+# simplesamlphp (unpacked), the wasm32-wasip2 target, the OpenID provider peer's npm
 # packages), then:
 # cargo fmt --check, clippy -D warnings, the plugins' own tests, and the
 # workspace tests. The suite runs on SQLite, and
@@ -29,6 +30,11 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 # The webhook tests' NATS transport peer (tests/src/nats.rs).
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
+# The SAML tests' identity provider (tests/src/saml.rs): Debian's
+# simplesamlphp, run by php -S; it needs PHP's xml and mbstring modules.
+command -v php >/dev/null 2>&1 || missing+=(php-cli)
+php -m 2>/dev/null | grep -qix dom || missing+=(php-xml)
+php -m 2>/dev/null | grep -qix mbstring || missing+=(php-mbstring)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   as_root apt-get update -qq
@@ -37,6 +43,14 @@ fi
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
+# simplesamlphp unpacked with dpkg -x, not installed: the package would
+# pull in Apache.
+ssp="$HOME/.cache/postern/simplesamlphp"
+if [ ! -f "$ssp/usr/share/simplesamlphp/www/saml2/idp/SSOService.php" ]; then
+  echo "unpacking Debian's simplesamlphp into $ssp"
+  mkdir -p "$ssp"
+  (cd "$ssp" && apt-get download simplesamlphp 2>/dev/null && dpkg -x simplesamlphp_*.deb . && rm -f simplesamlphp_*.deb)
+fi
 # The provider's packages, exactly as package-lock.json pins them; again
 # only when the lock file is newer than the last install.
 peer=tests/peers/oidc-provider

@@ -8,6 +8,8 @@ pub mod ldap;
 pub mod nats;
 pub mod oauth;
 pub mod oidc;
+pub mod saml;
+pub mod watchdog;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -6,23 +6,14 @@
 //! The server listens on plain TCP on `127.0.0.1` and a free port, without
 //! JetStream or authentication; it logs to `nats.log` in a temp dir.
 //!
-//! # Not outliving the test binary
-//!
-//! [`shared`] keeps its server in a static, and Rust never drops statics:
-//! its [`Drop`] would never run, and the server would be left running
-//! after the test binary exits. So every server is started through a
-//! watchdog `sh`: the shell forks a subshell that checks once a second
-//! that the test binary (the shell's parent) is alive, then `exec`s
-//! `nats-server`, which so keeps the shell's pid (the [`Child`] is the
-//! server itself, and [`Drop`] kills it directly). When the test binary is
-//! gone, the subshell kills the server and removes its temp dir, within a
-//! second; when the server is gone, the subshell exits. Nothing Linux-only
-//! (`prctl(PR_SET_PDEATHSIG)`) and no `unsafe` (`pre_exec`) is needed.
+//! [`shared`] keeps its server in a static, which Rust never drops; the
+//! server is started through [`crate::watchdog`] so that it does not
+//! outlive the test binary.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -31,24 +22,6 @@ use crate::browser::free_port;
 /// How long a server has to accept connections, and a subscriber to be
 /// answered while it subscribes.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The watchdog: `$1` is the temp dir, the rest the server's command line.
-/// `$$` is this shell's pid, which `exec` hands to the server; in the
-/// subshell it is still the outer shell's (POSIX).
-const WATCHDOG: &str = r#"parent=$PPID
-me=$$
-dir=$1
-shift
-(
-  while kill -0 "$parent" 2>/dev/null; do
-    kill -0 "$me" 2>/dev/null || exit 0
-    sleep 1
-  done
-  kill "$me" 2>/dev/null
-  rm -rf "$dir"
-) &
-exec "$@"
-"#;
 
 /// A running `nats-server`, killed when dropped.
 pub struct Nats {
@@ -83,12 +56,7 @@ impl Nats {
         let log_path = tempdir.path().join("nats.log");
         let log = std::fs::File::create(&log_path).expect("nats.log");
         let port = free_port();
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(WATCHDOG)
-            .arg("nats-watchdog")
-            .arg(tempdir.path())
-            .arg(server_bin())
+        let child = crate::watchdog::command("nats-watchdog", tempdir.path(), &server_bin())
             .args(["-a", "127.0.0.1", "-p"])
             .arg(port.to_string())
             .stdin(Stdio::null())

@@ -1,0 +1,335 @@
+//! A real SAML 2.0 identity provider for the SAML tests: Debian's
+//! `simplesamlphp` (1.19), unpacked with `dpkg -x` (tests/run.sh does it,
+//! into `~/.cache/postern/simplesamlphp`) and served by `php -S` on
+//! `127.0.0.1` and a free port, with a configuration of its own in a temp
+//! dir (`SIMPLESAMLPHP_CONFIG_DIR`).
+//!
+//! The IdP signs with a key made for it by `openssl`, signs responses and
+//! assertions, and signs users in with `exampleauth:UserPass` against the
+//! users given to [`Idp::start`], each with the attributes `UPN`, `Email`,
+//! `Name` and `groups`. Service providers are registered while it runs
+//! ([`Idp::register_sp`]): simplesamlphp reads its metadata files on every
+//! request.
+//!
+//! [`shared`] starts one IdP per test binary, through
+//! [`crate::watchdog`].
+
+use std::fmt::Write as _;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::browser::free_port;
+
+/// How long the IdP has to answer its metadata.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The password of every user of the shared IdP.
+pub const PASSWORD: &str = "idp-password";
+
+/// A user of the IdP and the attributes it asserts.
+#[derive(Debug, Clone)]
+pub struct User {
+    /// The login typed into the IdP's form.
+    pub login: String,
+    pub upn: String,
+    pub email: String,
+    pub name: String,
+    pub groups: Vec<String>,
+}
+
+impl User {
+    /// A user whose UPN is its login, e-mail `<login>@example.com`.
+    pub fn new(login: &str, name: &str, groups: &[&str]) -> User {
+        User {
+            login: login.into(),
+            upn: login.into(),
+            email: format!("{login}@example.com"),
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+}
+
+/// How the IdP treats one service provider.
+#[derive(Debug, Clone, Default)]
+pub struct Sp {
+    /// The SP's entity id (Postern: its metadata URL).
+    pub entity_id: String,
+    /// The assertion consumer service (HTTP-POST binding).
+    pub acs: String,
+    /// Refuse AuthnRequests not signed by `certificate`.
+    pub require_signed_requests: bool,
+    /// The SP's certificate (PEM): verifies signed requests and, with
+    /// `encrypt_assertions`, encrypts assertions to it.
+    pub certificate: Option<String>,
+    /// Encrypt assertions to `certificate`.
+    pub encrypt_assertions: bool,
+}
+
+/// A running simplesamlphp IdP, killed when dropped.
+pub struct Idp {
+    pub port: u16,
+    child: Child,
+    tempdir: tempfile::TempDir,
+    sps: Mutex<Vec<Sp>>,
+}
+
+/// The IdP of this test binary, started on first use with the users
+/// `alice` (groups `devs`) and `bob` (no groups). Tests that share it
+/// register SPs of their own entity ids.
+pub fn shared() -> &'static Idp {
+    static SHARED: OnceLock<Idp> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        Idp::start(&[
+            User::new("alice", "Alice Example", &["devs"]),
+            User::new("bob", "Bob Example", &[]),
+        ])
+    })
+}
+
+/// Where the unpacked package's `usr/share/simplesamlphp` is:
+/// `POSTERN_SIMPLESAMLPHP`, or tests/run.sh's cache.
+fn install_dir() -> PathBuf {
+    if let Ok(dir) = std::env::var("POSTERN_SIMPLESAMLPHP")
+        && !dir.is_empty()
+    {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    Path::new(&home).join(".cache/postern/simplesamlphp/usr/share/simplesamlphp")
+}
+
+/// A PHP single-quoted string literal.
+fn php(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+impl Idp {
+    /// Writes a configuration for `users`, starts `php -S` and waits until
+    /// the IdP serves its metadata.
+    pub fn start(users: &[User]) -> Idp {
+        let www = install_dir().join("www");
+        assert!(
+            www.join("saml2/idp/SSOService.php").exists(),
+            "simplesamlphp is not unpacked at {} (tests/run.sh unpacks Debian's package there; or set POSTERN_SIMPLESAMLPHP)",
+            www.display()
+        );
+        let tempdir = tempfile::tempdir().expect("temp dir");
+        let dir = tempdir.path();
+        for sub in ["config", "metadata", "cert", "data", "log"] {
+            std::fs::create_dir_all(dir.join(sub)).expect("config dirs");
+        }
+        let port = free_port();
+        let base = format!("http://127.0.0.1:{port}");
+        let status = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
+            ])
+            .args(["-subj", "/CN=simplesamlphp test IdP", "-keyout"])
+            .arg(dir.join("cert/idp.key"))
+            .arg("-out")
+            .arg(dir.join("cert/idp.crt"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl runs");
+        assert!(status.success(), "openssl makes the IdP's key");
+        let d = |sub: &str| php(&format!("{}/{sub}/", dir.display()));
+        let config = format!(
+            "<?php\n$config = [\n\
+             'baseurlpath' => {base},\n\
+             'certdir' => {cert},\n\
+             'loggingdir' => {log},\n\
+             'datadir' => {data},\n\
+             'tempdir' => {data},\n\
+             'metadatadir' => {metadata},\n\
+             'technicalcontact_name' => 'Tests',\n\
+             'technicalcontact_email' => 'tests@example.com',\n\
+             'timezone' => 'UTC',\n\
+             'secretsalt' => 'postern-tests-salt-0123456789abcdef',\n\
+             'auth.adminpassword' => 'postern-tests-admin',\n\
+             'admin.protectmetadata' => false,\n\
+             'enable.saml20-idp' => true,\n\
+             'logging.level' => SimpleSAML\\Logger::DEBUG,\n\
+             'logging.handler' => 'file',\n\
+             'logging.logfile' => 'simplesamlphp.log',\n\
+             'store.type' => 'phpsession',\n\
+             'session.phpsession.savepath' => {data},\n\
+             'session.cookie.secure' => false,\n\
+             'module.enable' => ['exampleauth' => true, 'core' => true, 'saml' => true],\n\
+             'language.default' => 'en',\n\
+             ];\n",
+            base = php(&format!("{base}/")),
+            cert = d("cert"),
+            log = d("log"),
+            data = d("data"),
+            metadata = d("metadata"),
+        );
+        std::fs::write(dir.join("config/config.php"), config).expect("config.php");
+        let mut sources = String::from(
+            "<?php\n$config = [\n'admin' => ['core:AdminPassword'],\n'users' => [\n'exampleauth:UserPass',\n",
+        );
+        for u in users {
+            let groups: Vec<String> = u.groups.iter().map(|g| php(g)).collect();
+            let _ = writeln!(
+                sources,
+                "{} => ['UPN' => [{}], 'Email' => [{}], 'Name' => [{}], 'groups' => [{}]],",
+                php(&format!("{}:{PASSWORD}", u.login)),
+                php(&u.upn),
+                php(&u.email),
+                php(&u.name),
+                groups.join(", ")
+            );
+        }
+        sources.push_str("],\n];\n");
+        std::fs::write(dir.join("config/authsources.php"), sources).expect("authsources.php");
+        let hosted = format!(
+            "<?php\n$metadata[{entity}] = [\n\
+             'host' => '__DEFAULT__',\n\
+             'privatekey' => 'idp.key',\n\
+             'certificate' => 'idp.crt',\n\
+             'auth' => 'users',\n\
+             'saml20.sign.response' => true,\n\
+             'saml20.sign.assertion' => true,\n\
+             'signature.algorithm' => 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',\n\
+             'NameIDFormat' => 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',\n\
+             ];\n",
+            entity = php(&format!("{base}/idp")),
+        );
+        std::fs::write(dir.join("metadata/saml20-idp-hosted.php"), hosted)
+            .expect("saml20-idp-hosted.php");
+        std::fs::write(
+            dir.join("metadata/saml20-sp-remote.php"),
+            "<?php\n$metadata = [];\n",
+        )
+        .expect("saml20-sp-remote.php");
+        let log = std::fs::File::create(dir.join("log/php.log")).expect("php.log");
+        let child = crate::watchdog::command("saml-idp-watchdog", dir, Path::new("php"))
+            .arg("-S")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-t")
+            .arg(&www)
+            .current_dir(&www)
+            .env("SIMPLESAMLPHP_CONFIG_DIR", dir.join("config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("sh runs");
+        let mut idp = Idp {
+            port,
+            child,
+            tempdir,
+            sps: Mutex::new(Vec::new()),
+        };
+        let started = Instant::now();
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() && idp.fetch_metadata().is_ok() {
+                return idp;
+            }
+            let exited = idp.child.try_wait().ok().flatten();
+            assert!(
+                exited.is_none() && started.elapsed() < START_TIMEOUT,
+                "simplesamlphp did not start ({}; is php-cli with php-xml and php-mbstring installed?): {}",
+                exited.map_or("still running".to_string(), |s| s.to_string()),
+                idp.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The IdP's entity id.
+    pub fn entity_id(&self) -> String {
+        format!("{}/idp", self.base())
+    }
+
+    /// The single sign-on service (HTTP-Redirect binding).
+    pub fn sso_url(&self) -> String {
+        format!("{}/saml2/idp/SSOService.php", self.base())
+    }
+
+    /// The IdP's signing certificate, PEM.
+    pub fn certificate(&self) -> String {
+        std::fs::read_to_string(self.tempdir.path().join("cert/idp.crt")).expect("idp.crt")
+    }
+
+    /// The IdP's metadata XML, as its metadata endpoint serves it.
+    pub fn metadata(&self) -> String {
+        self.fetch_metadata()
+            .unwrap_or_else(|e| panic!("the IdP's metadata: {e}; {}", self.log()))
+    }
+
+    fn fetch_metadata(&self) -> Result<String, String> {
+        let url = format!("{}/saml2/idp/metadata.php", self.base());
+        let out = Command::new("curl")
+            .args(["-sf", "--max-time", "5", &url])
+            .output()
+            .map_err(|e| format!("curl: {e}"))?;
+        let body = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && body.contains("EntityDescriptor") {
+            Ok(body)
+        } else {
+            Err(format!("{url} answered {}: {body}", out.status))
+        }
+    }
+
+    /// Registers (or replaces, by entity id) a service provider.
+    pub fn register_sp(&self, sp: Sp) {
+        let mut sps = self.sps.lock().expect("the SP list");
+        sps.retain(|s| s.entity_id != sp.entity_id);
+        sps.push(sp);
+        let mut out = String::from("<?php\n$metadata = [];\n");
+        for s in sps.iter() {
+            let _ = write!(
+                out,
+                "$metadata[{}] = [\n'AssertionConsumerService' => {},\n",
+                php(&s.entity_id),
+                php(&s.acs)
+            );
+            if let Some(pem) = &s.certificate {
+                let _ = writeln!(out, "'certData' => {},", php(&pem_body(pem)));
+            }
+            let _ = writeln!(
+                out,
+                "'validate.authnrequest' => {},\n'assertion.encryption' => {},\n];",
+                s.require_signed_requests, s.encrypt_assertions
+            );
+        }
+        std::fs::write(
+            self.tempdir.path().join("metadata/saml20-sp-remote.php"),
+            out,
+        )
+        .expect("saml20-sp-remote.php");
+    }
+
+    /// The IdP's own log and PHP's, for failure messages.
+    pub fn log(&self) -> String {
+        let dir = self.tempdir.path().join("log");
+        let php = std::fs::read_to_string(dir.join("php.log")).unwrap_or_default();
+        let ssp = std::fs::read_to_string(dir.join("simplesamlphp.log")).unwrap_or_default();
+        format!("php -S:\n{php}\nsimplesamlphp:\n{ssp}")
+    }
+}
+
+/// The base64 of a PEM certificate, without its armour and line breaks.
+fn pem_body(pem: &str) -> String {
+    pem.lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+impl Drop for Idp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
