@@ -10,6 +10,7 @@ const BUILTINS: &[(&str, &str)] = &[
     ("WEBAUTHN", "postern_plugin_webauthn"),
     ("LDAP", "postern_plugin_ldap"),
     ("OAUTH2", "postern_plugin_oauth2"),
+    ("SAML", "postern_plugin_saml"),
     ("WEBHOOK_HTTP", "postern_plugin_webhook_http"),
     ("WEBHOOK_NATS", "postern_plugin_webhook_nats"),
 ];

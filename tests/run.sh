@@ -3,7 +3,7 @@
 # Installs what is missing (Debian's chromium, chromium-driver, git,
 # openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm,
 # nats-server, php-cli with php-xml and php-mbstring, Debian's
-# simplesamlphp (unpacked), the wasm32-wasip2 target, the OpenID provider peer's npm
+# simplesamlphp (unpacked), libxmlsec1-dev, libclang-dev and pkg-config, the wasm32-wasip2 target, the OpenID provider peer's npm
 # packages), then:
 # cargo fmt --check, clippy -D warnings, the plugins' own tests, and the
 # workspace tests. The suite runs on SQLite, and
@@ -35,6 +35,11 @@ command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missin
 command -v php >/dev/null 2>&1 || missing+=(php-cli)
 php -m 2>/dev/null | grep -qix dom || missing+=(php-xml)
 php -m 2>/dev/null | grep -qix mbstring || missing+=(php-mbstring)
+# Building the host: SAML's XML signatures are libxmlsec1's (samael's
+# `xmlsec` feature, whose bindings bindgen makes with libclang).
+for pkg in libxmlsec1-dev libclang-dev pkg-config; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   as_root apt-get update -qq

@@ -438,6 +438,33 @@ impl Config {
                 ));
             }
         }
+        // A SAML source cannot sign anybody in without the identity
+        // provider's address and signing certificate: refused at start
+        // rather than at the first sign-in.
+        for (section, keys) in &raw {
+            if !matches!(
+                SectionPattern::classify(section),
+                Some((SectionPattern::OAuth2Source, _))
+            ) || !keys
+                .get("PROVIDER")
+                .is_some_and(|p| p.trim().eq_ignore_ascii_case("saml"))
+            {
+                continue;
+            }
+            for (key, expected) in [
+                ("AUTH_URL", "the identity provider's single sign-on URL"),
+                (
+                    "CERTIFICATE",
+                    "the identity provider's signing certificate (PEM)",
+                ),
+            ] {
+                if keys.get(key).is_none_or(|v| v.trim().is_empty()) {
+                    cross.push(format!(
+                        "[{section}] {key}: expected {expected} (PROVIDER = saml)"
+                    ));
+                }
+            }
+        }
         if !cross.is_empty() {
             return Err(Error::Invalid(cross));
         }

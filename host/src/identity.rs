@@ -69,6 +69,10 @@ pub enum Error {
     /// nonce); the details are logged.
     #[error("The identity provider's answer could not be verified, so nobody was signed in.")]
     Unverified,
+    /// A SAML response's signature, the identity provider's certificate or
+    /// the clocks failed a check: the spec's words, nothing more.
+    #[error("Invalid signature")]
+    InvalidSignature,
     /// A local account has the identity's e-mail and may not be linked.
     #[error(
         "An account with this e-mail address already exists, and this site does not link sign-ins from other providers to existing accounts."
@@ -106,7 +110,9 @@ impl Error {
             Error::Taken(_) | Error::EmailTaken => StatusCode::CONFLICT,
             Error::UnknownSource => StatusCode::NOT_FOUND,
             Error::ProviderDenied(_) | Error::NotRegistered => StatusCode::FORBIDDEN,
-            Error::SignInExpired | Error::Unverified => StatusCode::BAD_REQUEST,
+            Error::SignInExpired | Error::Unverified | Error::InvalidSignature => {
+                StatusCode::BAD_REQUEST
+            }
             Error::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

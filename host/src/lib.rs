@@ -3,7 +3,7 @@
 //!
 //! One module per capability, in layers whose imports point down only:
 //! `server`/`cli` → the transports (`api`, `web`, `git`) → the domain →
-//! `state` → the plugin runtime (`plugins`) → `directory` → the foundation
+//! `state` → the plugin runtime (`plugins`) → `directory`, `saml` → the foundation
 //! (`config`, `db`, `secrets`, `credentials`). `docs/architecture.md` is the
 //! map; `tests/layers.rs` holds it against the code.
 
@@ -24,6 +24,7 @@ pub mod plugins;
 pub mod protection;
 pub mod repos;
 pub mod roles;
+pub mod saml;
 pub mod second_factor;
 pub mod secrets;
 pub mod server;

@@ -24,6 +24,7 @@ mod loading;
 pub mod oauth2_sources;
 pub mod outbound;
 mod registry;
+mod saml_capability;
 pub(crate) mod since_v0_1;
 pub(crate) mod since_v0_2;
 pub(crate) mod since_v0_3;

@@ -47,7 +47,11 @@ pub(crate) fn routes() -> Router<App> {
         .route("/user/sign_up", get(sign_up_form).post(sign_up))
         .route("/user/two_factor", get(two_factor_form).post(two_factor))
         .route("/user/oauth2/{name}", get(external::begin))
-        .route("/user/oauth2/{name}/callback", get(external::callback))
+        .route(
+            "/user/oauth2/{name}/callback",
+            get(external::callback).post(external::callback_post),
+        )
+        .route("/user/oauth2/{name}/metadata", get(external::metadata))
         .route("/user/oauth2/{name}/link", post(external::link))
         .route(
             "/user/webauthn",

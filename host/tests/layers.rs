@@ -23,7 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "git::pushes",
         ],
     ),
-    ("host capabilities", &["directory"]),
+    ("host capabilities", &["directory", "saml"]),
     ("plugin runtime", &["plugins"]),
     ("application state", &["state"]),
     (

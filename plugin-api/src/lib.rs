@@ -27,6 +27,9 @@
 //! both. The WIT itself is in `wit/plugin.wit`; the author's guide is
 //! `README.md` beside this crate.
 //!
+//! The feature `saml` adds `saml::verify_response` and `saml::sign_redirect`,
+//! the host's `saml` capability, for SAML 2.0 sources.
+//!
 //! The feature `http` adds `http::send`, blocking HTTP
 //! requests through `wasi:http/outgoing-handler`, for identity sources the
 //! operator grants the capability `http` (an OAuth 2.0 or OpenID Connect
@@ -444,6 +447,37 @@ macro_rules! export_webhook_transport {
     ($transport:ty) => {
         type __PosternWebhookTransport = $crate::webhook_transport::Adapter<$transport>;
         $crate::webhook_transport::bindings::export!(__PosternWebhookTransport with_types_in $crate::webhook_transport::bindings);
+    };
+}
+
+#[cfg(feature = "saml")]
+pub mod saml {
+    //! The `saml` capability (feature `saml`): the WIT package
+    //! `postern:saml@0.1.0` (`wit/saml/saml.wit`), imported beside the
+    //! `identity-source` world by a SAML 2.0 source the operator grants
+    //! `saml`. The host verifies a response's XML signature against the
+    //! source's identity provider certificates and returns only the signed
+    //! element; it signs HTTP-Redirect requests and decrypts encrypted
+    //! assertions with the source's own key, which the plugin never sees.
+    //!
+    //! ```ignore
+    //! use postern_plugin_api::saml::{verify_response, SignedElement};
+    //!
+    //! let verified = verify_response(&saml_response)?;
+    //! // `verified.xml` is the signed Response or Assertion, and only it.
+    //! ```
+
+    #[doc(hidden)]
+    #[allow(missing_docs)]
+    pub mod bindings {
+        wit_bindgen::generate!({
+            path: "wit/saml",
+            world: "imports",
+        });
+    }
+
+    pub use bindings::postern::saml::verifier::{
+        Error, SignedElement, Verified, sign_redirect, verify_response,
     };
 }
 

@@ -776,7 +776,7 @@ pub async fn forget_cookies(browser: &Browser, url: &str) {
 }
 
 /// Waits until the browser shows a page of `origin`; returns its URL.
-async fn wait_until_on(browser: &Browser, origin_wanted: &str, what: &str) -> Url {
+pub async fn wait_until_on(browser: &Browser, origin_wanted: &str, what: &str) -> Url {
     let started = std::time::Instant::now();
     loop {
         let url = browser.client.current_url().await.expect("the URL");
@@ -793,7 +793,7 @@ async fn wait_until_on(browser: &Browser, origin_wanted: &str, what: &str) -> Ur
 
 /// Clicks the sign-in page's link for the source `source` ("Sign in with
 /// `<name>`").
-async fn click_source_link(browser: &Browser, server: &Server, source: &str, name: &str) {
+pub async fn click_source_link(browser: &Browser, server: &Server, source: &str, name: &str) {
     let c = &browser.client;
     c.goto(&server.url("/user/login"))
         .await

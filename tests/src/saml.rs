@@ -196,6 +196,7 @@ impl Idp {
              'saml20.sign.assertion' => true,\n\
              'signature.algorithm' => 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',\n\
              'NameIDFormat' => 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',\n\
+             'userid.attribute' => 'UPN',\n\
              ];\n",
             entity = php(&format!("{base}/idp")),
         );
@@ -208,6 +209,9 @@ impl Idp {
         .expect("saml20-sp-remote.php");
         let log = std::fs::File::create(dir.join("log/php.log")).expect("php.log");
         let child = crate::watchdog::command("saml-idp-watchdog", dir, Path::new("php"))
+            // No opcode cache: it would keep serving a metadata file
+            // compiled less than two seconds before a test rewrote it.
+            .args(["-d", "opcache.enable=0", "-d", "opcache.enable_cli=0"])
             .arg("-S")
             .arg(format!("127.0.0.1:{port}"))
             .arg("-t")
@@ -303,11 +307,53 @@ impl Idp {
                 s.require_signed_requests, s.encrypt_assertions
             );
         }
-        std::fs::write(
-            self.tempdir.path().join("metadata/saml20-sp-remote.php"),
-            out,
+        // Written aside and renamed: the IdP reads the file on every
+        // request, and must never see it half written.
+        let dir = self.tempdir.path().join("metadata");
+        std::fs::write(dir.join(".saml20-sp-remote.php.new"), out).expect("the SP list");
+        std::fs::rename(
+            dir.join(".saml20-sp-remote.php.new"),
+            dir.join("saml20-sp-remote.php"),
         )
         .expect("saml20-sp-remote.php");
+    }
+
+    /// The IdP's signing key, PEM: the attack tests re-sign what they
+    /// change with it, as a compromised or careless IdP would.
+    pub fn private_key_pem(&self) -> String {
+        std::fs::read_to_string(self.tempdir.path().join("cert/idp.key")).expect("idp.key")
+    }
+
+    /// Signs `login` in at the IdP, following `url` (the IdP's single
+    /// sign-on URL with an AuthnRequest, as Postern redirected to it), with
+    /// a cookie jar of its own; returns the response the IdP would have the
+    /// browser post back.
+    pub async fn respond(&self, url: &str, login: &str) -> Posted {
+        let idp = reqwest::Client::builder()
+            .cookie_store(true)
+            .build()
+            .expect("a client");
+        let page = idp.get(url).send().await.expect("the IdP answers");
+        let page_url = page.url().clone();
+        let html = page.text().await.expect("the login page");
+        let form = crate::oauth::forms(&html)
+            .into_iter()
+            .find(|f| f.hidden("AuthState").is_some())
+            .unwrap_or_else(|| panic!("no login form at {page_url}: {html}\n{}", self.log()));
+        let action = page_url.join(&form.action).expect("the form's action");
+        let answer = idp
+            .post(action)
+            .form(&[
+                ("username", login),
+                ("password", PASSWORD),
+                ("AuthState", form.hidden("AuthState").expect("AuthState")),
+            ])
+            .send()
+            .await
+            .expect("the IdP answers the login");
+        let html = answer.text().await.expect("the IdP's page");
+        Posted::from_page(&html)
+            .unwrap_or_else(|| panic!("no SAMLResponse form: {html}\n{}", self.log()))
     }
 
     /// The IdP's own log and PHP's, for failure messages.
@@ -315,7 +361,52 @@ impl Idp {
         let dir = self.tempdir.path().join("log");
         let php = std::fs::read_to_string(dir.join("php.log")).unwrap_or_default();
         let ssp = std::fs::read_to_string(dir.join("simplesamlphp.log")).unwrap_or_default();
-        format!("php -S:\n{php}\nsimplesamlphp:\n{ssp}")
+        let sps =
+            std::fs::read_to_string(self.tempdir.path().join("metadata/saml20-sp-remote.php"))
+                .unwrap_or_default();
+        format!("php -S:\n{php}\nsimplesamlphp:\n{ssp}\nSPs:\n{sps}")
+    }
+}
+
+/// What the IdP has the browser post to the service provider.
+#[derive(Debug, Clone)]
+pub struct Posted {
+    /// Where: the assertion consumer service.
+    pub action: String,
+    /// The base64 `SAMLResponse`.
+    pub saml_response: String,
+    pub relay_state: String,
+}
+
+impl Posted {
+    /// The auto-submitting form of the IdP's page.
+    pub fn from_page(html: &str) -> Option<Posted> {
+        let form = crate::oauth::forms(html)
+            .into_iter()
+            .find(|f| f.hidden("SAMLResponse").is_some())?;
+        Some(Posted {
+            action: form.action.clone(),
+            saml_response: form.hidden("SAMLResponse")?.to_string(),
+            relay_state: form.hidden("RelayState").unwrap_or_default().to_string(),
+        })
+    }
+
+    /// The response's XML.
+    pub fn xml(&self) -> String {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&self.saml_response)
+            .expect("base64");
+        String::from_utf8(bytes).expect("UTF-8")
+    }
+
+    /// The same post with `xml` as its response.
+    pub fn with_xml(&self, xml: &str) -> Posted {
+        use base64::Engine as _;
+        Posted {
+            saml_response: base64::engine::general_purpose::STANDARD.encode(xml),
+            ..self.clone()
+        }
     }
 }
 

@@ -35,6 +35,27 @@ pub fn directory_number(id: &str) -> Option<u32> {
     id.strip_prefix(DIRECTORY_PREFIX)?.parse().ok()
 }
 
+/// The name in a redirect source's paths (`/user/oauth2/<name>`). Section
+/// names are lower-cased when the ini file is read, but the spec's SAML
+/// source is `SAML`, its callback `/user/oauth2/SAML/callback`, and an
+/// identity provider compares that URL exactly: so a SAML source whose
+/// `REDIRECT_URI` ends in `/user/oauth2/<name>/callback`, with `<name>` its
+/// own name in another case, takes that case.
+fn path_name(name: &str, section: &BTreeMap<String, String>) -> String {
+    if !SourceSettings::is_saml(section) {
+        return name.to_string();
+    }
+    section
+        .get("REDIRECT_URI")
+        .and_then(|uri| {
+            let path = uri.trim().split(['?', '#']).next()?;
+            let rest = path.strip_suffix("/callback")?;
+            let (_, last) = rest.rsplit_once("/user/oauth2/")?;
+            (last.eq_ignore_ascii_case(name) && !last.contains('/')).then(|| last.to_string())
+        })
+        .unwrap_or_else(|| name.to_string())
+}
+
 /// Where a directory source is defined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DefinedIn {
@@ -147,7 +168,7 @@ impl SourceSettings {
         };
         let flag = |k: &str| section.get(k).and_then(|v| parse_bool(v)) == Some(true);
         SourceSettings {
-            redirect_name: Some(name.to_string()),
+            redirect_name: Some(path_name(name, section)),
             defined_in,
             name: text("NAME").unwrap_or_else(|| name.to_string()),
             auto_register: flag("AUTO_REGISTER"),
@@ -158,6 +179,13 @@ impl SourceSettings {
             group_team_map_removal: flag("GROUP_TEAM_MAP_REMOVAL"),
             ..SourceSettings::default()
         }
+    }
+
+    /// Whether the redirect source speaks SAML (`PROVIDER = saml`).
+    pub fn is_saml(section: &BTreeMap<String, String>) -> bool {
+        section
+            .get("PROVIDER")
+            .is_some_and(|p| p.trim().eq_ignore_ascii_case("saml"))
     }
 
     /// Reads a plugin's own `[plugin.<id>]` keys (a third-party identity

@@ -30,6 +30,10 @@ use crate::users::{self, User};
 const PENDING_SECONDS: i64 = 600;
 
 const BEGUN: &str = "begun";
+
+/// How a redirect source's `invalid-response` text begins when the user is
+/// to be told `Invalid signature` (the spec's Errors row for SAML).
+pub const INVALID_SIGNATURE: &str = "Invalid signature";
 const LINK: &str = "link";
 
 /// A sign-in begun: where to send the browser, and the token its cookie
@@ -68,6 +72,13 @@ pub fn callback_url(app: &App, name: &str) -> String {
     format!("{}user/oauth2/{name}/callback", app.config.server.root_url)
 }
 
+/// The callback URL of `source`, by the name in its paths (which may differ
+/// in case from the one a browser typed).
+fn source_callback_url(app: &App, source: &Plugin) -> String {
+    let name = source.host_settings.redirect_name.as_deref().unwrap_or("");
+    callback_url(app, name)
+}
+
 /// The redirect source named `name`, ready to serve.
 fn source(app: &App, name: &str) -> Result<Arc<Plugin>> {
     app.plugins
@@ -81,7 +92,7 @@ pub async fn begin(app: &App, name: &str) -> Result<Begun> {
     let source = source(app, name)?;
     let redirect = match app
         .plugins
-        .begin_redirect(&source, &callback_url(app, name))
+        .begin_redirect(&source, &source_callback_url(app, &source))
         .await
     {
         Ok(Ok(r)) => r,
@@ -94,6 +105,36 @@ pub async fn begin(app: &App, name: &str) -> Result<Begun> {
         url: redirect.url,
         token,
     })
+}
+
+/// The SP metadata of the SAML source `name` (`GET
+/// /user/oauth2/<name>/metadata`): its entity id, its assertion consumer
+/// service, and its certificate (for encryption, and for signing when
+/// `SIGN_REQUESTS`).
+pub fn saml_metadata(app: &App, name: &str) -> Result<String> {
+    let source = source(app, name)?;
+    let keys = app
+        .plugins
+        .saml_keys(&source.id)
+        .ok_or(Error::UnknownSource)?;
+    let der = keys
+        .sp
+        .certificate
+        .to_der()
+        .map_err(|e| super::unavailable(&source, format!("the certificate: {e}")))?;
+    crate::saml::metadata::sp_metadata(&crate::saml::metadata::SpMetadata {
+        entity_id: &keys.entity_id,
+        acs: &source_callback_url(app, &source),
+        certificate_der: &der,
+        sign_requests: keys.sign_requests,
+    })
+    .map_err(|e| super::unavailable(&source, format!("the metadata: {e}")))
+}
+
+/// Whether the pending sign-in of `name` comes back by a cross-site POST
+/// (SAML's HTTP-POST binding), so its cookie must be `SameSite=None`.
+pub fn returns_by_post(app: &App, name: &str) -> bool {
+    source(app, name).is_ok_and(|s| app.plugins.saml_keys(&s.id).is_some())
 }
 
 /// The browser came back: takes the pending state (once), has the source
@@ -109,7 +150,12 @@ pub async fn complete(
     let pending = take(app, &source, BEGUN, token).await?;
     let identity = match app
         .plugins
-        .complete_redirect(&source, &callback_url(app, name), pending, parameters)
+        .complete_redirect(
+            &source,
+            &source_callback_url(app, &source),
+            pending,
+            parameters,
+        )
         .await
     {
         Ok(Ok(identity)) => identity,
@@ -280,7 +326,14 @@ fn refused(source: &Plugin, refusal: SignInRefusal) -> Error {
         SignInRefusal::InvalidResponse(why) => {
             tracing::warn!(source = %source.id, "the identity provider's answer failed a check: {why}");
             source.record_problem(format!("an answer failed a check: {why}"));
-            Error::Unverified
+            // A SAML source says "Invalid signature" first for a signature,
+            // certificate or clock failure (plugin-api README): the spec
+            // shows the user exactly that.
+            if why.starts_with(INVALID_SIGNATURE) {
+                Error::InvalidSignature
+            } else {
+                Error::Unverified
+            }
         }
         SignInRefusal::AccountDisabled(why) => Error::AccountDisabled(why),
         SignInRefusal::InvalidCredentials => Error::InvalidCredentials,

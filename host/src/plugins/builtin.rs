@@ -22,6 +22,15 @@ pub const WEBHOOK_NATS: &str = "webhook-nats";
 /// `[source.oauth2_<name>]`, under that section's name.
 pub const OAUTH2: &str = "oauth2";
 
+/// The SAML 2.0 identity source: loaded once per `[source.oauth2_<name>]`
+/// whose PROVIDER is `saml`, under that section's name.
+pub const SAML: &str = "saml";
+
+/// The SAML source's component.
+pub fn saml_wasm() -> &'static [u8] {
+    wasm::SAML
+}
+
 /// The OAuth 2.0 / OpenID Connect source's component.
 pub fn oauth2_wasm() -> &'static [u8] {
     wasm::OAUTH2
@@ -94,6 +103,7 @@ pub fn ids() -> &'static [&'static str] {
         WEBAUTHN,
         LDAP,
         OAUTH2,
+        SAML,
         WEBHOOK_HTTP,
         WEBHOOK_NATS,
     ]

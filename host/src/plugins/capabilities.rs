@@ -1,5 +1,5 @@
 //! What the host lends plugins: `log`, `credentials`, `kv`, `directory`,
-//! `http` (see `outbound`), `tcp` (`wasi:sockets`, for webhook transports,
+//! `saml` (see `saml_capability`), `http` (see `outbound`), `tcp` (`wasi:sockets`, for webhook transports,
 //! to one delivery's destination), and a WASI baseline with nothing in it
 //! (no files, no environment, no network).
 //!
@@ -35,6 +35,9 @@ pub enum Capability {
     /// addresses of the delivery's target that `[webhook]
     /// ALLOWED_HOST_LIST` admits.
     Tcp,
+    /// `postern:saml/verifier`: XML signature checks, request signing and
+    /// assertion decryption with the SAML source's own keys.
+    Saml,
 }
 
 impl Capability {
@@ -46,6 +49,7 @@ impl Capability {
             Capability::Directory => "directory",
             Capability::Http => "http",
             Capability::Tcp => "tcp",
+            Capability::Saml => "saml",
         }
     }
 
@@ -57,6 +61,7 @@ impl Capability {
             "directory" => Some(Capability::Directory),
             "http" => Some(Capability::Http),
             "tcp" => Some(Capability::Tcp),
+            "saml" => Some(Capability::Saml),
             _ => None,
         }
     }
@@ -79,6 +84,7 @@ fn classify(name: &str) -> Import {
         "postern:plugin/credentials" => Import::Capability(Capability::Credentials),
         "postern:plugin/kv" => Import::Capability(Capability::Kv),
         "postern:plugin/directory" => Import::Capability(Capability::Directory),
+        "postern:saml/verifier" => Import::Capability(Capability::Saml),
         // Rust's standard library on wasm32-wasip2 imports these even when a
         // plugin never touches a file or a clock. They are linked against an
         // empty context: no preopened directories, no environment, no
@@ -141,6 +147,7 @@ pub(crate) fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<Ca
     since_v0_2::add_directory_to_linker(&mut linker, grants).map_err(link)?;
     since_v0_3::add_to_linker(&mut linker, grants).map_err(link)?;
     since_v0_3::add_directory_to_linker(&mut linker, grants).map_err(link)?;
+    super::saml_capability::add_to_linker(&mut linker, grants).map_err(link)?;
     if grants.contains(&Capability::Http) {
         wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(link)?;
     }
@@ -160,6 +167,8 @@ pub(crate) struct Lender {
     pub http_grants: std::sync::RwLock<std::collections::HashMap<String, Arc<Grant>>>,
     /// `[outbound_http]`.
     pub outbound: Arc<Rules>,
+    /// The keys of SAML sources, by plugin id.
+    pub saml: std::sync::RwLock<std::collections::HashMap<String, Arc<crate::saml::Keys>>>,
 }
 
 /// Where one webhook delivery may go, set for that call only: the target's

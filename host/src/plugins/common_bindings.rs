@@ -213,7 +213,10 @@ macro_rules! common_bindings {
                     }
                     // Versions that have them link them themselves
                     // (`directory`), or wasmtime-wasi does (`http`, `tcp`).
-                    Capability::Directory | Capability::Http | Capability::Tcp => {}
+                    Capability::Directory
+                    | Capability::Http
+                    | Capability::Tcp
+                    | Capability::Saml => {}
                 }
             }
             Ok(())

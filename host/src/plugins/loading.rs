@@ -60,6 +60,7 @@ pub(super) fn directory_spec(
         enabled: true,
         directory,
         http: None,
+        saml: None,
         problem,
     }
 }
@@ -104,7 +105,87 @@ pub(super) fn redirect_spec(
         settings,
         enabled: true,
         directory: None,
+        saml: None,
         problem: None,
+    }
+}
+
+/// What a SAML source's keys are made from.
+pub(super) struct SamlSpec {
+    /// The source's name (`SAML` of `[source.oauth2_SAML]`): its key pair
+    /// is stored under it.
+    pub name: String,
+    /// The service provider's entity id (`ISSUER`, or the callback URL).
+    pub entity_id: String,
+    pub certificates: Vec<openssl::x509::X509>,
+    pub sign_requests: bool,
+    /// `IDP_ENTITY_ID` is set: responses' `Issuer` is checked.
+    pub checks_issuer: bool,
+}
+
+/// A SAML source's spec: the `saml` plugin with the section's settings,
+/// granted `log`, `kv` (its replay cache) and `saml` (its keys). It reaches
+/// no network: the browser carries the request and the response.
+pub(super) fn saml_spec(
+    name: &str,
+    section: &std::collections::BTreeMap<String, String>,
+    defined_in: DefinedIn,
+    root_url: &str,
+) -> Spec {
+    let text = |k: &str| {
+        section
+            .get(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let host_settings = SourceSettings::redirect(name, section, defined_in);
+    let path_name = host_settings.redirect_name.clone().unwrap_or_default();
+    let entity_id =
+        text("ISSUER").unwrap_or_else(|| format!("{root_url}user/oauth2/{path_name}/callback"));
+    let (certificates, problem) = match crate::saml::parse_certificates(
+        section.get("CERTIFICATE").map_or("", |c| c.as_str()),
+    ) {
+        Ok(c) if c.is_empty() => (
+            c,
+            Some(format!(
+                "[source.oauth2_{name}] CERTIFICATE: expected the identity provider's signing certificate"
+            )),
+        ),
+        Ok(c) => (c, None),
+        Err(e) => (
+            Vec::new(),
+            Some(format!("[source.oauth2_{name}] CERTIFICATE: {e}")),
+        ),
+    };
+    let sign_requests = text("SIGN_REQUESTS")
+        .and_then(|v| crate::config::schema::parse_bool(&v))
+        .unwrap_or(false);
+    Spec {
+        id: redirect_id(name),
+        host_settings,
+        kind: Ok(Kind::IdentitySource),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        source: SpecSource::InstanceOf(builtin::SAML, builtin::saml_wasm()),
+        grants: vec![Capability::Log, Capability::Kv, Capability::Saml],
+        limits: Limits {
+            memory_bytes: DEFAULT_MEMORY_MB as usize * 1024 * 1024,
+            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+        },
+        settings: section
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        enabled: true,
+        directory: None,
+        http: None,
+        saml: Some(SamlSpec {
+            name: name.to_string(),
+            entity_id,
+            certificates,
+            sign_requests,
+            checks_issuer: text("IDP_ENTITY_ID").is_some(),
+        }),
+        problem,
     }
 }
 
@@ -148,9 +229,19 @@ pub(super) struct Spec {
     pub directory: Option<Arc<crate::directory::Directory>>,
     /// What a plugin granted `http` may reach.
     pub http: Option<Arc<Grant>>,
+    /// What a SAML source's keys are made from, once its service provider
+    /// key is read from the database (`registry`).
+    pub saml: Option<SamlSpec>,
     /// Why the plugin cannot be loaded although its file is fine (a
     /// directory source whose CA file is unreadable, say).
     problem: Option<String>,
+}
+
+impl Spec {
+    /// Marks the spec as not loadable, keeping an earlier reason.
+    pub(super) fn refuse(&mut self, why: String) {
+        self.problem.get_or_insert(why);
+    }
 }
 
 enum SpecSource {
@@ -212,6 +303,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
             settings: settings(s),
             enabled: s.is_none_or(|s| s.enabled),
             directory: None,
+            saml: None,
             problem: None,
         });
     }
@@ -222,12 +314,19 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
             out.push(directory_spec(d.number, &d.settings, DefinedIn::Ini));
         }
     }
-    // Each `[source.oauth2_<name>]` but SAML is an instance of the built-in
-    // `oauth2` plugin.
+    // Each `[source.oauth2_<name>]` is an instance of the built-in `oauth2`
+    // plugin, or of `saml` when its PROVIDER is `saml`.
     if cfg.source.enable_oauth2 {
         for o in &cfg.oauth2_sources {
             let provider = o.settings.get("PROVIDER").map(|p| p.trim());
-            if !provider.is_some_and(|p| p.eq_ignore_ascii_case("saml")) {
+            if provider.is_some_and(|p| p.eq_ignore_ascii_case("saml")) {
+                out.push(saml_spec(
+                    &o.name,
+                    &o.settings,
+                    DefinedIn::Ini,
+                    &cfg.server.root_url,
+                ));
+            } else {
                 out.push(redirect_spec(&o.name, &o.settings, DefinedIn::Ini));
             }
         }
@@ -249,6 +348,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
             settings: settings(Some(s)),
             enabled: s.enabled,
             directory: None,
+            saml: None,
             problem: None,
         });
     }

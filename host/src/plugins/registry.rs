@@ -182,6 +182,43 @@ impl Plugins {
             .iter()
             .filter_map(|s| Some((s.id.clone(), s.http.clone()?)))
             .collect();
+        // Each SAML source's keys: its service provider key pair is read
+        // (or made, at the first start) from the database.
+        let mut saml = std::collections::HashMap::new();
+        for spec in specs.iter_mut() {
+            let Some(s) = spec.saml.take() else { continue };
+            if !s.checks_issuer {
+                tracing::warn!(
+                    plugin = %spec.id,
+                    "IDP_ENTITY_ID is not set: the Issuer of SAML responses is not checked (the signature still binds them to CERTIFICATE)"
+                );
+            }
+            for cert in &s.certificates {
+                let days = crate::saml::days_left(cert);
+                if days < 30 {
+                    tracing::warn!(
+                        plugin = %spec.id,
+                        "the identity provider certificate {} expires in {days} days",
+                        crate::saml::subject(cert)
+                    );
+                }
+            }
+            match crate::saml::keys::load_or_create(&db, &key, &s.name, &s.entity_id).await {
+                Ok(sp) => {
+                    saml.insert(
+                        spec.id.clone(),
+                        Arc::new(crate::saml::Keys {
+                            entity_id: s.entity_id,
+                            idp_certificates: s.certificates,
+                            sp,
+                            sign_requests: s.sign_requests,
+                            crypto: Box::new(crate::saml::crypto::Xmlsec),
+                        }),
+                    );
+                }
+                Err(e) => spec.refuse(format!("the SAML service provider key: {e}")),
+            }
+        }
         let lender = Arc::new(Lender {
             db,
             runtime: tokio::runtime::Handle::current(),
@@ -189,6 +226,7 @@ impl Plugins {
             directories: std::sync::RwLock::new(directories),
             http_grants: std::sync::RwLock::new(http_grants),
             outbound: Arc::new(super::outbound::Rules::from_config(&cfg.outbound_http)),
+            saml: std::sync::RwLock::new(saml),
         });
         let loader_engine = engine.clone();
         let plugins = tokio::task::spawn_blocking(move || {
@@ -425,11 +463,27 @@ impl Plugins {
             .collect()
     }
 
-    /// The redirect source whose sign-in path is `/user/oauth2/<name>`.
+    /// The keys of the SAML source `id`, when it is one.
+    pub fn saml_keys(&self, id: &str) -> Option<Arc<crate::saml::Keys>> {
+        self.lender
+            .saml
+            .read()
+            .expect("saml key map lock poisoned")
+            .get(id)
+            .cloned()
+    }
+
+    /// The redirect source whose sign-in path is `/user/oauth2/<name>`
+    /// (names are unique ignoring case, and ini names are lower-cased).
     pub fn redirect_source(&self, name: &str) -> Option<Arc<Plugin>> {
         self.read()
             .iter()
-            .find(|p| p.host_settings.redirect_name.as_deref() == Some(name))
+            .find(|p| {
+                p.host_settings
+                    .redirect_name
+                    .as_deref()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(name))
+            })
             .cloned()
     }
 

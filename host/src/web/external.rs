@@ -1,6 +1,7 @@
 //! Sign-in through an external identity provider: `GET /user/oauth2/<name>`
 //! sends the browser to the provider, `GET /user/oauth2/<name>/callback`
-//! completes the sign-in, and `POST /user/oauth2/<name>/link` links the
+//! (or `POST`, a SAML provider's HTTP-POST binding) completes the sign-in,
+//! `GET /user/oauth2/<name>/metadata` is a SAML source's metadata, and `POST /user/oauth2/<name>/link` links the
 //! identity to an existing account once its password is given
 //! (`[oauth2_client] ACCOUNT_LINKING = login`).
 //!
@@ -35,12 +36,16 @@ pub(super) async fn begin(
 ) -> Result<Response, WebError> {
     match redirect::begin(&app, &name).await {
         Ok(begun) => {
-            let jar = viewer.jar.clone().add(cookie(
-                &app,
-                PENDING_COOKIE,
-                begun.token,
-                Some(PENDING_SECONDS),
-            ));
+            let mut pending = cookie(&app, PENDING_COOKIE, begun.token, Some(PENDING_SECONDS));
+            // A SAML identity provider sends the browser back with a
+            // cross-site POST, which carries no SameSite=Lax cookie; over
+            // HTTPS the pending cookie is SameSite=None (browsers take None
+            // only with Secure). Over plain HTTP it stays Lax, which works
+            // only when the provider is on the same site.
+            if redirect::returns_by_post(&app, &name) && app.config.secure_cookies() {
+                pending.set_same_site(axum_extra::extract::cookie::SameSite::None);
+            }
+            let jar = viewer.jar.clone().add(pending);
             // 302, as Gitea answers here: every client follows it with a GET.
             Ok((
                 StatusCode::FOUND,
@@ -65,6 +70,52 @@ pub(super) async fn callback(
         form_urlencoded::parse(query.unwrap_or_default().as_bytes())
             .into_owned()
             .collect();
+    complete(app, viewer, headers, name, parameters).await
+}
+
+/// `POST /user/oauth2/<name>/callback`: a SAML identity provider posted
+/// the response (HTTP-POST binding). No CSRF token: the request comes from
+/// the provider's page; what binds it to this browser is the pending
+/// cookie, and what proves it is the response's signature.
+pub(super) async fn callback_post(
+    State(app): State<App>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, WebError> {
+    let parameters: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    complete(app, viewer, headers, name, parameters).await
+}
+
+/// `GET /user/oauth2/<name>/metadata`: a SAML source's service provider
+/// metadata, for the identity provider's administrator.
+pub(super) async fn metadata(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+) -> Result<Response, WebError> {
+    match redirect::saml_metadata(&app, &name) {
+        Ok(xml) => Ok((
+            StatusCode::OK,
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "application/samlmetadata+xml",
+            )],
+            xml,
+        )
+            .into_response()),
+        Err(e) => Err(refusal(&viewer, &app, &name, e)),
+    }
+}
+
+async fn complete(
+    app: App,
+    viewer: Viewer,
+    headers: HeaderMap,
+    name: String,
+    parameters: Vec<(String, String)>,
+) -> Result<Response, WebError> {
     let token = viewer
         .jar
         .get(PENDING_COOKIE)

@@ -1,0 +1,821 @@
+//! SAML 2.0 sign-in (`[source.oauth2_SAML]`, `PROVIDER = saml`), on every
+//! backend, against a real identity provider: Debian's simplesamlphp, run
+//! by `php -S` (tests/src/saml.rs). Sign-in in Chromium, signed requests
+//! the IdP verifies, encrypted assertions; and an attack suite built from
+//! the IdP's real signed responses, each refused with nobody signed in and
+//! nobody created.
+
+// In a test a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use fantoccini::Locator;
+use postern_tests::browser::{Browser, free_port};
+use postern_tests::oidc::{
+    callback_uri, click_source_link, forget_cookies, page_text, session_user, start_at,
+    wait_until_on,
+};
+use postern_tests::saml::{self, Idp, Posted, Sp};
+use postern_tests::{Backend, Server, backends};
+use reqwest::StatusCode;
+
+/// The source's name, as the spec has it: its callback is
+/// `/user/oauth2/SAML/callback`.
+const SOURCE: &str = "SAML";
+const NAME: &str = "Corp SAML";
+
+const INVALID_SIGNATURE: &str = "Invalid signature";
+const UNVERIFIED: &str = "could not be verified";
+const NOT_LINKED: &str = "No account is linked to this identity";
+
+/// The ini of a server on `port` whose SAML source trusts `certificate`
+/// (PEM; the IdP's own unless a test says otherwise).
+fn ini(idp: &Idp, port: u16, certificate: &str, extra: &str) -> String {
+    format!(
+        "[source]
+ENABLE_OAUTH2 = true
+
+[source.oauth2_{SOURCE}]
+NAME = {NAME}
+PROVIDER = saml
+AUTH_URL = {sso}
+REDIRECT_URI = {callback}
+IDP_ENTITY_ID = {entity}
+CERTIFICATE = {certificate}
+GROUP_CLAIM_NAME = groups
+{extra}
+",
+        sso = idp.sso_url(),
+        callback = callback_uri(port, SOURCE),
+        entity = idp.entity_id(),
+        certificate = certificate.trim().replace('\n', " "),
+    )
+}
+
+/// A server with the SAML source, registered at the IdP as an SP whose
+/// entity id and ACS are both the callback URL (the spec's IdP side).
+async fn start(backend: &Backend, idp: &Idp, certificate: &str, extra: &str, sp: Sp) -> Server {
+    let port = free_port();
+    let callback = callback_uri(port, SOURCE);
+    idp.register_sp(Sp {
+        entity_id: callback.clone(),
+        acs: callback,
+        ..sp
+    });
+    start_at(
+        backend,
+        port,
+        "127.0.0.1",
+        &ini(idp, port, certificate, extra),
+    )
+    .await
+}
+
+/// A client with a cookie jar of its own that does not follow redirects:
+/// one browser.
+fn browser_like() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Begins a sign-in at `server` in a new "browser"; returns it and the
+/// IdP URL Postern sent it to.
+async fn begin(server: &Server) -> (reqwest::Client, String) {
+    let client = browser_like();
+    let res = client
+        .get(server.url(&format!("/user/oauth2/{SOURCE}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FOUND, "{}", server.log());
+    let to = res
+        .headers()
+        .get("location")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    (client, to)
+}
+
+/// Posts `posted` to the callback, as the IdP's page has the browser do.
+async fn post(client: &reqwest::Client, server: &Server, posted: &Posted) -> reqwest::Response {
+    client
+        .post(server.url(&format!("/user/oauth2/{SOURCE}/callback")))
+        .form(&[
+            ("SAMLResponse", posted.saml_response.as_str()),
+            ("RelayState", posted.relay_state.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The login of the session the client holds, if any.
+async fn session_login(client: &reqwest::Client, server: &Server) -> Option<String> {
+    let res = client.get(server.url("/api/v1/user")).send().await.unwrap();
+    if res.status() != StatusCode::OK {
+        return None;
+    }
+    let user: serde_json::Value = res.json().await.unwrap();
+    user["login"].as_str().map(str::to_string)
+}
+
+/// The logins `admin user list` shows.
+fn logins(server: &Server) -> Vec<String> {
+    let out = server.cli(&["admin", "user", "list"]);
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|id| id.parse::<i64>().is_ok())
+        })
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn sign_in_in_chromium_creates_the_user_and_the_second_reuses_the_link() {
+    let idp = saml::shared();
+    let browser = Browser::start().await;
+    for backend in backends() {
+        let server = start(
+            &backend,
+            idp,
+            &idp.certificate(),
+            "AUTO_REGISTER = true",
+            Sp::default(),
+        )
+        .await;
+        for round in 0..2 {
+            forget_cookies(&browser, &idp.base()).await;
+            forget_cookies(&browser, &server.url("/user/login")).await;
+            click_source_link(&browser, &server, SOURCE, NAME).await;
+            let c = &browser.client;
+            wait_until_on(&browser, &idp.base(), "to the IdP").await;
+            c.wait()
+                .for_element(Locator::Css("input[name=username]"))
+                .await
+                .unwrap_or_else(|e| panic!("no login form at the IdP: {e}\n{}", idp.log()))
+                .send_keys("alice")
+                .await
+                .unwrap();
+            c.find(Locator::Css("input[name=password]"))
+                .await
+                .unwrap()
+                .send_keys(saml::PASSWORD)
+                .await
+                .unwrap();
+            c.find(Locator::Css("form button, form input[type=submit]"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            // The IdP's page posts the response back by itself.
+            wait_until_on(&browser, &server.base, "back to Postern").await;
+            let mut user = None;
+            for _ in 0..50 {
+                user = session_user(&browser, &server).await;
+                if user.is_some() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            let Some(user) = user else {
+                panic!(
+                    "{backend}, round {round}: not signed in; the page says {:?}\n{}",
+                    page_text(&browser).await,
+                    server.log()
+                );
+            };
+            assert_eq!(user["login"], "alice", "{backend}");
+            assert_eq!(user["email"], "alice@example.com", "{backend}");
+            assert_eq!(user["full_name"], "Alice Example", "{backend}");
+            assert_eq!(
+                logins(&server).iter().filter(|l| *l == "alice").count(),
+                1,
+                "{backend}, round {round}"
+            );
+        }
+    }
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn without_auto_register_nobody_is_created() {
+    let idp = saml::shared();
+    for backend in backends() {
+        let server = start(&backend, idp, &idp.certificate(), "", Sp::default()).await;
+        let (client, to) = begin(&server).await;
+        let posted = idp.respond(&to, "bob").await;
+        let res = post(&client, &server, &posted).await;
+        let status = res.status();
+        let page = res.text().await.unwrap();
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{backend}: {page}\n{}",
+            server.log()
+        );
+        assert!(page.contains(NOT_LINKED), "{backend}: {page}");
+        assert_eq!(session_login(&client, &server).await, None, "{backend}");
+        assert!(!logins(&server).contains(&"bob".to_string()), "{backend}");
+    }
+}
+
+/// The SP's certificate, as its metadata publishes it (PEM).
+async fn sp_certificate(server: &Server) -> String {
+    let res = reqwest::get(server.url(&format!("/user/oauth2/{SOURCE}/metadata")))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK, "{}", server.log());
+    let xml = res.text().await.unwrap();
+    let start = xml.find("X509Certificate>").unwrap() + "X509Certificate>".len();
+    let end = start + xml[start..].find('<').unwrap();
+    format!(
+        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+        &xml[start..end]
+    )
+}
+
+#[tokio::test]
+async fn signed_requests_are_verified_by_the_idp_and_encrypted_assertions_sign_in() {
+    let idp = saml::shared();
+    for backend in backends() {
+        // Signed requests: the IdP requires them and checks them against
+        // the certificate Postern's metadata publishes.
+        let server = start(
+            &backend,
+            idp,
+            &idp.certificate(),
+            "AUTO_REGISTER = true\nSIGN_REQUESTS = true",
+            Sp::default(),
+        )
+        .await;
+        let cert = sp_certificate(&server).await;
+        let callback = server.url(&format!("/user/oauth2/{SOURCE}/callback"));
+        idp.register_sp(Sp {
+            entity_id: callback.clone(),
+            acs: callback.clone(),
+            require_signed_requests: true,
+            certificate: Some(cert.clone()),
+            encrypt_assertions: false,
+        });
+        let (client, to) = begin(&server).await;
+        assert!(to.contains("Signature=") && to.contains("SigAlg="), "{to}");
+        let posted = idp.respond(&to, "bob").await;
+        let res = post(&client, &server, &posted).await;
+        assert!(res.status().is_redirection(), "{backend}: {}", server.log());
+        assert_eq!(
+            session_login(&client, &server).await.as_deref(),
+            Some("bob")
+        );
+
+        // The same request with its signature cut off is refused by the
+        // IdP, which answers no response at all.
+        let (_, to) = begin(&server).await;
+        let unsigned = to.split("&SigAlg=").next().unwrap().to_string();
+        let html = reqwest::Client::builder()
+            .cookie_store(true)
+            .build()
+            .unwrap()
+            .get(&unsigned)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            !html.contains("AuthState") && Posted::from_page(&html).is_none(),
+            "the IdP took an unsigned request: {html}"
+        );
+
+        // Encrypted assertions, to the same certificate.
+        idp.register_sp(Sp {
+            entity_id: callback.clone(),
+            acs: callback,
+            require_signed_requests: true,
+            certificate: Some(cert),
+            encrypt_assertions: true,
+        });
+        let (client, to) = begin(&server).await;
+        let posted = idp.respond(&to, "alice").await;
+        assert!(
+            posted.xml().contains("EncryptedAssertion"),
+            "{}",
+            posted.xml()
+        );
+        let res = post(&client, &server, &posted).await;
+        assert!(res.status().is_redirection(), "{backend}: {}", server.log());
+        assert_eq!(
+            session_login(&client, &server).await.as_deref(),
+            Some("alice")
+        );
+    }
+}
+
+// ------------------------------------------------------------ attacks
+
+/// The range of the first element named `tag` (`prefix:Name`) at or after
+/// `from`.
+fn element(xml: &str, tag: &str, from: usize) -> Option<std::ops::Range<usize>> {
+    let open = format!("<{tag}");
+    let close = format!("</{tag}>");
+    let start = from + xml[from..].find(&open)?;
+    // Nested elements of the same name are not in these documents, but a
+    // self-closing one may be.
+    let head_end = start + xml[start..].find('>')?;
+    if xml[..head_end].ends_with('/') {
+        return Some(start..head_end + 1);
+    }
+    let end = head_end + xml[head_end..].find(&close)? + close.len();
+    Some(start..end)
+}
+
+fn cut(xml: &str, range: std::ops::Range<usize>) -> String {
+    format!("{}{}", &xml[..range.start], &xml[range.end..])
+}
+
+fn assertion(xml: &str) -> std::ops::Range<usize> {
+    element(xml, "saml:Assertion", 0).expect("an assertion")
+}
+
+/// The response without its own signature (the assertion keeps its own).
+fn without_response_signature(xml: &str) -> String {
+    let a = assertion(xml);
+    match element(xml, "ds:Signature", 0) {
+        Some(sig) if sig.start < a.start => cut(xml, sig),
+        _ => xml.to_string(),
+    }
+}
+
+/// The assertion's own signature's range.
+fn assertion_signature(xml: &str) -> std::ops::Range<usize> {
+    element(xml, "ds:Signature", assertion(xml).start).expect("the assertion's signature")
+}
+
+/// The assertion made the attacker's: another ID, `admin` as its UPN and
+/// NameID.
+fn evil(assertion_xml: &str) -> String {
+    let id_at = assertion_xml.find(" ID=\"").unwrap() + 5;
+    let id_end = id_at + assertion_xml[id_at..].find('"').unwrap();
+    let mut out = format!(
+        "{}_evil{}",
+        &assertion_xml[..id_at],
+        &assertion_xml[id_end..]
+    );
+    for value in ["bob", "bob@example.com"] {
+        out = out.replace(&format!(">{value}<"), ">admin<");
+    }
+    out
+}
+
+/// Re-signs the assertion with `key_pem`: what an attacker holding that
+/// key, or the IdP itself, would send. The response's signature goes.
+fn resign(xml: &str, key_pem: &str) -> String {
+    use samael::crypto::CryptoProvider;
+    let xml = without_response_signature(xml);
+    let key = openssl::pkey::PKey::private_key_from_pem(key_pem.as_bytes()).unwrap();
+    let der = key.private_key_to_der().unwrap();
+    samael::crypto::XmlSec::sign_xml(xml, &der).unwrap()
+}
+
+/// Every timestamp of the response moved by `by`.
+fn shifted(xml: &str, by: time::Duration) -> String {
+    use time::format_description::well_known::Rfc3339;
+    let mut out = String::new();
+    let mut rest = xml;
+    loop {
+        let found = ["Instant=\"", "NotBefore=\"", "NotOnOrAfter=\""]
+            .iter()
+            .filter_map(|a| rest.find(a).map(|i| (i, a.len())))
+            .min();
+        let Some((at, len)) = found else {
+            out.push_str(rest);
+            return out;
+        };
+        let value_start = at + len;
+        let value_end = value_start + rest[value_start..].find('"').unwrap();
+        let t = time::OffsetDateTime::parse(&rest[value_start..value_end], &Rfc3339).unwrap() + by;
+        out.push_str(&rest[..value_start]);
+        out.push_str(&t.format(&Rfc3339).unwrap());
+        rest = &rest[value_end..];
+    }
+}
+
+/// The eight XML signature wrapping shapes (after SAML Raider's XSW1–8),
+/// each built from a real signed response.
+fn wrapped(xml: &str, shape: u8) -> String {
+    let a = assertion(xml);
+    let original = &xml[a.clone()];
+    // The root's start tag ends at the first '>' after the declaration.
+    let root_start = xml.find("<samlp:Response").unwrap();
+    let root_open_end = root_start + xml[root_start..].find('>').unwrap() + 1;
+    match shape {
+        // An evil response around: the original response inside the
+        // signature's Object, the signature now the evil root's.
+        1 | 2 => {
+            let sig = element(xml, "ds:Signature", 0).unwrap();
+            let signature = &xml[sig.clone()];
+            let original_response = cut(xml, sig);
+            let head = xml[..root_open_end].replacen(" ID=\"", " ID=\"_evilresp", 1);
+            let evil_assertion = evil(&without_response_signature(original));
+            if shape == 1 {
+                let sig_with_object = signature.replace(
+                    "</ds:Signature>",
+                    &format!("<ds:Object>{original_response}</ds:Object></ds:Signature>"),
+                );
+                format!("{head}{sig_with_object}{evil_assertion}</samlp:Response>")
+            } else {
+                format!("{head}{original_response}{signature}{evil_assertion}</samlp:Response>")
+            }
+        }
+        // Assertion-level shapes, with the response's signature gone so
+        // that only the assertion's protects it.
+        _ => {
+            let xml = without_response_signature(xml);
+            let a = assertion(&xml);
+            let original = xml[a.clone()].to_string();
+            let sig = assertion_signature(&original);
+            let signature = original[sig.clone()].to_string();
+            let unsigned = cut(&original, sig);
+            let evil_unsigned = evil(&unsigned);
+            let evil_signed = evil(&original);
+            let inner = match shape {
+                3 => format!("{evil_unsigned}{original}"),
+                4 => evil_unsigned.replacen(
+                    "</saml:Assertion>",
+                    &format!("{original}</saml:Assertion>"),
+                    1,
+                ),
+                5 => evil_signed,
+                6 => evil_signed.replacen(
+                    "</ds:Signature>",
+                    &format!("<ds:Object>{unsigned}</ds:Object></ds:Signature>"),
+                    1,
+                ),
+                7 => format!("<samlp:Extensions>{original}</samlp:Extensions>{evil_unsigned}"),
+                _ => evil_unsigned.replacen(
+                    "</saml:Issuer>",
+                    &format!(
+                        "</saml:Issuer>{}",
+                        signature.replace(
+                            "</ds:Signature>",
+                            &format!("<ds:Object>{unsigned}</ds:Object></ds:Signature>")
+                        )
+                    ),
+                    1,
+                ),
+            };
+            let body = format!("{}{inner}{}", &xml[..a.start], &xml[a.end..]);
+            if shape == 5 {
+                // The original, unsigned, appended at the end.
+                let close = body.rfind("</samlp:Response>").unwrap();
+                format!("{}{unsigned}{}", &body[..close], &body[close..])
+            } else {
+                body
+            }
+        }
+    }
+}
+
+/// A certificate for `key_pem` valid from `from` to `to` (ASN.1 times).
+fn certificate_for(key_pem: &str, from: &str, to: &str) -> String {
+    use openssl::asn1::Asn1Time;
+    let key = openssl::pkey::PKey::private_key_from_pem(key_pem.as_bytes()).unwrap();
+    let mut name = openssl::x509::X509NameBuilder::new().unwrap();
+    name.append_entry_by_text("CN", "simplesamlphp test IdP")
+        .unwrap();
+    let name = name.build();
+    let mut b = openssl::x509::X509::builder().unwrap();
+    b.set_version(2).unwrap();
+    b.set_subject_name(&name).unwrap();
+    b.set_issuer_name(&name).unwrap();
+    b.set_pubkey(&key).unwrap();
+    b.set_not_before(&Asn1Time::from_str(from).unwrap())
+        .unwrap();
+    b.set_not_after(&Asn1Time::from_str(to).unwrap()).unwrap();
+    b.sign(&key, openssl::hash::MessageDigest::sha256())
+        .unwrap();
+    String::from_utf8(b.build().to_pem().unwrap()).unwrap()
+}
+
+/// Posts what `tamper` makes of a fresh real response for `login`, and
+/// checks that it is refused with `expected` on the page and `reason` in
+/// the log (the check that caught it), nobody signed in and nobody
+/// created.
+async fn refused(
+    server: &Server,
+    idp: &Idp,
+    (what, reason): (&str, &str),
+    login: &str,
+    expected: &str,
+    tamper: impl Fn(&str) -> String,
+) {
+    let before = logins(server);
+    let reasons_before = server.log().matches(reason).count();
+    let (client, to) = begin(server).await;
+    let posted = idp.respond(&to, login).await;
+    let attack = posted.with_xml(&tamper(&posted.xml()));
+    let res = post(&client, server, &attack).await;
+    let status = res.status();
+    let page = res.text().await.unwrap();
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "{what} ({}): {page}\n{}",
+        server.backend,
+        server.log()
+    );
+    assert!(
+        page.contains(expected),
+        "{what} ({}): the page does not say {expected:?}: {page}",
+        server.backend
+    );
+    assert_eq!(session_login(&client, server).await, None, "{what}");
+    assert_eq!(logins(server), before, "{what}: somebody was created");
+    assert!(
+        server.log().matches(reason).count() > reasons_before,
+        "{what}: the log does not say {reason:?}:\n{}",
+        server.log()
+    );
+}
+
+#[tokio::test]
+async fn every_attack_on_a_real_signed_response_is_refused() {
+    let idp = saml::shared();
+    let key = idp.private_key_pem();
+    for backend in backends() {
+        let server = start(
+            &backend,
+            idp,
+            &idp.certificate(),
+            "AUTO_REGISTER = true",
+            Sp::default(),
+        )
+        .await;
+        for shape in 1..=8 {
+            refused(
+                &server,
+                idp,
+                (
+                    &format!("XSW{shape}"),
+                    if shape <= 2 {
+                        "a response inside the response"
+                    } else {
+                        "more than one assertion"
+                    },
+                ),
+                "bob",
+                UNVERIFIED,
+                |x| wrapped(x, shape),
+            )
+            .await;
+        }
+        refused(
+            &server,
+            idp,
+            ("unsigned response", "invalid signature"),
+            "bob",
+            INVALID_SIGNATURE,
+            |x| {
+                let x = without_response_signature(x);
+                let sig = assertion_signature(&x);
+                cut(&x, sig)
+            },
+        )
+        .await;
+        refused(
+            &server,
+            idp,
+            ("unsigned assertion", "invalid signature"),
+            "bob",
+            INVALID_SIGNATURE,
+            |x| cut(x, assertion_signature(x)),
+        )
+        .await;
+        let other = openssl::rsa::Rsa::generate(2048).unwrap();
+        let other = String::from_utf8(
+            openssl::pkey::PKey::from_rsa(other)
+                .unwrap()
+                .private_key_to_pem_pkcs8()
+                .unwrap(),
+        )
+        .unwrap();
+        refused(
+            &server,
+            idp,
+            ("signed by another key", "invalid signature"),
+            "bob",
+            INVALID_SIGNATURE,
+            |x| resign(x, &other),
+        )
+        .await;
+        refused(
+            &server,
+            idp,
+            ("wrong audience", "wrong audience"),
+            "bob",
+            UNVERIFIED,
+            |x| {
+                let callback = server.url(&format!("/user/oauth2/{SOURCE}/callback"));
+                resign(
+                    &x.replace(
+                        &format!("<saml:Audience>{callback}</saml:Audience>"),
+                        "<saml:Audience>https://other.example/sp</saml:Audience>",
+                    ),
+                    &key,
+                )
+            },
+        )
+        .await;
+        refused(
+            &server,
+            idp,
+            ("wrong destination", "wrong destination"),
+            "bob",
+            UNVERIFIED,
+            |x| {
+                let callback = server.url(&format!("/user/oauth2/{SOURCE}/callback"));
+                resign(
+                    &x.replace(
+                        &format!("Recipient=\"{callback}\""),
+                        "Recipient=\"https://other.example/acs\"",
+                    ),
+                    &key,
+                )
+            },
+        )
+        .await;
+        refused(
+            &server,
+            idp,
+            ("NotOnOrAfter in the past", "expired at"),
+            "bob",
+            INVALID_SIGNATURE,
+            |x| resign(&shifted(x, time::Duration::hours(-1)), &key),
+        )
+        .await;
+        refused(
+            &server,
+            idp,
+            ("clock skew of 6 minutes", "not valid before"),
+            "bob",
+            INVALID_SIGNATURE,
+            |x| resign(&shifted(x, time::Duration::minutes(6)), &key),
+        )
+        .await;
+        refused(
+            &server,
+            idp,
+            ("a comment in the UPN", "holds a comment"),
+            "bob",
+            UNVERIFIED,
+            |x| x.replace(">bob<", ">admin<!---->.evil<"),
+        )
+        .await;
+        refused(&server, idp, ("a DOCTYPE with entities", "holds a DOCTYPE"), "bob", UNVERIFIED, |x| {
+            let body = x.trim_start_matches(|c| c != '<');
+            let body = match body.strip_prefix("<?xml") {
+                Some(rest) => &rest[rest.find("?>").unwrap() + 2..],
+                None => body,
+            };
+            format!(
+                "<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 \"&lol;&lol;&lol;&lol;\">]>{body}"
+            )
+        })
+        .await;
+
+        // A response for another request: begun twice, the first's
+        // response posted with the second's cookie and RelayState.
+        let before = logins(&server);
+        let (_, first) = begin(&server).await;
+        let (client, second) = begin(&server).await;
+        let for_first = idp.respond(&first, "bob").await;
+        let for_second = idp.respond(&second, "bob").await;
+        let attack = Posted {
+            relay_state: for_second.relay_state.clone(),
+            ..for_first
+        };
+        let res = post(&client, &server, &attack).await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}");
+        assert!(res.text().await.unwrap().contains(UNVERIFIED));
+        assert_eq!(session_login(&client, &server).await, None);
+        assert_eq!(logins(&server), before);
+        assert!(
+            server.log().contains("answers another request"),
+            "{}",
+            server.log()
+        );
+
+        // Four minutes of skew passes; the same assertion a second time,
+        // in a sign-in of its own, is a replay.
+        let (client, to) = begin(&server).await;
+        let posted = idp.respond(&to, "alice").await;
+        let skewed = posted.with_xml(&resign(
+            &shifted(&posted.xml(), time::Duration::minutes(4)),
+            &key,
+        ));
+        let res = post(&client, &server, &skewed).await;
+        assert!(res.status().is_redirection(), "{backend}: {}", server.log());
+        assert_eq!(
+            session_login(&client, &server).await.as_deref(),
+            Some("alice")
+        );
+        let before = logins(&server);
+        let (client, _) = begin(&server).await;
+        // The replayed response needs the new sign-in's RelayState to get
+        // as far as the assertion: the attacker has their own browser.
+        let new_relay = client
+            .get(server.url(&format!("/user/oauth2/{SOURCE}")))
+            .send()
+            .await
+            .unwrap()
+            .headers()
+            .get("location")
+            .map(|l| l.to_str().unwrap().to_string())
+            .unwrap();
+        let relay = url::Url::parse(&new_relay)
+            .unwrap()
+            .query_pairs()
+            .find(|(k, _)| k == "RelayState")
+            .unwrap()
+            .1
+            .into_owned();
+        let replay = Posted {
+            relay_state: relay,
+            ..skewed
+        };
+        let res = post(&client, &server, &replay).await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}");
+        assert_eq!(session_login(&client, &server).await, None);
+        assert_eq!(logins(&server), before);
+        assert!(
+            server.log().contains("replayed assertion"),
+            "{}",
+            server.log()
+        );
+
+        // An expired certificate for the IdP's very key: refused.
+        let expired = certificate_for(&key, "20200101000000Z", "20210101000000Z");
+        let stale = start(
+            &backend,
+            idp,
+            &expired,
+            "AUTO_REGISTER = true",
+            Sp::default(),
+        )
+        .await;
+        refused(
+            &stale,
+            idp,
+            ("expired certificate", "expired on"),
+            "bob",
+            INVALID_SIGNATURE,
+            |x| x.to_string(),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn the_metadata_the_plugin_list_and_a_bad_certificate() {
+    let idp = saml::shared();
+    for backend in backends() {
+        let server = start(&backend, idp, &idp.certificate(), "", Sp::default()).await;
+        let callback = server.url(&format!("/user/oauth2/{SOURCE}/callback"));
+        let res = reqwest::get(server.url(&format!("/user/oauth2/{SOURCE}/metadata")))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let xml = res.text().await.unwrap();
+        assert!(xml.contains(&format!("entityID=\"{callback}\"")), "{xml}");
+        assert!(xml.contains(&format!("Location=\"{callback}\"")), "{xml}");
+        assert!(xml.contains("AuthnRequestsSigned=\"false\""), "{xml}");
+        let plugin = server
+            .plugin_list()
+            .into_iter()
+            .find(|p| p["id"] == "source.oauth2_saml")
+            .unwrap_or_else(|| panic!("no SAML source in {:?}", server.plugin_list()));
+        assert_eq!(plugin["kind"], "identity-source", "{plugin}");
+        assert_eq!(plugin["state"], "ready", "{plugin}");
+        let grants: Vec<&str> = plugin["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_str().unwrap())
+            .collect();
+        assert!(grants.contains(&"saml"), "{plugin}");
+        assert!(
+            plugin["origin"].as_str().unwrap().contains("saml"),
+            "{plugin}"
+        );
+    }
+}
