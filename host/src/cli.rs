@@ -131,8 +131,9 @@ enum OAuth2Cmd {
 
 #[derive(Subcommand)]
 enum AuthCmd {
-    /// List the directory sources and their last sync, then the OAuth2
-    /// sources: id, name, provider, where defined, state.
+    /// List the directory sources and their last sync, then the OAuth2 and
+    /// SAML sources: id, name, provider, where defined, state, and a warning
+    /// for a SAML certificate that expires within 30 days.
     List,
     /// Bind with a directory source's service account and run its user
     /// search; says `LDAP connection failed` and why when that fails. For
@@ -148,6 +149,12 @@ enum AuthCmd {
     /// sealed). Gitea's flags; other `[source.oauth2_<name>]` keys with
     /// `--set KEY=VALUE`. A running server serves it from its next start.
     AddOauth(Box<OAuthArgs>),
+    /// Add a SAML source, stored in the database: from the identity
+    /// provider's metadata (`--metadata-file`), or its `--auth-url` and
+    /// `--certificate-file`; other `[source.oauth2_<name>]` keys with `--set
+    /// KEY=VALUE`. Its service provider key pair is made when it is first
+    /// served; a running server serves it from its next start.
+    AddSaml(Box<SamlArgs>),
     /// Change a stored OAuth2 source: the flags given replace its keys, an
     /// empty value (`--secret ""`, `--set KEY=`) removes one.
     UpdateOauth {
@@ -181,6 +188,72 @@ enum AuthCmd {
         #[arg(long)]
         id: String,
     },
+}
+
+/// The flags of `add-saml`.
+#[derive(clap::Args)]
+struct SamlArgs {
+    /// The source's name: its sign-in path is `/user/oauth2/<name>`, its
+    /// callback (the identity provider's assertion consumer URL)
+    /// `/user/oauth2/<name>/callback`.
+    #[arg(long)]
+    name: String,
+    /// What the sign-in page's button says (`NAME`); the name by default.
+    #[arg(long)]
+    display_name: Option<String>,
+    /// The identity provider's metadata XML: fills `AUTH_URL`,
+    /// `CERTIFICATE` and `IDP_ENTITY_ID` where those are not given.
+    #[arg(long)]
+    metadata_file: Option<std::path::PathBuf>,
+    /// `AUTH_URL`: the single sign-on URL (HTTP-Redirect binding).
+    #[arg(long)]
+    auth_url: Option<String>,
+    /// `CERTIFICATE`: a PEM file with the identity provider's signing
+    /// certificate(s).
+    #[arg(long)]
+    certificate_file: Option<std::path::PathBuf>,
+    /// `IDP_ENTITY_ID`: the `Issuer` its responses must name.
+    #[arg(long)]
+    idp_entity_id: Option<String>,
+    /// `SIGN_REQUESTS`: sign every AuthnRequest.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    sign_requests: Option<String>,
+    /// `AUTO_REGISTER`: create the user at the first sign-in.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    auto_register: Option<String>,
+    /// Any other key of `[source.oauth2_<name>]` (`EMAIL_ATTRIBUTE`,
+    /// `GROUP_CLAIM_NAME`, `GROUP_TEAM_MAP` …).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+impl SamlArgs {
+    fn keys(&self) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+        let mut keys = key_values(&self.set)?;
+        keys.insert("PROVIDER".into(), "saml".into());
+        let read = |path: &std::path::Path| {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        };
+        if let Some(path) = &self.metadata_file {
+            keys.insert(identity::METADATA_KEY.into(), read(path)?);
+        }
+        if let Some(path) = &self.certificate_file {
+            keys.insert("CERTIFICATE".into(), read(path)?);
+        }
+        let flags = [
+            ("NAME", &self.display_name),
+            ("AUTH_URL", &self.auth_url),
+            ("IDP_ENTITY_ID", &self.idp_entity_id),
+            ("SIGN_REQUESTS", &self.sign_requests),
+            ("AUTO_REGISTER", &self.auto_register),
+        ];
+        for (key, value) in flags {
+            if let Some(v) = value {
+                keys.insert(key.to_string(), v.clone());
+            }
+        }
+        Ok(keys)
+    }
 }
 
 /// The flags of `add-oauth` and `update-oauth`, by Gitea's names.
@@ -585,9 +658,20 @@ async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
                 println!("{}\t{}\t{}\t{}", s.id, s.name, s.host, s.last_sync);
             }
             for s in identity::oauth2_sources(&app).await? {
+                let kind = if s.provider == "saml" {
+                    "SAML".to_string()
+                } else {
+                    format!("OAuth2 ({})", s.provider)
+                };
                 println!(
-                    "{}\t{}\tOAuth2 ({})\t{}\t{}",
-                    s.id, s.display_name, s.provider, s.origin, s.state
+                    "{}\t{}\t{kind}\t{}\t{}{}",
+                    s.id,
+                    s.display_name,
+                    s.origin,
+                    s.state,
+                    s.warning
+                        .map(|w| format!("\twarning: {w}"))
+                        .unwrap_or_default()
                 );
             }
             Ok(())
@@ -598,6 +682,11 @@ async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
                 .clone()
                 .context("--name is required: the source's name")?;
             let id = identity::add_oauth2_source(&app, &name, args.keys()?).await?;
+            println!("Added {id}.");
+            Ok(())
+        }
+        AuthCmd::AddSaml(args) => {
+            let id = identity::add_oauth2_source(&app, &args.name, args.keys()?).await?;
             println!("Added {id}.");
             Ok(())
         }

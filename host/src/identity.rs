@@ -25,11 +25,11 @@ use crate::state::App;
 use crate::users::{self, LOCAL_SOURCE, NewUser, User};
 
 pub use sources::{
-    DirectorySourceView, KeysUpdate, OAuth2SourceView, SourceError, add_directory_source,
-    add_oauth2_source, directory_sources, is_oauth2_id, oauth2_name, oauth2_source, oauth2_sources,
-    password_sources, probe_oauth2_source, redirect_sources, remove_directory_source,
-    remove_oauth2_source, test_oauth2_source, test_source, update_directory_source,
-    update_oauth2_source,
+    CertificateView, DirectorySourceView, KeysUpdate, METADATA_KEY, OAuth2SourceView, SourceError,
+    add_directory_source, add_oauth2_source, directory_sources, is_oauth2_id, oauth2_name,
+    oauth2_source, oauth2_source_keys, oauth2_sources, password_sources, probe_oauth2_source,
+    redirect_sources, remove_directory_source, remove_oauth2_source, test_oauth2_source,
+    test_source, update_directory_source, update_oauth2_source,
 };
 
 pub use crate::plugins::contract::{

@@ -24,6 +24,10 @@ use openssl::x509::X509;
 
 use crypto::XmlCrypto;
 
+/// A certificate closer than this to its end is warned about: at start, in
+/// the panel and in `admin auth list`.
+pub const EXPIRY_WARNING_DAYS: i64 = 30;
+
 /// The largest `SAMLResponse` the host reads, decoded.
 pub const MAX_RESPONSE_BYTES: usize = 512 * 1024;
 

@@ -67,6 +67,10 @@ pub struct Sp {
     pub certificate: Option<String>,
     /// Encrypt assertions to `certificate`.
     pub encrypt_assertions: bool,
+    /// The SP's own metadata XML: when given, the IdP reads the SP from it
+    /// (simplesamlphp's `SAMLParser`, as its admin's metadata converter
+    /// does), and `acs` and `certificate` are not used.
+    pub metadata: Option<String>,
 }
 
 /// A running simplesamlphp IdP, killed when dropped.
@@ -126,7 +130,7 @@ impl Idp {
         let base = format!("http://127.0.0.1:{port}");
         let status = Command::new("openssl")
             .args([
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "365",
             ])
             .args(["-subj", "/CN=simplesamlphp test IdP", "-keyout"])
             .arg(dir.join("cert/idp.key"))
@@ -291,7 +295,23 @@ impl Idp {
         sps.retain(|s| s.entity_id != sp.entity_id);
         sps.push(sp);
         let mut out = String::from("<?php\n$metadata = [];\n");
-        for s in sps.iter() {
+        for (i, s) in sps.iter().enumerate() {
+            if let Some(xml) = &s.metadata {
+                let file = self.tempdir.path().join(format!("metadata/sp-{i}.xml"));
+                std::fs::write(&file, xml).expect("the SP's metadata");
+                let _ = writeln!(
+                    out,
+                    "foreach (\\SimpleSAML\\Metadata\\SAMLParser::parseDescriptorsString(file_get_contents({})) as $e) {{\n\
+                     $m = $e->getMetadata20SP();\n\
+                     $m['validate.authnrequest'] = {};\n\
+                     $m['assertion.encryption'] = {};\n\
+                     $metadata[$m['entityid']] = $m;\n}}",
+                    php(&file.display().to_string()),
+                    s.require_signed_requests,
+                    s.encrypt_assertions
+                );
+                continue;
+            }
             let _ = write!(
                 out,
                 "$metadata[{}] = [\n'AssertionConsumerService' => {},\n",

@@ -228,8 +228,9 @@ async fn oauth2_sources_are_added_changed_tested_and_removed_over_the_api_and_in
             ),
             (
                 "partner",
+                // An OAuth 2.0 source's keys make no SAML source.
                 settings(&peer, &[("PROVIDER", "saml")]),
-                "PROVIDER = saml: SAML sources cannot be added",
+                "CLIENT_ID is not a key of a SAML source",
             ),
             (
                 "corp",

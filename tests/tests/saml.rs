@@ -229,19 +229,13 @@ async fn without_auto_register_nobody_is_created() {
     }
 }
 
-/// The SP's certificate, as its metadata publishes it (PEM).
-async fn sp_certificate(server: &Server) -> String {
-    let res = reqwest::get(server.url(&format!("/user/oauth2/{SOURCE}/metadata")))
+/// The SP's metadata, as Postern serves it.
+async fn sp_metadata(server: &Server, source: &str) -> String {
+    let res = reqwest::get(server.url(&format!("/user/oauth2/{source}/metadata")))
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK, "{}", server.log());
-    let xml = res.text().await.unwrap();
-    let start = xml.find("X509Certificate>").unwrap() + "X509Certificate>".len();
-    let end = start + xml[start..].find('<').unwrap();
-    format!(
-        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
-        &xml[start..end]
-    )
+    res.text().await.unwrap()
 }
 
 #[tokio::test]
@@ -258,14 +252,18 @@ async fn signed_requests_are_verified_by_the_idp_and_encrypted_assertions_sign_i
             Sp::default(),
         )
         .await;
-        let cert = sp_certificate(&server).await;
+        // The IdP reads Postern's SP from the metadata it serves.
+        let metadata = sp_metadata(&server, SOURCE).await;
+        assert!(
+            metadata.contains("AuthnRequestsSigned=\"true\""),
+            "{metadata}"
+        );
         let callback = server.url(&format!("/user/oauth2/{SOURCE}/callback"));
         idp.register_sp(Sp {
             entity_id: callback.clone(),
-            acs: callback.clone(),
             require_signed_requests: true,
-            certificate: Some(cert.clone()),
-            encrypt_assertions: false,
+            metadata: Some(metadata.clone()),
+            ..Sp::default()
         });
         let (client, to) = begin(&server).await;
         assert!(to.contains("Signature=") && to.contains("SigAlg="), "{to}");
@@ -297,13 +295,13 @@ async fn signed_requests_are_verified_by_the_idp_and_encrypted_assertions_sign_i
             "the IdP took an unsigned request: {html}"
         );
 
-        // Encrypted assertions, to the same certificate.
+        // Encrypted assertions, to the certificate of the same metadata.
         idp.register_sp(Sp {
-            entity_id: callback.clone(),
-            acs: callback,
+            entity_id: callback,
             require_signed_requests: true,
-            certificate: Some(cert),
             encrypt_assertions: true,
+            metadata: Some(metadata),
+            ..Sp::default()
         });
         let (client, to) = begin(&server).await;
         let posted = idp.respond(&to, "alice").await;
@@ -486,9 +484,22 @@ fn wrapped(xml: &str, shape: u8) -> String {
     }
 }
 
-/// A certificate for `key_pem` valid from `from` to `to` (ASN.1 times).
+/// A certificate for `key_pem` valid from `from` to `to` (ASN.1 times,
+/// `YYYYMMDDhhmmssZ`).
 fn certificate_for(key_pem: &str, from: &str, to: &str) -> String {
     use openssl::asn1::Asn1Time;
+    certificate_between(
+        key_pem,
+        &Asn1Time::from_str(from).unwrap(),
+        &Asn1Time::from_str(to).unwrap(),
+    )
+}
+
+fn certificate_between(
+    key_pem: &str,
+    from: &openssl::asn1::Asn1TimeRef,
+    to: &openssl::asn1::Asn1TimeRef,
+) -> String {
     let key = openssl::pkey::PKey::private_key_from_pem(key_pem.as_bytes()).unwrap();
     let mut name = openssl::x509::X509NameBuilder::new().unwrap();
     name.append_entry_by_text("CN", "simplesamlphp test IdP")
@@ -499,9 +510,8 @@ fn certificate_for(key_pem: &str, from: &str, to: &str) -> String {
     b.set_subject_name(&name).unwrap();
     b.set_issuer_name(&name).unwrap();
     b.set_pubkey(&key).unwrap();
-    b.set_not_before(&Asn1Time::from_str(from).unwrap())
-        .unwrap();
-    b.set_not_after(&Asn1Time::from_str(to).unwrap()).unwrap();
+    b.set_not_before(from).unwrap();
+    b.set_not_after(to).unwrap();
     b.sign(&key, openssl::hash::MessageDigest::sha256())
         .unwrap();
     String::from_utf8(b.build().to_pem().unwrap()).unwrap()
@@ -616,6 +626,26 @@ async fn every_attack_on_a_real_signed_response_is_refused() {
             "bob",
             INVALID_SIGNATURE,
             |x| resign(x, &other),
+        )
+        .await;
+        refused(
+            &server,
+            idp,
+            ("signed with SHA-1", "invalid signature"),
+            "bob",
+            INVALID_SIGNATURE,
+            |x| {
+                let sha1 = without_response_signature(x)
+                    .replace(
+                        "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256",
+                        "http://www.w3.org/2000/09/xmldsig#rsa-sha1",
+                    )
+                    .replace(
+                        "http://www.w3.org/2001/04/xmlenc#sha256",
+                        "http://www.w3.org/2000/09/xmldsig#sha1",
+                    );
+                resign(&sha1, &key)
+            },
         )
         .await;
         refused(
@@ -817,5 +847,304 @@ async fn the_metadata_the_plugin_list_and_a_bad_certificate() {
             plugin["origin"].as_str().unwrap().contains("saml"),
             "{plugin}"
         );
+
+        // A SAML source without its certificate (the line left out), or
+        // with one that is not a certificate, is refused at start, naming
+        // the key.
+        for (certificate, expected) in [
+            (
+                "",
+                "[source.oauth2_saml] CERTIFICATE: expected the identity provider's signing certificate (PEM) (PROVIDER = saml)",
+            ),
+            ("not a certificate", "CERTIFICATE"),
+        ] {
+            let ini: String = ini(idp, free_port(), certificate, "")
+                .lines()
+                .filter(|l| !(certificate.is_empty() && l.starts_with("CERTIFICATE")))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let (dir, path, _pg) = Server::prepare(
+                &backend,
+                &postern_tests::Options {
+                    ini,
+                    env: Vec::new(),
+                },
+            )
+            .await;
+            let out = postern_tests::run_cli(&path, &[], &["web"]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !out.status.success(),
+                "{backend}: started with {certificate:?}"
+            );
+            assert!(stderr.contains(expected), "{backend}: {stderr}");
+            assert!(!dir.path().join("data/postern.db").exists());
+        }
     }
+}
+
+/// A server whose administrator `boss` adds SAML sources.
+async fn admin_server(backend: &Backend) -> Server {
+    let port = free_port();
+    let server = start_at(
+        backend,
+        port,
+        "127.0.0.1",
+        "[source]\nENABLE_OAUTH2 = true\n",
+    )
+    .await;
+    server.create_user("boss", PW, true);
+    server
+}
+
+const PW: &str = "a-long-password";
+
+/// An API call as `boss`.
+async fn as_boss(
+    server: &Server,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> (StatusCode, serde_json::Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, server.url(path))
+        .basic_auth("boss", Some(PW));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status();
+    (status, res.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+#[tokio::test]
+async fn metadata_uploaded_in_the_panel_makes_a_source_that_signs_in() {
+    let idp = saml::shared();
+    let browser = Browser::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("idp-metadata.xml");
+    std::fs::write(&file, idp.metadata()).unwrap();
+    for backend in backends() {
+        let server = admin_server(&backend).await;
+        forget_cookies(&browser, &server.url("/user/login")).await;
+        browser
+            .sign_in(&server.url("/user/login"), "boss", PW)
+            .await;
+        let c = &browser.client;
+        c.goto(&server.url("/admin/auths")).await.unwrap();
+        c.find(Locator::Id("add-saml-source"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        c.find(Locator::Id("source_name"))
+            .await
+            .unwrap()
+            .send_keys("corp")
+            .await
+            .unwrap();
+        c.find(Locator::Id("metadata_file"))
+            .await
+            .unwrap()
+            .send_keys(&file.display().to_string())
+            .await
+            .unwrap();
+        // The page reads the file into the form.
+        let mut filled = String::new();
+        for _ in 0..50 {
+            filled = c
+                .find(Locator::Id("METADATA"))
+                .await
+                .unwrap()
+                .prop("value")
+                .await
+                .unwrap()
+                .unwrap_or_default();
+            if !filled.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert!(filled.contains("EntityDescriptor"), "{filled}");
+        c.find(Locator::Id("AUTO_REGISTER"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        c.find(Locator::Id("save-source"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        c.wait()
+            .for_element(Locator::Css("tr[data-source=\"source.oauth2_corp\"]"))
+            .await
+            .unwrap_or_else(|e| panic!("{backend}: the source is not listed: {e}"));
+
+        // The metadata filled the source.
+        let (status, view) = as_boss(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/admin/sources/oauth2/corp",
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{view}");
+        assert_eq!(view["provider"], "saml", "{view}");
+        assert_eq!(view["auth_url"], idp.sso_url(), "{view}");
+        assert_eq!(view["idp_entity_id"], idp.entity_id(), "{view}");
+        assert_eq!(view["certificates"].as_array().unwrap().len(), 1, "{view}");
+        assert_eq!(view["state"], "ready", "{view}");
+        assert!(view["warning"].is_null(), "{view}");
+
+        // It signs in, the IdP reading Postern's SP from its metadata.
+        let callback = server.url("/user/oauth2/corp/callback");
+        idp.register_sp(Sp {
+            entity_id: callback.clone(),
+            metadata: Some(sp_metadata(&server, "corp").await),
+            ..Sp::default()
+        });
+        let client = browser_like();
+        let to = client
+            .get(server.url("/user/oauth2/corp"))
+            .send()
+            .await
+            .unwrap()
+            .headers()
+            .get("location")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let posted = idp.respond(&to, "bob").await;
+        assert_eq!(posted.action, callback);
+        let res = client
+            .post(&callback)
+            .form(&[
+                ("SAMLResponse", posted.saml_response.as_str()),
+                ("RelayState", posted.relay_state.as_str()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_redirection(), "{backend}: {}", server.log());
+        assert_eq!(
+            session_login(&client, &server).await.as_deref(),
+            Some("bob")
+        );
+    }
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn the_api_and_the_cli_add_saml_sources_and_warn_of_expiring_certificates() {
+    let idp = saml::shared();
+    let dir = tempfile::tempdir().unwrap();
+    for backend in backends() {
+        let server = admin_server(&backend).await;
+        // Over the API, from the metadata.
+        let (status, body) = as_boss(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/admin/sources/oauth2",
+            Some(serde_json::json!({
+                "name": "viaapi",
+                "settings": {"PROVIDER": "saml", "METADATA": idp.metadata()}
+            })),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{backend}: {body}");
+        let (_, view) = as_boss(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/admin/sources/oauth2/viaapi",
+            None,
+        )
+        .await;
+        assert_eq!(view["auth_url"], idp.sso_url(), "{view}");
+        assert!(
+            view["metadata_url"]
+                .as_str()
+                .unwrap()
+                .ends_with("/user/oauth2/viaapi/metadata"),
+            "{view}"
+        );
+        // Refused: metadata that is not an IdP's, and a SAML source
+        // without a certificate; nothing is stored.
+        for settings in [
+            serde_json::json!({"PROVIDER": "saml", "METADATA": "<x/>"}),
+            serde_json::json!({"PROVIDER": "saml", "AUTH_URL": idp.sso_url()}),
+        ] {
+            let (status, body) = as_boss(
+                &server,
+                reqwest::Method::POST,
+                "/api/v1/admin/sources/oauth2",
+                Some(serde_json::json!({"name": "broken", "settings": settings})),
+            )
+            .await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+            assert!(
+                body["message"].as_str().unwrap().contains("METADATA")
+                    || body["message"].as_str().unwrap().contains("CERTIFICATE"),
+                "{body}"
+            );
+        }
+        let (status, _) = as_boss(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/admin/sources/oauth2/broken",
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+
+        // With the CLI, a certificate for the IdP's key that ends in ten
+        // days: `admin auth list` warns.
+        let soon = openssl::asn1::Asn1Time::days_from_now(10)
+            .unwrap()
+            .to_string();
+        let pem = certificate_until(&idp.private_key_pem(), 10);
+        let cert_file = dir.path().join("soon.pem");
+        std::fs::write(&cert_file, pem).unwrap();
+        let out = server.cli(&[
+            "admin",
+            "auth",
+            "add-saml",
+            "--name",
+            "soon",
+            "--auth-url",
+            &idp.sso_url(),
+            "--certificate-file",
+            &cert_file.display().to_string(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = server.cli(&["admin", "auth", "list"]);
+        let list = String::from_utf8(out.stdout).unwrap();
+        let line = list
+            .lines()
+            .find(|l| l.starts_with("source.oauth2_soon\t"))
+            .unwrap_or_else(|| panic!("{list}"));
+        assert!(line.contains("\tSAML\t"), "{line}");
+        assert!(line.contains("warning: the certificate"), "{line} ({soon})");
+        assert!(line.contains("expires in"), "{line}");
+        let viaapi = list
+            .lines()
+            .find(|l| l.starts_with("source.oauth2_viaapi\t"))
+            .unwrap();
+        assert!(!viaapi.contains("warning"), "{viaapi}");
+    }
+}
+
+/// A certificate for `key_pem` valid from yesterday for `days` days.
+fn certificate_until(key_pem: &str, days: u32) -> String {
+    let from = openssl::asn1::Asn1Time::days_from_now(0).unwrap();
+    let to = openssl::asn1::Asn1Time::days_from_now(days).unwrap();
+    certificate_between(key_pem, &from, &to)
 }

@@ -13,9 +13,9 @@ use crate::state::App;
 use crate::users::LOCAL_SOURCE;
 
 pub use oauth2::{
-    KeysUpdate, OAuth2SourceView, add_oauth2_source, is_oauth2_id, oauth2_name, oauth2_source,
-    oauth2_sources, probe_oauth2_source, remove_oauth2_source, test_oauth2_source,
-    update_oauth2_source,
+    CertificateView, KeysUpdate, METADATA_KEY, OAuth2SourceView, add_oauth2_source, is_oauth2_id,
+    oauth2_name, oauth2_source, oauth2_source_keys, oauth2_sources, probe_oauth2_source,
+    remove_oauth2_source, test_oauth2_source, update_oauth2_source,
 };
 
 /// The password sources a sign-in form may name: `local`, then each

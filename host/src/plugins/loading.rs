@@ -121,6 +121,8 @@ pub(super) struct SamlSpec {
     pub sign_requests: bool,
     /// `IDP_ENTITY_ID` is set: responses' `Issuer` is checked.
     pub checks_issuer: bool,
+    /// A probe's (the panel's Test connection): its key pair is not stored.
+    pub ephemeral: bool,
 }
 
 /// A SAML source's spec: the `saml` plugin with the section's settings,
@@ -184,6 +186,7 @@ pub(super) fn saml_spec(
             certificates,
             sign_requests,
             checks_issuer: text("IDP_ENTITY_ID").is_some(),
+            ephemeral: defined_in == DefinedIn::Probe,
         }),
         problem,
     }
@@ -214,7 +217,7 @@ fn preset_urls(provider: &str) -> &'static [(&'static str, &'static str)] {
 }
 
 /// What to load, before loading it.
-pub(super) struct Spec {
+pub(crate) struct Spec {
     pub id: String,
     kind: std::result::Result<Kind, String>,
     version: String,

@@ -12,7 +12,7 @@ use wasmtime::Engine;
 use super::calls::Prepared;
 use super::capabilities::Lender;
 use super::contract::SignInRefusal;
-use super::loading::{directory_spec, load_one, redirect_spec, specs};
+use super::loading::{directory_spec, load_one, redirect_spec, saml_spec, specs};
 use super::stats::Stats;
 use super::{Capability, Error, Kind, Limits, Origin, Result, builtin, engine};
 use crate::config::Config;
@@ -110,6 +110,8 @@ pub struct Plugins {
     pub(super) engine: Engine,
     pub(super) lender: Arc<Lender>,
     cache_dir: PathBuf,
+    /// `[server] ROOT_URL`: a SAML source's default entity id is made of it.
+    root_url: String,
     /// Written only when an administrator adds, changes or removes a
     /// directory or OAuth 2.0 source.
     plugins: std::sync::RwLock<Vec<Arc<Plugin>>>,
@@ -182,43 +184,6 @@ impl Plugins {
             .iter()
             .filter_map(|s| Some((s.id.clone(), s.http.clone()?)))
             .collect();
-        // Each SAML source's keys: its service provider key pair is read
-        // (or made, at the first start) from the database.
-        let mut saml = std::collections::HashMap::new();
-        for spec in specs.iter_mut() {
-            let Some(s) = spec.saml.take() else { continue };
-            if !s.checks_issuer {
-                tracing::warn!(
-                    plugin = %spec.id,
-                    "IDP_ENTITY_ID is not set: the Issuer of SAML responses is not checked (the signature still binds them to CERTIFICATE)"
-                );
-            }
-            for cert in &s.certificates {
-                let days = crate::saml::days_left(cert);
-                if days < 30 {
-                    tracing::warn!(
-                        plugin = %spec.id,
-                        "the identity provider certificate {} expires in {days} days",
-                        crate::saml::subject(cert)
-                    );
-                }
-            }
-            match crate::saml::keys::load_or_create(&db, &key, &s.name, &s.entity_id).await {
-                Ok(sp) => {
-                    saml.insert(
-                        spec.id.clone(),
-                        Arc::new(crate::saml::Keys {
-                            entity_id: s.entity_id,
-                            idp_certificates: s.certificates,
-                            sp,
-                            sign_requests: s.sign_requests,
-                            crypto: Box::new(crate::saml::crypto::Xmlsec),
-                        }),
-                    );
-                }
-                Err(e) => spec.refuse(format!("the SAML service provider key: {e}")),
-            }
-        }
         let lender = Arc::new(Lender {
             db,
             runtime: tokio::runtime::Handle::current(),
@@ -226,8 +191,13 @@ impl Plugins {
             directories: std::sync::RwLock::new(directories),
             http_grants: std::sync::RwLock::new(http_grants),
             outbound: Arc::new(super::outbound::Rules::from_config(&cfg.outbound_http)),
-            saml: std::sync::RwLock::new(saml),
+            saml: std::sync::RwLock::new(std::collections::HashMap::new()),
         });
+        // Each SAML source's keys: its service provider key pair is read
+        // (or made, at the first start) from the database.
+        for spec in specs.iter_mut() {
+            lend_saml_keys(&lender, spec).await;
+        }
         let loader_engine = engine.clone();
         let plugins = tokio::task::spawn_blocking(move || {
             specs
@@ -246,6 +216,7 @@ impl Plugins {
             engine,
             lender,
             cache_dir: cfg.server.app_data_path.join("plugin-cache"),
+            root_url: cfg.server.root_url.clone(),
             plugins: std::sync::RwLock::new(plugins),
         })
     }
@@ -366,6 +337,11 @@ impl Plugins {
             .expect("plugin list lock poisoned")
             .retain(|p| &*p.id != id);
         self.lender
+            .saml
+            .write()
+            .expect("saml key map lock poisoned")
+            .remove(id);
+        self.lender
             .http_grants
             .write()
             .expect("http grant lock poisoned")
@@ -423,7 +399,12 @@ impl Plugins {
         section: &std::collections::BTreeMap<String, String>,
         defined_in: DefinedIn,
     ) -> Result<Arc<Plugin>> {
-        let spec = redirect_spec(name, section, defined_in);
+        let mut spec = if SourceSettings::is_saml(section) {
+            saml_spec(name, section, defined_in, &self.root_url)
+        } else {
+            redirect_spec(name, section, defined_in)
+        };
+        lend_saml_keys(&self.lender, &mut spec).await;
         let (engine, cache_dir) = (self.engine.clone(), self.cache_dir.clone());
         let plugin =
             tokio::task::spawn_blocking(move || Arc::new(load_one(&engine, &cache_dir, spec)))
@@ -494,5 +475,54 @@ impl Plugins {
             .filter(|p| p.kind == Kind::IdentitySource && &*p.id != builtin::LOCAL)
             .cloned()
             .collect()
+    }
+}
+
+/// Makes a SAML source's keys (its service provider key pair read, or made
+/// and stored at its first load) and lends them to the plugin; a spec that
+/// is no SAML source is left alone. A probe (the panel's Test connection)
+/// gets a key pair of its own that is never stored.
+async fn lend_saml_keys(lender: &Lender, spec: &mut super::loading::Spec) {
+    let Some(s) = spec.saml.take() else { return };
+    if !s.checks_issuer {
+        tracing::warn!(
+            plugin = %spec.id,
+            "IDP_ENTITY_ID is not set: the Issuer of SAML responses is not checked (the signature still binds them to CERTIFICATE)"
+        );
+    }
+    for cert in &s.certificates {
+        let days = crate::saml::days_left(cert);
+        if days < crate::saml::EXPIRY_WARNING_DAYS {
+            tracing::warn!(
+                plugin = %spec.id,
+                "the identity provider certificate {} expires in {days} days",
+                crate::saml::subject(cert)
+            );
+        }
+    }
+    let sp = if s.ephemeral {
+        crate::saml::keys::generate(&s.entity_id)
+            .map(|(key, certificate)| crate::saml::SpKey { key, certificate })
+    } else {
+        crate::saml::keys::load_or_create(&lender.db, &lender.key, &s.name, &s.entity_id).await
+    };
+    match sp {
+        Ok(sp) => {
+            lender
+                .saml
+                .write()
+                .expect("saml key map lock poisoned")
+                .insert(
+                    spec.id.clone(),
+                    Arc::new(crate::saml::Keys {
+                        entity_id: s.entity_id,
+                        idp_certificates: s.certificates,
+                        sp,
+                        sign_requests: s.sign_requests,
+                        crypto: Box::new(crate::saml::crypto::Xmlsec),
+                    }),
+                );
+        }
+        Err(e) => spec.refuse(format!("the SAML service provider key: {e}")),
     }
 }

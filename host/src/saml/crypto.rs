@@ -96,6 +96,12 @@ impl XmlCrypto for Xmlsec {
                 String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?
             }
         };
+        // An XML declaration may lead; the element goes into another
+        // document, where one would not parse.
+        let text = match text.trim_start().strip_prefix("<?xml") {
+            Some(rest) => &rest[rest.find("?>").ok_or("an unterminated declaration")? + 2..],
+            None => text.as_str(),
+        };
         let start = text.find('<').ok_or("no element")?;
         let end = text.rfind('>').ok_or("no element")?;
         Ok(text[start..=end].to_string())

@@ -85,6 +85,14 @@ pub fn read_idp_metadata(xml: &str) -> Result<IdpMetadata, String> {
     {
         return Err("the metadata holds a DOCTYPE or an entity".into());
     }
+    let root_ok = roxmltree::Document::parse(xml).is_ok_and(|d| {
+        let root = d.root_element();
+        root.tag_name().name() == "EntityDescriptor"
+            && root.tag_name().namespace() == Some("urn:oasis:names:tc:SAML:2.0:metadata")
+    });
+    if !root_ok {
+        return Err("not SAML metadata: expected an md:EntityDescriptor".into());
+    }
     let entity: EntityDescriptor = xml
         .parse()
         .map_err(|e| format!("not SAML metadata (an md:EntityDescriptor): {e}"))?;

@@ -1,7 +1,8 @@
 //! Admin panel › Authentication: the directory sources with their last sync,
-//! a connection test and a sync for each, and the OAuth 2.0 sources with
-//! theirs; the form that adds either kind (test the connection, then save),
-//! and for an OAuth 2.0 source the one that changes it. Sources from the
+//! a connection test and a sync for each, and the OAuth 2.0 and SAML
+//! sources with theirs; the form that adds each kind (test the connection,
+//! then save; a SAML source from its identity provider's metadata), and for
+//! an OAuth 2.0 or SAML source the one that changes it. Sources from the
 //! ini file are read-only here.
 
 use std::collections::{BTreeMap, HashMap};
@@ -41,6 +42,29 @@ struct OAuth2SourcePage {
     editing: Option<String>,
     source_name: String,
     values: BTreeMap<String, String>,
+}
+
+/// The form of a SAML source: a new one, or one being changed.
+#[derive(Template)]
+#[template(path = "admin_auth_saml.html")]
+struct SamlSourcePage {
+    user: Option<String>,
+    csrf: String,
+    error: Option<String>,
+    notice: Option<String>,
+    editing: Option<String>,
+    source_name: String,
+    values: BTreeMap<String, String>,
+}
+
+impl SamlSourcePage {
+    fn value(&self, key: &str) -> &str {
+        self.values.get(key).map(String::as_str).unwrap_or("")
+    }
+
+    fn is(&self, key: &str, value: &str) -> bool {
+        self.value(key) == value
+    }
 }
 
 impl OAuth2SourcePage {
@@ -205,6 +229,14 @@ pub(crate) async fn new_form(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, WebError> {
     admin_only(&viewer)?;
+    if query.get("kind").map(String::as_str) == Some("saml") {
+        let form = OAuth2Form {
+            editing: None,
+            source_name: String::new(),
+            values: BTreeMap::from([("PROVIDER".to_string(), "saml".to_string())]),
+        };
+        return oauth2_page(&app, &viewer, StatusCode::OK, form, None, None);
+    }
     if query.get("kind").map(String::as_str) == Some("oauth2") {
         let values = BTreeMap::from([
             ("PROVIDER".to_string(), "openidConnect".to_string()),
@@ -234,7 +266,7 @@ pub(crate) async fn create(
     admin_post(&app, &viewer, form.get("_csrf"))?;
     form.remove("_csrf");
     let action = form.remove("action").unwrap_or_default();
-    if form.remove("kind").as_deref() == Some("oauth2") {
+    if matches!(form.remove("kind").as_deref(), Some("oauth2" | "saml")) {
         let source_name = form.remove("source_name").unwrap_or_default();
         let form = OAuth2Form {
             editing: None,
@@ -306,16 +338,38 @@ fn oauth2_page(
     notice: Option<String>,
 ) -> Result<Response, WebError> {
     let (csrf, jar) = viewer.csrf(app);
-    let page = OAuth2SourcePage {
-        user: viewer.login(),
-        csrf,
-        error,
-        notice,
-        editing: form.editing,
-        source_name: form.source_name,
-        values: form.values,
+    let saml = form
+        .values
+        .get("PROVIDER")
+        .is_some_and(|p| p.eq_ignore_ascii_case("saml"));
+    let rendered = if saml {
+        render(
+            status,
+            SamlSourcePage {
+                user: viewer.login(),
+                csrf,
+                error,
+                notice,
+                editing: form.editing,
+                source_name: form.source_name,
+                values: form.values,
+            },
+        )?
+    } else {
+        render(
+            status,
+            OAuth2SourcePage {
+                user: viewer.login(),
+                csrf,
+                error,
+                notice,
+                editing: form.editing,
+                source_name: form.source_name,
+                values: form.values,
+            },
+        )?
     };
-    Ok((jar, render(status, page)?).into_response())
+    Ok((jar, rendered).into_response())
 }
 
 /// The OAuth 2.0 form's two buttons: `action=test` fetches the discovery
@@ -380,6 +434,7 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
         }
     };
     put("NAME", Some(source.display_name));
+    let saml = source.provider == "saml";
     put("PROVIDER", Some(source.provider));
     put("CLIENT_ID", Some(source.client_id));
     put("OPENID_CONNECT_AUTO_DISCOVERY_URL", source.discovery_url);
@@ -400,6 +455,14 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
         source.group_team_map_removal.then(|| "true".into()),
     );
     put("AUTO_REGISTER", source.auto_register.then(|| "true".into()));
+    if saml {
+        let stored = identity::oauth2_source_keys(app, &source.id)
+            .await
+            .map_err(WebError::internal)?;
+        for key in ["ISSUER", "IDP_ENTITY_ID", "CERTIFICATE", "SIGN_REQUESTS"] {
+            put(key, stored.get(key).cloned());
+        }
+    }
     Ok(OAuth2Form {
         editing: Some(source.id),
         source_name: source.name,

@@ -78,6 +78,19 @@ pub struct OAuth2SourceView {
     pub group_team_map_removal: bool,
     /// `AUTO_REGISTER`.
     pub auto_register: bool,
+    /// A SAML source's (`PROVIDER = saml`) identity provider signing
+    /// certificates, as `CERTIFICATE` holds them; empty for OAuth 2.0.
+    pub certificates: Vec<CertificateView>,
+    /// `IDP_ENTITY_ID` (SAML): the `Issuer` responses must name.
+    pub idp_entity_id: Option<String>,
+    /// `SIGN_REQUESTS` (SAML).
+    pub sign_requests: bool,
+    /// Where a SAML source's service provider metadata is served, for the
+    /// identity provider's administrator.
+    pub metadata_url: Option<String>,
+    /// What the administrator should act on: a certificate that expires
+    /// within 30 days, or has.
+    pub warning: Option<String>,
     /// Where it is defined: `ini` (read-only in the panel and the API) or
     /// `database` (added in the panel, over the API or with the CLI).
     pub origin: String,
@@ -86,6 +99,50 @@ pub struct OAuth2SourceView {
     pub state: String,
     /// The last thing that went wrong with it since the server started.
     pub last_problem: Option<String>,
+}
+
+/// One certificate of a SAML source.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct CertificateView {
+    /// The subject, `CN=…`.
+    pub subject: String,
+    /// The end of its validity, as OpenSSL prints it.
+    pub not_after: String,
+    /// Days until then; negative once it has expired.
+    pub days_left: i64,
+}
+
+impl CertificateView {
+    fn of(section: &BTreeMap<String, String>) -> Vec<CertificateView> {
+        crate::saml::parse_certificates(section.get("CERTIFICATE").map_or("", String::as_str))
+            .unwrap_or_default()
+            .iter()
+            .map(|c| CertificateView {
+                subject: crate::saml::subject(c),
+                not_after: c.not_after().to_string(),
+                days_left: crate::saml::days_left(c),
+            })
+            .collect()
+    }
+}
+
+/// The warning a SAML source's certificates call for, if any.
+fn certificate_warning(certificates: &[CertificateView]) -> Option<String> {
+    let soon: Vec<String> = certificates
+        .iter()
+        .filter(|c| c.days_left < crate::saml::EXPIRY_WARNING_DAYS)
+        .map(|c| {
+            if c.days_left < 0 {
+                format!("the certificate {} expired on {}", c.subject, c.not_after)
+            } else {
+                format!(
+                    "the certificate {} expires in {} days ({})",
+                    c.subject, c.days_left, c.not_after
+                )
+            }
+        })
+        .collect();
+    (!soon.is_empty()).then(|| soon.join("; "))
 }
 
 impl OAuth2SourceView {
@@ -102,7 +159,27 @@ impl OAuth2SourceView {
         let flag = |k: &str| section.get(k).and_then(|v| parse_bool(v)) == Some(true);
         let id = redirect_id(name);
         let plugin = app.plugins.get(&id);
+        let saml = is_saml(section);
+        let certificates = if saml {
+            CertificateView::of(section)
+        } else {
+            Vec::new()
+        };
+        let path_name = plugin
+            .as_ref()
+            .and_then(|p| p.host_settings.redirect_name.clone())
+            .unwrap_or_else(|| name.to_string());
         OAuth2SourceView {
+            warning: certificate_warning(&certificates),
+            idp_entity_id: text("IDP_ENTITY_ID"),
+            sign_requests: flag("SIGN_REQUESTS"),
+            metadata_url: saml.then(|| {
+                format!(
+                    "{}user/oauth2/{path_name}/metadata",
+                    app.config.server.root_url
+                )
+            }),
+            certificates,
             name: name.to_string(),
             display_name: text("NAME").unwrap_or_else(|| name.to_string()),
             provider: text("PROVIDER").unwrap_or_default(),
@@ -153,12 +230,11 @@ pub fn is_oauth2_id(id: &str) -> bool {
     id.strip_prefix(ID_PREFIX).is_some_and(|n| !n.is_empty())
 }
 
-/// The ini file's OAuth 2.0 sections (SAML ones left out), by name.
+/// The ini file's OAuth 2.0 and SAML sections, by name.
 fn ini_sources(app: &App) -> impl Iterator<Item = (&str, &BTreeMap<String, String>)> {
     app.config
         .oauth2_sources
         .iter()
-        .filter(|o| !is_saml(&o.settings))
         .map(|o| (o.name.as_str(), &o.settings))
 }
 
@@ -211,6 +287,17 @@ pub async fn oauth2_source(app: &App, id_or_name: &str) -> Result<OAuth2SourceVi
         .into_iter()
         .find(|s| s.name == name)
         .ok_or_else(|| SourceError::NotFound(redirect_id(name)))
+}
+
+/// The keys of a stored source as written (its secret left out), for the
+/// form that changes it.
+pub async fn oauth2_source_keys(
+    app: &App,
+    id_or_name: &str,
+) -> Result<BTreeMap<String, String>, SourceError> {
+    let (_, mut section) = stored_source(app, id_or_name).await?;
+    section.remove("CLIENT_SECRET");
+    Ok(section)
 }
 
 /// Adding or changing a source needs the switch that serves them.
@@ -269,10 +356,7 @@ pub(crate) fn checked_section(
         ));
     };
     if provider.eq_ignore_ascii_case("saml") {
-        return invalid(
-            "PROVIDER = saml: SAML sources cannot be added in the panel, over the API or with the CLI yet"
-                .into(),
-        );
+        return checked_saml_section(section);
     }
     let Some(provider) = PROVIDERS.iter().find(|p| p.eq_ignore_ascii_case(provider)) else {
         return invalid(format!(
@@ -316,15 +400,111 @@ pub(crate) fn checked_section(
         }
     }
     if let Some(map) = section.get("GROUP_TEAM_MAP") {
-        serde_json::from_str::<BTreeMap<String, BTreeMap<String, Vec<String>>>>(map).map_err(
-            |e| {
-                SourceError::Invalid(format!(
-                    "GROUP_TEAM_MAP: expected JSON of group -> organization -> teams, e.g. {{\"developers\": {{\"acme\": [\"core\"]}}}}: {e}"
-                ))
-            },
-        )?;
+        check_group_team_map(map)?;
     }
     Ok(section)
+}
+
+/// The keys a SAML source takes; `METADATA` is not kept but read.
+const SAML_SOURCE_KEYS: &[&str] = &[
+    "NAME",
+    "PROVIDER",
+    "AUTH_URL",
+    "ISSUER",
+    "REDIRECT_URI",
+    "CERTIFICATE",
+    "IDP_ENTITY_ID",
+    "NAMEID_AS_USERNAME",
+    "EMAIL_ATTRIBUTE",
+    "NAME_ATTRIBUTE",
+    "USERNAME_ATTRIBUTE",
+    "SIGN_REQUESTS",
+    "GROUP_CLAIM_NAME",
+    "ADMIN_GROUP",
+    "RESTRICTED_GROUP",
+    "GROUP_TEAM_MAP",
+    "GROUP_TEAM_MAP_REMOVAL",
+    "AUTO_REGISTER",
+];
+
+/// The pseudo-key that carries an identity provider's metadata XML (the
+/// panel's upload, the API's `settings`, `add-saml --metadata-file`): it
+/// fills `AUTH_URL`, `CERTIFICATE` and `IDP_ENTITY_ID` where they are not
+/// given, and is not kept.
+pub const METADATA_KEY: &str = "METADATA";
+
+/// A SAML source's keys, checked: the metadata read, every key one a SAML
+/// source takes, `AUTH_URL` and at least one certificate valid now.
+fn checked_saml_section(
+    mut section: BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, SourceError> {
+    let invalid = |m: String| Err(SourceError::Invalid(m));
+    if let Some(xml) = section.remove(METADATA_KEY) {
+        let idp = crate::saml::metadata::read_idp_metadata(&xml)
+            .map_err(|e| SourceError::Invalid(format!("{METADATA_KEY}: {e}")))?;
+        section.entry("AUTH_URL".into()).or_insert(idp.sso_url);
+        section
+            .entry("CERTIFICATE".into())
+            .or_insert_with(|| idp.certificates.concat());
+        section
+            .entry("IDP_ENTITY_ID".into())
+            .or_insert(idp.entity_id);
+    }
+    section.insert("PROVIDER".into(), "saml".into());
+    for (key, value) in &section {
+        let spec = schema::key_spec(SECTION, key)
+            .filter(|_| SAML_SOURCE_KEYS.contains(&key.as_str()))
+            .ok_or_else(|| SourceError::Invalid(format!("{key} is not a key of a SAML source")))?;
+        spec.kind
+            .check(value)
+            .map_err(|expected| SourceError::Invalid(format!("{key}: expected {expected}")))?;
+    }
+    if !section.contains_key("AUTH_URL") {
+        return invalid(
+            "AUTH_URL is required for PROVIDER = saml: the identity provider's single sign-on URL (or give its metadata)"
+                .into(),
+        );
+    }
+    let certificates =
+        crate::saml::parse_certificates(section.get("CERTIFICATE").map_or("", String::as_str))
+            .map_err(|e| SourceError::Invalid(format!("CERTIFICATE: {e}")))?;
+    if certificates.is_empty() {
+        return invalid(
+            "CERTIFICATE is required for PROVIDER = saml: the identity provider's signing certificate (or give its metadata)"
+                .into(),
+        );
+    }
+    if certificates
+        .iter()
+        .all(|c| crate::saml::days_left(c) < 0 || c.not_before() > openssl_now().as_ref())
+    {
+        return invalid(format!(
+            "CERTIFICATE: no certificate is valid now ({}), so no response could be verified",
+            certificates
+                .iter()
+                .map(|c| format!("{} until {}", crate::saml::subject(c), c.not_after()))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    if let Some(map) = section.get("GROUP_TEAM_MAP") {
+        check_group_team_map(map)?;
+    }
+    Ok(section)
+}
+
+fn openssl_now() -> openssl::asn1::Asn1Time {
+    openssl::asn1::Asn1Time::days_from_now(0).expect("the current time")
+}
+
+fn check_group_team_map(map: &str) -> Result<(), SourceError> {
+    serde_json::from_str::<BTreeMap<String, BTreeMap<String, Vec<String>>>>(map)
+        .map(|_| ())
+        .map_err(|e| {
+            SourceError::Invalid(format!(
+                "GROUP_TEAM_MAP: expected JSON of group -> organization -> teams, e.g. {{\"developers\": {{\"acme\": [\"core\"]}}}}: {e}"
+            ))
+        })
 }
 
 /// Adds an OAuth 2.0 source (the panel's form, `POST
@@ -558,7 +738,34 @@ mod tests {
             refusal(&[("PROVIDER", "facebook"), ("CLIENT_ID", "x")])
                 .starts_with("PROVIDER = \"facebook\": expected one of openidConnect")
         );
-        assert!(refusal(&[("PROVIDER", "SAML")]).starts_with("PROVIDER = saml: SAML sources"));
+        assert!(
+            refusal(&[("PROVIDER", "SAML")])
+                .starts_with("AUTH_URL is required for PROVIDER = saml")
+        );
+        assert_eq!(
+            refusal(&[("PROVIDER", "saml"), ("CLIENT_ID", "x")]),
+            "CLIENT_ID is not a key of a SAML source"
+        );
+        assert!(
+            refusal(&[
+                ("PROVIDER", "saml"),
+                ("AUTH_URL", "https://idp.example/sso")
+            ])
+            .starts_with("CERTIFICATE is required for PROVIDER = saml")
+        );
+        let (_, cert) = crate::saml::keys::generate("https://idp.example/").unwrap();
+        let pem = String::from_utf8(cert.to_pem().unwrap()).unwrap();
+        let ok = checked_section(section(&[
+            ("PROVIDER", "SAML"),
+            ("AUTH_URL", "https://idp.example/sso"),
+            ("CERTIFICATE", &pem),
+        ]))
+        .expect("a good SAML section");
+        assert_eq!(ok.get("PROVIDER").map(String::as_str), Some("saml"));
+        assert!(
+            refusal(&[("PROVIDER", "saml"), ("METADATA", "<nope/>")])
+                .starts_with("METADATA: not SAML metadata: expected an md:EntityDescriptor")
+        );
         assert_eq!(
             refusal(&[("CLIENT_ID", "x")]),
             format!("PROVIDER is required: one of {}", PROVIDERS.join(", "))
