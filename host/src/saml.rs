@@ -114,10 +114,20 @@ impl Keys {
             })
         } else {
             // No signature on the response: the assertion must carry one,
-            // and only the assertion is given.
-            let xml = self.decrypt_in_place(&xml)?;
-            refuse_dangerous_markup(&xml)?;
-            Outline::read(&xml)?;
+            // and only the assertion is given. Anything can be encrypted to
+            // the service provider's public key, so until a signature has
+            // verified, every failure here reads the same (a decryption
+            // or parse error told apart from a signature error would be an
+            // oracle on the plaintext of a captured assertion).
+            let unverified = |e: Error| match e {
+                Error::Malformed(why) => {
+                    Error::InvalidSignature(format!("an unsigned response: {why}"))
+                }
+                other => other,
+            };
+            let xml = self.decrypt_in_place(&xml).map_err(unverified)?;
+            refuse_dangerous_markup(&xml).map_err(unverified)?;
+            Outline::read(&xml).map_err(unverified)?;
             let signed = self
                 .crypto
                 .signed_content(&xml, &certificates)
@@ -303,7 +313,21 @@ fn refuse_dangerous_markup(xml: &str) -> Result<()> {
     // The XML declaration is the one processing instruction allowed.
     let body = match body.strip_prefix("<?xml") {
         Some(rest) => match rest.find("?>") {
-            Some(end) => &rest[end + 2..],
+            Some(end) => {
+                // Read as UTF-8 by every parser here; another declared
+                // encoding would let two parsers see two documents.
+                let declaration = rest[..end].to_ascii_lowercase().replace('\'', "\"");
+                if let Some(at) = declaration.find("encoding=\"") {
+                    let value = &declaration[at + 10..];
+                    let value = value.split('"').next().unwrap_or("");
+                    if value != "utf-8" && value != "utf8" {
+                        return Err(Error::Malformed(format!(
+                            "the document declares the encoding {value:?}, not UTF-8"
+                        )));
+                    }
+                }
+                &rest[end + 2..]
+            }
             None => return Err(Error::Malformed("an unterminated XML declaration".into())),
         },
         None => body,
@@ -453,6 +477,11 @@ mod tests {
             );
         }
         assert!(refuse_dangerous_markup("<?xml version=\"1.0\"?>\n<x a='1'>t</x>").is_ok());
+        assert!(refuse_dangerous_markup("<?xml version='1.0' encoding='UTF-8'?><x/>").is_ok());
+        assert!(matches!(
+            refuse_dangerous_markup("<?xml version='1.0' encoding='UTF-16'?><x/>"),
+            Err(Error::Malformed(_))
+        ));
     }
 
     #[test]

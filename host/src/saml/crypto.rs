@@ -79,6 +79,11 @@ impl XmlCrypto for Xmlsec {
             .encrypted_assertion
             .ok_or("no encrypted assertion")?;
         let (cipher, method) = encrypted.encrypted_key_info().ok_or("no encrypted key")?;
+        // RSA PKCS#1 v1.5 key transport invites Bleichenbacher's attack;
+        // RSA-OAEP is what identity providers use.
+        if method.ends_with("#rsa-1_5") {
+            return Err(format!("the key transport {method} is not accepted"));
+        }
         let aes = samael::crypto::XmlSec::decrypt_assertion_key_info(cipher, method, key)
             .map_err(|e| e.to_string())?;
         let (cipher, method) = encrypted

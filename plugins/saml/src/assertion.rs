@@ -200,21 +200,36 @@ fn check_conditions(
             "the assertion expired at {until} (now {now}; more than five minutes of clock skew)"
         )));
     }
-    let audiences: Vec<String> = conditions
-        .children()
-        .filter(|c| is(c, ASSERTION, "AudienceRestriction"))
-        .flat_map(|r| {
-            r.children()
+    // Every condition must be understood (SAML core §2.5.1.2): an audience
+    // restriction, one-time use (the replay cache holds it), a proxy
+    // restriction (Postern passes nothing on). Every audience restriction
+    // must name this service provider, and there must be one.
+    let mut restrictions = 0;
+    for condition in conditions.children().filter(|c| c.is_element()) {
+        if is(&condition, ASSERTION, "AudienceRestriction") {
+            restrictions += 1;
+            let audiences: Vec<String> = condition
+                .children()
                 .filter(|a| is(a, ASSERTION, "Audience"))
                 .map(|a| text(&a))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    if !audiences.contains(&config.entity_id) {
-        return Err(refuse(format!(
-            "wrong audience: the assertion is for {audiences:?}, not {:?}",
-            config.entity_id
-        )));
+                .collect();
+            if !audiences.contains(&config.entity_id) {
+                return Err(refuse(format!(
+                    "wrong audience: the assertion is for {audiences:?}, not {:?}",
+                    config.entity_id
+                )));
+            }
+        } else if !is(&condition, ASSERTION, "OneTimeUse")
+            && !is(&condition, ASSERTION, "ProxyRestriction")
+        {
+            return Err(refuse(format!(
+                "an unknown condition {:?}",
+                condition.tag_name().name()
+            )));
+        }
+    }
+    if restrictions == 0 {
+        return Err(refuse("wrong audience: the assertion names no audience"));
     }
     Ok(until)
 }
