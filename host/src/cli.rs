@@ -866,6 +866,7 @@ async fn plugin_list(app: App, json: bool) -> anyhow::Result<()> {
     }
     for p in list {
         println!("{}", p.id);
+        println!("  plugin:       {}", p.plugin);
         println!("  kind:         {}", p.kind.as_str());
         println!("  version:      {}", p.version);
         println!("  wit version:  {}", p.wit_version);

@@ -407,7 +407,16 @@ impl Config {
             Some(p) => PathBuf::from(p),
             None => app_data_path.join("repositories"),
         };
-        let root_url = get("server", "ROOT_URL");
+        // Gitea's default: made of DOMAIN and HTTP_PORT, so that a port set
+        // alone moves the links and redirects with it.
+        let root_url = match get("server", "ROOT_URL").trim() {
+            "" => format!(
+                "http://{}:{}/",
+                get("server", "DOMAIN").trim(),
+                int("server", "HTTP_PORT")
+            ),
+            url => url.to_string(),
+        };
         let webauthn_domain = match raw.get("webauthn").and_then(|s| s.get("DOMAIN")) {
             Some(d) => d.clone(),
             None => host_of(&root_url),
@@ -803,6 +812,39 @@ mod tests {
         assert_eq!(cfg.directory_sources.len(), 1);
         assert_eq!(cfg.directory_sources[0].settings["HOST"], "dir.example.com");
         assert_eq!(cfg.directory_sources[0].settings["NAME"], "corp");
+    }
+
+    #[test]
+    fn root_url_follows_domain_and_port_unless_set() {
+        let dir = tmp();
+        let file = write(&dir, "[server]\nHTTP_PORT = 3999\n");
+        let cfg = Config::load_with_env(Some(&file), Vec::new()).unwrap();
+        assert_eq!(cfg.server.root_url, "http://localhost:3999/");
+        let file = write(
+            &dir,
+            "[server]\nHTTP_PORT = 3999\nDOMAIN = git.example.com\n",
+        );
+        let cfg = Config::load_with_env(Some(&file), Vec::new()).unwrap();
+        assert_eq!(cfg.server.root_url, "http://git.example.com:3999/");
+        let file = write(
+            &dir,
+            "[server]\nHTTP_PORT = 3999\nROOT_URL = https://git.example.com\n",
+        );
+        let cfg = Config::load_with_env(Some(&file), Vec::new()).unwrap();
+        assert_eq!(cfg.server.root_url, "https://git.example.com/");
+        let cfg = Config::load_with_env(None, Vec::new()).unwrap();
+        assert_eq!(cfg.server.root_url, "http://localhost:3000/");
+    }
+
+    #[test]
+    fn group_team_map_is_a_key_of_directory_sources() {
+        let dir = tmp();
+        let file = write(
+            &dir,
+            "[source.1]\nHOST = ldap.example.com\nSYNC_GROUPS = true\nGROUP_TEAM_MAP = {\"cn=devs\": {\"acme\": [\"core\"]}}\n",
+        );
+        let cfg = Config::load_with_env(Some(&file), Vec::new()).unwrap();
+        assert!(cfg.unknown_keys.is_empty(), "{:?}", cfg.unknown_keys);
     }
 
     #[test]

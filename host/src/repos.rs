@@ -245,6 +245,17 @@ pub async fn find(db: &Db, owner: &str, name: &str) -> Result<Option<Repository>
 }
 
 /// Every repository an account owns, in id order.
+/// How many repositories there are, and how many of them are private, for
+/// the admin dashboard.
+pub async fn counts(db: &Db) -> sqlx::Result<(i64, i64)> {
+    let row = sqlx::query(
+        "SELECT COUNT(*), COALESCE(SUM(CASE WHEN is_private = 1 THEN 1 ELSE 0 END), 0) FROM repositories",
+    )
+    .fetch_one(db.pool())
+    .await?;
+    Ok((row.try_get(0)?, row.try_get(1)?))
+}
+
 pub async fn list_for_owner(db: &Db, owner_id: i64) -> Result<Vec<Repository>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM repositories r JOIN users u ON u.id = r.owner_id WHERE r.owner_id = $1 ORDER BY r.id"

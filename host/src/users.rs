@@ -510,6 +510,35 @@ pub async fn deactivated_by(db: &Db, id: i64) -> sqlx::Result<String> {
     row.try_get(0)
 }
 
+/// How many accounts there are, for the admin dashboard.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counts {
+    /// People, deactivated ones included.
+    pub users: i64,
+    pub active: i64,
+    pub admins: i64,
+    pub organizations: i64,
+}
+
+pub async fn counts(db: &Db) -> sqlx::Result<Counts> {
+    let row = sqlx::query(
+        "SELECT \
+           COALESCE(SUM(CASE WHEN kind = 0 THEN 1 ELSE 0 END), 0), \
+           COALESCE(SUM(CASE WHEN kind = 0 AND is_active = 1 THEN 1 ELSE 0 END), 0), \
+           COALESCE(SUM(CASE WHEN kind = 0 AND is_admin = 1 THEN 1 ELSE 0 END), 0), \
+           COALESCE(SUM(CASE WHEN kind = 1 THEN 1 ELSE 0 END), 0) \
+         FROM users",
+    )
+    .fetch_one(db.pool())
+    .await?;
+    Ok(Counts {
+        users: row.try_get(0)?,
+        active: row.try_get(1)?,
+        admins: row.try_get(2)?,
+        organizations: row.try_get(3)?,
+    })
+}
+
 /// Creates the account row of an organization (organizations are accounts
 /// of kind 1, as in Gitea); returns its id. The caller checked the name.
 pub async fn insert_org_account(db: &Db, name: &str, full_name: &str) -> sqlx::Result<i64> {

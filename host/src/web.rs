@@ -24,6 +24,7 @@ mod external;
 mod hooks;
 mod oauth;
 mod orgs;
+mod panel;
 mod repos;
 mod security;
 mod webauthn;
@@ -114,6 +115,8 @@ pub(crate) fn routes() -> Router<App> {
             post(applications::revoke),
         )
         .merge(oauth::routes())
+        .route("/admin", get(panel::dashboard))
+        .route("/admin/plugins", get(panel::plugins))
         .route("/admin/auths", get(admin::list))
         .route("/admin/auths/new", get(admin::new_form).post(admin::create))
         .route("/admin/auths/{id}/test", post(admin::test))

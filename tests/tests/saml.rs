@@ -835,6 +835,7 @@ async fn the_metadata_the_plugin_list_and_a_bad_certificate() {
             .find(|p| p["id"] == "source.oauth2_saml")
             .unwrap_or_else(|| panic!("no SAML source in {:?}", server.plugin_list()));
         assert_eq!(plugin["kind"], "identity-source", "{plugin}");
+        assert_eq!(plugin["plugin"], "saml", "{plugin}");
         assert_eq!(plugin["state"], "ready", "{plugin}");
         let grants: Vec<&str> = plugin["grants"]
             .as_array()

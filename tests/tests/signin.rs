@@ -416,6 +416,91 @@ async fn unknown_keys_are_reported_at_start() {
 }
 
 #[tokio::test]
+async fn plugin_list_names_the_plugin_behind_each_source() {
+    let server = Server::start(
+        &postern_tests::Backend::Sqlite,
+        Options {
+            ini: "[source]\nENABLE_LDAP = true\n\n[source.1]\nNAME = corp\nHOST = 127.0.0.1\nPORT = 1\nUSER_SEARCH_BASE = ou=people,dc=example,dc=com\nUSER_FILTER = (uid=%s)\n".into(),
+            ..Default::default()
+        },
+    )
+    .await;
+    let list = server.plugin_list();
+    let plugin_of = |id: &str| {
+        list.iter()
+            .find(|p| p["id"] == id)
+            .unwrap_or_else(|| panic!("{id} is not listed: {list:?}"))["plugin"]
+            .clone()
+    };
+    assert_eq!(plugin_of("source.1"), "ldap");
+    assert_eq!(plugin_of("local"), "local");
+    let out = server.cli(&["admin", "plugin", "list"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("source.1\n  plugin:       ldap"), "{text}");
+}
+
+#[tokio::test]
+async fn the_admin_dashboard_and_plugins_pages_show_the_site_to_administrators_only() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("boss", "a-long-password", true);
+        server.create_user("pat", "a-long-password", false);
+        server.create_user("gone", "a-long-password", false);
+        let res = reqwest::Client::new()
+            .patch(server.url("/api/v1/admin/users/gone"))
+            .basic_auth("boss", Some("a-long-password"))
+            .json(&serde_json::json!({"active": false}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), reqwest::StatusCode::OK, "{backend}");
+        let boss = server.signed_in("boss", "a-long-password").await;
+        let page = boss
+            .get(server.url("/admin"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            page.contains("3 (2 active, 1 administrators)"),
+            "{backend}: {page}"
+        );
+        assert!(page.contains("id=\"repositories\">0 (0 private)"), "{page}");
+        let database = match backend {
+            postern_tests::Backend::Sqlite => "SQLite",
+            _ => "PostgreSQL",
+        };
+        assert!(
+            page.contains(&format!("id=\"database\">{database}")),
+            "{page}"
+        );
+        assert!(page.contains("data-plugin=\"local\""), "{page}");
+        let plugins = boss
+            .get(server.url("/admin/plugins"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        for id in ["local", "totp", "webauthn", "webhook-http", "webhook-nats"] {
+            assert!(
+                plugins.contains(&format!("data-plugin=\"{id}\"")),
+                "{backend}: {id} missing: {plugins}"
+            );
+        }
+        assert!(plugins.contains("credentials"), "the grants are shown");
+        let pat = server.signed_in("pat", "a-long-password").await;
+        for path in ["/admin", "/admin/plugins"] {
+            let res = pat.get(server.url(path)).send().await.unwrap();
+            assert_eq!(res.status(), reqwest::StatusCode::NOT_FOUND, "{path}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn plugin_list_shows_the_local_identity_source() {
     for backend in backends() {
         let server = Server::start(&backend, Options::default()).await;

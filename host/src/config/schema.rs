@@ -288,10 +288,16 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "Port the web server listens on; 0 picks a free port and logs it.",
             ),
             k(
+                "DOMAIN",
+                STR,
+                "localhost",
+                "The host name users reach Postern at; the default ROOT_URL is made of it.",
+            ),
+            k(
                 "ROOT_URL",
                 URL,
-                "http://localhost:3000/",
-                "The address users reach Postern at. An https:// address makes cookies Secure.",
+                "",
+                "The address users reach Postern at; unset: http://<DOMAIN>:<HTTP_PORT>/, as Gitea makes it. An https:// address makes cookies Secure.",
             ),
             k(
                 "APP_DATA_PATH",
@@ -573,6 +579,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 BOOL,
                 "false",
                 "Synchronise group membership into teams.",
+            ),
+            k(
+                "GROUP_TEAM_MAP",
+                STR,
+                "",
+                "JSON: directory group -> organization -> teams the user is put in (with SYNC_GROUPS).",
             ),
             k(
                 "AUTO_CREATE_ORG",

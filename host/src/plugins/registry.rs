@@ -51,6 +51,10 @@ pub struct Plugin {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PluginInfo {
     pub id: String,
+    /// The plugin that serves it: its own id, or for a source the built-in
+    /// it is an instance of (`ldap` for `source.1`, `oauth2` or `saml` for
+    /// `source.oauth2_<name>`).
+    pub plugin: String,
     pub kind: Kind,
     pub version: String,
     pub wit_version: String,
@@ -70,6 +74,10 @@ impl Plugin {
     pub(super) fn info(&self) -> PluginInfo {
         PluginInfo {
             id: self.id.to_string(),
+            plugin: match &self.origin {
+                Origin::InstanceOf(of) => of.to_string(),
+                _ => self.id.to_string(),
+            },
             kind: self.kind,
             version: self.version.clone(),
             wit_version: match &self.state {

@@ -30,6 +30,21 @@ struct SourcesPage {
     oauth2: Vec<OAuth2SourceView>,
 }
 
+/// What a source form shows in its fields: the keys as typed, or stored.
+trait FormValues {
+    fn values(&self) -> &BTreeMap<String, String>;
+
+    /// The value of `key`, empty when there is none.
+    fn value(&self, key: &str) -> &str {
+        self.values().get(key).map(String::as_str).unwrap_or("")
+    }
+
+    /// Whether `key` is `value` (a selected option, a ticked box).
+    fn is(&self, key: &str, value: &str) -> bool {
+        self.value(key) == value
+    }
+}
+
 /// The form of an OAuth 2.0 source: a new one, or one being changed.
 #[derive(Template)]
 #[template(path = "admin_auth_oauth2.html")]
@@ -57,23 +72,15 @@ struct SamlSourcePage {
     values: BTreeMap<String, String>,
 }
 
-impl SamlSourcePage {
-    fn value(&self, key: &str) -> &str {
-        self.values.get(key).map(String::as_str).unwrap_or("")
-    }
-
-    fn is(&self, key: &str, value: &str) -> bool {
-        self.value(key) == value
+impl FormValues for SamlSourcePage {
+    fn values(&self) -> &BTreeMap<String, String> {
+        &self.values
     }
 }
 
-impl OAuth2SourcePage {
-    fn value(&self, key: &str) -> &str {
-        self.values.get(key).map(String::as_str).unwrap_or("")
-    }
-
-    fn is(&self, key: &str, value: &str) -> bool {
-        self.value(key) == value
+impl FormValues for OAuth2SourcePage {
+    fn values(&self) -> &BTreeMap<String, String> {
+        &self.values
     }
 }
 
@@ -87,13 +94,9 @@ struct NewSourcePage {
     values: BTreeMap<String, String>,
 }
 
-impl NewSourcePage {
-    fn value(&self, key: &str) -> &str {
-        self.values.get(key).map(String::as_str).unwrap_or("")
-    }
-
-    fn is(&self, key: &str, value: &str) -> bool {
-        self.value(key) == value
+impl FormValues for NewSourcePage {
+    fn values(&self) -> &BTreeMap<String, String> {
+        &self.values
     }
 }
 
