@@ -125,8 +125,8 @@ impl Keys {
                 }
                 other => other,
             };
+            // The original was checked above, the decrypted part inside.
             let xml = self.decrypt_in_place(&xml).map_err(unverified)?;
-            refuse_dangerous_markup(&xml).map_err(unverified)?;
             Outline::read(&xml).map_err(unverified)?;
             let signed = self
                 .crypto
@@ -220,6 +220,11 @@ impl Keys {
             &xml[range.end..]
         ))
     }
+}
+
+/// Whether `cert` is valid now.
+pub fn valid_now(cert: &X509) -> bool {
+    openssl::asn1::Asn1Time::days_from_now(0).is_ok_and(|now| validity(cert, &now).is_ok())
 }
 
 /// Whether `cert` is valid at `now`.

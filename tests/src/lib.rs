@@ -326,6 +326,27 @@ impl Server {
     }
 
     /// `admin plugin list --json`, parsed.
+    /// The logins `admin user list` shows, in its order.
+    pub fn logins(&self) -> Vec<String> {
+        let out = self.cli(&["admin", "user", "list"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .expect("UTF-8")
+            .lines()
+            // Past the header: a line per user, its id first.
+            .filter(|l| {
+                l.split_whitespace()
+                    .next()
+                    .is_some_and(|id| id.parse::<i64>().is_ok())
+            })
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+            .collect()
+    }
+
     pub fn plugin_list(&self) -> Vec<serde_json::Value> {
         let out = self.cli(&["admin", "plugin", "list", "--json"]);
         assert!(

@@ -80,30 +80,9 @@ async fn with_node_source(
     start_at(backend, port, "127.0.0.1", &ini).await
 }
 
-/// The logins `admin user list` shows.
-fn logins(server: &Server) -> Vec<String> {
-    let out = server.cli(&["admin", "user", "list"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        // Past the header: a line per user, its id first.
-        .filter(|l| {
-            l.split_whitespace()
-                .next()
-                .is_some_and(|id| id.parse::<i64>().is_ok())
-        })
-        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
-        .collect()
-}
-
 /// How many users `login` names (0 or 1).
 fn users_named(server: &Server, login: &str) -> usize {
-    logins(server).iter().filter(|l| *l == login).count()
+    server.logins().iter().filter(|l| *l == login).count()
 }
 
 /// An API call as the site administrator `boss`.
@@ -666,7 +645,7 @@ async fn a_provider_breaking_a_rule_is_refused_with_its_page_and_creates_nobody(
         );
         assert_eq!(whoami(&server, &http).await.0, StatusCode::UNAUTHORIZED);
 
-        assert_eq!(logins(&server), vec!["honest".to_string()], "{backend}");
+        assert_eq!(server.logins(), vec!["honest".to_string()], "{backend}");
         assert_eq!(
             peer.foreign_token_requests(),
             0,
@@ -876,7 +855,7 @@ async fn auto_linking_takes_a_verified_address_and_a_link_is_removed_in_settings
         // and an authenticator app.
         server.create_user("lou", PW, false);
         let secret = enrol_totp(&server, "lou").await;
-        let before = logins(&server);
+        let before = server.logins();
 
         peer.set(Mode::Honest, "lou");
         let (http, callback) = through_provider(&server, &peer).await;
@@ -904,7 +883,7 @@ async fn auto_linking_takes_a_verified_address_and_a_link_is_removed_in_settings
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
         let (_, me) = whoami(&server, &http).await;
         assert_eq!(me["login"], "lou", "{backend}: linked, not made anew");
-        assert_eq!(logins(&server), before, "{backend}");
+        assert_eq!(server.logins(), before, "{backend}");
 
         // Settings › Security lists the link; unlinking removes it.
         let (linked, csrf) = linked_accounts(&server, &http).await;

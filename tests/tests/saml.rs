@@ -123,22 +123,6 @@ async fn session_login(client: &reqwest::Client, server: &Server) -> Option<Stri
     user["login"].as_str().map(str::to_string)
 }
 
-/// The logins `admin user list` shows.
-fn logins(server: &Server) -> Vec<String> {
-    let out = server.cli(&["admin", "user", "list"]);
-    assert!(out.status.success());
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter(|l| {
-            l.split_whitespace()
-                .next()
-                .is_some_and(|id| id.parse::<i64>().is_ok())
-        })
-        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
-        .collect()
-}
-
 #[tokio::test]
 async fn sign_in_in_chromium_creates_the_user_and_the_second_reuses_the_link() {
     let idp = saml::shared();
@@ -198,7 +182,7 @@ async fn sign_in_in_chromium_creates_the_user_and_the_second_reuses_the_link() {
             assert_eq!(user["email"], "alice@example.com", "{backend}");
             assert_eq!(user["full_name"], "Alice Example", "{backend}");
             assert_eq!(
-                logins(&server).iter().filter(|l| *l == "alice").count(),
+                server.logins().iter().filter(|l| *l == "alice").count(),
                 1,
                 "{backend}, round {round}"
             );
@@ -225,7 +209,7 @@ async fn without_auto_register_nobody_is_created() {
         );
         assert!(page.contains(NOT_LINKED), "{backend}: {page}");
         assert_eq!(session_login(&client, &server).await, None, "{backend}");
-        assert!(!logins(&server).contains(&"bob".to_string()), "{backend}");
+        assert!(!server.logins().contains(&"bob".to_string()), "{backend}");
     }
 }
 
@@ -529,7 +513,7 @@ async fn refused(
     expected: &str,
     tamper: impl Fn(&str) -> String,
 ) {
-    let before = logins(server);
+    let before = server.logins();
     let reasons_before = server.log().matches(reason).count();
     let (client, to) = begin(server).await;
     let posted = idp.respond(&to, login).await;
@@ -550,7 +534,7 @@ async fn refused(
         server.backend
     );
     assert_eq!(session_login(&client, server).await, None, "{what}");
-    assert_eq!(logins(server), before, "{what}: somebody was created");
+    assert_eq!(server.logins(), before, "{what}: somebody was created");
     assert!(
         server.log().matches(reason).count() > reasons_before,
         "{what}: the log does not say {reason:?}:\n{}",
@@ -725,7 +709,7 @@ async fn every_attack_on_a_real_signed_response_is_refused() {
 
         // A response for another request: begun twice, the first's
         // response posted with the second's cookie and RelayState.
-        let before = logins(&server);
+        let before = server.logins();
         let (_, first) = begin(&server).await;
         let (client, second) = begin(&server).await;
         let for_first = idp.respond(&first, "bob").await;
@@ -738,7 +722,7 @@ async fn every_attack_on_a_real_signed_response_is_refused() {
         assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}");
         assert!(res.text().await.unwrap().contains(UNVERIFIED));
         assert_eq!(session_login(&client, &server).await, None);
-        assert_eq!(logins(&server), before);
+        assert_eq!(server.logins(), before);
         assert!(
             server.log().contains("answers another request"),
             "{}",
@@ -759,7 +743,7 @@ async fn every_attack_on_a_real_signed_response_is_refused() {
             session_login(&client, &server).await.as_deref(),
             Some("alice")
         );
-        let before = logins(&server);
+        let before = server.logins();
         let (client, _) = begin(&server).await;
         // The replayed response needs the new sign-in's RelayState to get
         // as far as the assertion: the attacker has their own browser.
@@ -786,7 +770,7 @@ async fn every_attack_on_a_real_signed_response_is_refused() {
         let res = post(&client, &server, &replay).await;
         assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}");
         assert_eq!(session_login(&client, &server).await, None);
-        assert_eq!(logins(&server), before);
+        assert_eq!(server.logins(), before);
         assert!(
             server.log().contains("replayed assertion"),
             "{}",

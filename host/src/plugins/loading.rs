@@ -321,8 +321,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
     // plugin, or of `saml` when its PROVIDER is `saml`.
     if cfg.source.enable_oauth2 {
         for o in &cfg.oauth2_sources {
-            let provider = o.settings.get("PROVIDER").map(|p| p.trim());
-            if provider.is_some_and(|p| p.eq_ignore_ascii_case("saml")) {
+            if SourceSettings::is_saml(&o.settings) {
                 out.push(saml_spec(
                     &o.name,
                     &o.settings,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::SourceError;
 use crate::config::schema::{self, parse_bool};
-use crate::config::source_settings::{DefinedIn, redirect_id};
+use crate::config::source_settings::{DefinedIn, SourceSettings, redirect_id};
 use crate::identity::SignInRefusal;
 use crate::plugins::oauth2_sources as store;
 use crate::state::App;
@@ -159,7 +159,7 @@ impl OAuth2SourceView {
         let flag = |k: &str| section.get(k).and_then(|v| parse_bool(v)) == Some(true);
         let id = redirect_id(name);
         let plugin = app.plugins.get(&id);
-        let saml = is_saml(section);
+        let saml = SourceSettings::is_saml(section);
         let certificates = if saml {
             CertificateView::of(section)
         } else {
@@ -236,12 +236,6 @@ fn ini_sources(app: &App) -> impl Iterator<Item = (&str, &BTreeMap<String, Strin
         .oauth2_sources
         .iter()
         .map(|o| (o.name.as_str(), &o.settings))
-}
-
-fn is_saml(section: &BTreeMap<String, String>) -> bool {
-    section
-        .get("PROVIDER")
-        .is_some_and(|p| p.trim().eq_ignore_ascii_case("saml"))
 }
 
 /// Whether the ini file defines a source of this name (SAML included): ini
@@ -474,10 +468,7 @@ fn checked_saml_section(
                 .into(),
         );
     }
-    if certificates
-        .iter()
-        .all(|c| crate::saml::days_left(c) < 0 || c.not_before() > openssl_now().as_ref())
-    {
+    if !certificates.iter().any(crate::saml::valid_now) {
         return invalid(format!(
             "CERTIFICATE: no certificate is valid now ({}), so no response could be verified",
             certificates
@@ -491,10 +482,6 @@ fn checked_saml_section(
         check_group_team_map(map)?;
     }
     Ok(section)
-}
-
-fn openssl_now() -> openssl::asn1::Asn1Time {
-    openssl::asn1::Asn1Time::days_from_now(0).expect("the current time")
 }
 
 fn check_group_team_map(map: &str) -> Result<(), SourceError> {
