@@ -145,6 +145,7 @@ async fn run(config: Config, dir: &Path) -> anyhow::Result<()> {
         "bench@example.com",
         "a-benchmark-password",
         false,
+        false,
     )
     .await?;
     let repo = repos::create(&app, &(&user).into(), "big", "", false, "main").await?;

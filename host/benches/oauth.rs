@@ -135,6 +135,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
         "bench@example.com",
         "a-benchmark-password",
         false,
+        false,
     )
     .await?;
     let user = users::find_by_login(&app.db, "bench")

@@ -72,7 +72,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
     println!("  mean {mean:.1} µs   median {median:.1} µs   p99 {p99:.1} µs");
 
     // 2. Sign-in through the plugin against native argon2id verify.
-    identity::register(&app, "bench", "bench@example.com", PASSWORD, false).await?;
+    identity::register(&app, "bench", "bench@example.com", PASSWORD, false, false).await?;
     let hash = postern::users::find_by_login(&app.db, "bench")
         .await?
         .and_then(|u| u.password_hash)

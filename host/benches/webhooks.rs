@@ -130,7 +130,7 @@ async fn bench(name: &str, config: Config) -> anyhow::Result<()> {
     webhooks::create(
         &app.db,
         &app.key,
-        &app.config.webhook,
+        &app.config().webhook,
         &transports,
         Scope::System,
         HookChanges {
@@ -182,7 +182,7 @@ async fn bench(name: &str, config: Config) -> anyhow::Result<()> {
     let next = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..app.config.webhook.workers {
+    for _ in 0..app.config().webhook.workers {
         let (client, next, url) = (client.clone(), next.clone(), url.clone());
         tasks.push(tokio::spawn(async move {
             while next.fetch_add(1, Ordering::Relaxed) < DELIVERIES {
@@ -210,7 +210,7 @@ async fn bench(name: &str, config: Config) -> anyhow::Result<()> {
     println!(
         "{name}: signed durable deliveries {queue_rate:.0}/s vs plain signed POSTs {raw_rate:.0}/s in the same run → {:.3} ({} workers)",
         queue_rate / raw_rate,
-        app.config.webhook.workers
+        app.config().webhook.workers
     );
 
     // 2. The outbox's cost in the user-creation transaction, alternating

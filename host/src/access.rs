@@ -88,7 +88,7 @@ pub async fn repo_level(
         Level::Read
     };
     let Some(user) = user else {
-        return Ok(if app.config.service.require_signin_view {
+        return Ok(if app.config().service.require_signin_view {
             Level::None
         } else {
             public
@@ -152,7 +152,7 @@ pub async fn require_repo(
 ) -> Result<Repository, Denied> {
     let not_found = || Denied::NotFound(format!("repository {owner}/{name} not found"));
     let sign_in = || Denied::Unauthorized("sign in to see this repository".to_string());
-    if caller.user.is_none() && app.config.service.require_signin_view {
+    if caller.user.is_none() && app.config().service.require_signin_view {
         return Err(sign_in());
     }
     let repo = repos::find(&app.db, owner, name)

@@ -263,7 +263,7 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         .route("/api/healthz", get(health))
         .route("/api/v1/openapi.json", get(openapi::json))
         .merge(versioned)
-        .layer(DefaultBodyLimit::max(app.config.api.max_body_size))
+        .layer(DefaultBodyLimit::max(app.config().api.max_body_size))
 }
 
 /// The JSON 404 for unknown paths under `/api/`.

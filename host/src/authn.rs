@@ -71,7 +71,7 @@ async fn by_token(app: &App, secret: &str) -> Result<Caller, Error> {
 /// the shape the access checks take for personal access tokens: its
 /// scopes, no repository limit. `None` when it is no live access token.
 async fn oauth_token(app: &App, secret: &str) -> Result<Option<tokens::Token>, Error> {
-    if !app.config.oauth2.enable {
+    if !app.config().oauth2.enable {
         return Ok(None);
     }
     let Some(bearer) = oauth_provider::grants::bearer(&app.db, secret)

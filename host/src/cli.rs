@@ -452,6 +452,34 @@ enum ConfigCmd {
     Example,
     /// Read and check the configuration, then exit.
     Check,
+    /// Every key with its value in force and where it comes from (default,
+    /// ini, environment, panel); secrets masked.
+    List {
+        /// Only the keys that can change at run time.
+        #[arg(long)]
+        runtime: bool,
+    },
+    /// One key's value in force and where it comes from.
+    Get {
+        /// `section.KEY`, e.g. service.DISABLE_REGISTRATION.
+        key: String,
+    },
+    /// Changes a run-time setting (as Admin › Configuration does): stored in
+    /// the database, audited, in force in running servers within seconds.
+    Set {
+        /// `section.KEY`, e.g. service.DISABLE_REGISTRATION.
+        key: String,
+        /// The new value; omit with --reset.
+        value: Option<String>,
+        /// Back to the default (drops the stored value).
+        #[arg(long, conflicts_with = "value")]
+        reset: bool,
+    },
+    /// The newest changes to run-time settings: who, when, old → new.
+    Audit {
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+    },
 }
 
 pub fn main() -> anyhow::Result<()> {
@@ -520,7 +548,72 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Admin(Admin::Auth(cmd)) => auth(App::open(config).await?, cmd).await,
         Command::Admin(Admin::Oauth2(cmd)) => oauth2(App::open(config).await?, cmd).await,
         Command::Admin(Admin::Webhook(cmd)) => webhook(App::open(config).await?, cmd).await,
+        Command::Admin(Admin::Config(cmd)) => settings(App::open(config).await?, cmd).await,
     }
+}
+
+/// `postern admin config list|get|set|audit`.
+async fn settings(app: App, cmd: ConfigCmd) -> anyhow::Result<()> {
+    use crate::settings;
+    let key_of = |text: &str| {
+        settings::parse_key(text).with_context(|| {
+            format!("{text:?}: expected section.KEY, e.g. service.DISABLE_REGISTRATION")
+        })
+    };
+    match cmd {
+        ConfigCmd::List { runtime } => {
+            for e in settings::entries(&app.config()) {
+                if runtime && !e.runtime {
+                    continue;
+                }
+                let lock = match e.locked {
+                    Some(_) if e.runtime => " (locked)",
+                    _ => "",
+                };
+                println!(
+                    "{}.{} = {}\t[{}{lock}]",
+                    e.section, e.key, e.value, e.origin
+                );
+            }
+        }
+        ConfigCmd::Get { key } => {
+            let (section, name) = key_of(&key)?;
+            let entry = settings::entries(&app.config())
+                .into_iter()
+                .find(|e| e.section == section && e.key == name)
+                .with_context(|| format!("[{section}] {name}: no such key"))?;
+            println!("{}\t[{}]", entry.value, entry.origin);
+        }
+        ConfigCmd::Set { key, value, reset } => {
+            let (section, name) = key_of(&key)?;
+            if value.is_none() && !reset {
+                anyhow::bail!("give a value, or --reset for the default");
+            }
+            match settings::set(&app, "cli", &section, &name, value.as_deref()).await? {
+                Some(change) => println!(
+                    "{}: {} -> {}",
+                    change.key,
+                    change.old.as_deref().unwrap_or("(default)"),
+                    change.new.as_deref().unwrap_or("(default)")
+                ),
+                None => println!("{section}.{name}: unchanged"),
+            }
+        }
+        ConfigCmd::Audit { limit } => {
+            for c in settings::audit(&app.db, limit).await? {
+                println!(
+                    "{}\t{}\t{}\t{} -> {}",
+                    crate::api::rfc3339(c.at),
+                    c.actor,
+                    c.key,
+                    c.old.as_deref().unwrap_or("(default)"),
+                    c.new.as_deref().unwrap_or("(default)")
+                );
+            }
+        }
+        ConfigCmd::Example | ConfigCmd::Check => unreachable!("handled before"),
+    }
+    Ok(())
 }
 
 /// `postern webhook listen`: the receiver of `webhook-verify`, printing
@@ -625,7 +718,7 @@ async fn oauth2(app: App, cmd: OAuth2Cmd) -> anyhow::Result<()> {
                 &app.db,
                 None,
                 registration,
-                app.config.oauth2.minimal_token_length,
+                app.config().oauth2.minimal_token_length,
             )
             .await?;
             println!("client_id: {}", a.client_id);
@@ -641,8 +734,12 @@ async fn oauth2(app: App, cmd: OAuth2Cmd) -> anyhow::Result<()> {
             println!("Deleted {client_id}.");
         }
         OAuth2Cmd::RotateKey => {
-            let kid =
-                keys::rotate(&app.db, &app.key, &app.config.oauth2.jwt_signing_algorithm).await?;
+            let kid = keys::rotate(
+                &app.db,
+                &app.key,
+                &app.config().oauth2.jwt_signing_algorithm,
+            )
+            .await?;
             println!(
                 "New signing key {kid}; the previous one stays published until its tokens expire."
             );
@@ -800,7 +897,7 @@ async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
             email,
             password,
             admin,
-        } => match identity::register(&app, &username, &email, &password, admin).await {
+        } => match identity::register(&app, &username, &email, &password, admin, false).await {
             Ok(user) => {
                 println!(
                     "New user '{}' has been successfully created{}.",

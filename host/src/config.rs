@@ -65,6 +65,42 @@ pub struct Config {
     /// Keys no section knows, as `[section] KEY (origin)`, for the start-up
     /// report.
     pub unknown_keys: Vec<String>,
+    /// The ini file and the environment as read, kept so that run-time
+    /// settings can be laid under them ([`Config::with_settings`]).
+    layers: std::sync::Arc<Layers>,
+    /// The run-time settings in force, `(section, KEY) → value`: those
+    /// stored from the panel or the CLI that neither layer above sets.
+    pub panel: BTreeMap<(String, String), String>,
+}
+
+/// The layers above the defaults, as read at start.
+#[derive(Debug, Default)]
+struct Layers {
+    /// The ini file and the environment merged.
+    raw: Raw,
+    /// The `(section, KEY)` pairs the environment set.
+    env: std::collections::BTreeSet<(String, String)>,
+}
+
+/// Where a key's value in force comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Default,
+    Ini,
+    Environment,
+    /// A run-time setting stored from the panel or `postern admin config set`.
+    Panel,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Origin::Default => "default",
+            Origin::Ini => "ini",
+            Origin::Environment => "environment",
+            Origin::Panel => "panel",
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -369,9 +405,89 @@ impl Config {
         if let Some(path) = &file {
             builder = builder.add_source(sources::IniFile::read(path)?);
         }
-        builder = builder.add_source(sources::Environment::from_vars(env));
+        let env = sources::Environment::from_vars(env);
+        let env_keys = env.keys();
+        builder = builder.add_source(env);
         let merged: BTreeMap<String, serde_json::Value> = builder.build()?.try_deserialize()?;
-        Self::from_raw(file, flatten(merged))
+        let raw = flatten(merged);
+        let mut config = Self::from_raw(file, raw.clone())?;
+        config.layers = std::sync::Arc::new(Layers { raw, env: env_keys });
+        Ok(config)
+    }
+
+    /// This configuration with the stored run-time settings laid under the
+    /// ini file and the environment: a key either of them sets stays as it
+    /// is (it shows as locked), and a key that cannot change at run time is
+    /// ignored. The result is checked as a start is; an invalid value is
+    /// refused with the key and what was expected.
+    pub fn with_settings(&self, stored: &BTreeMap<(String, String), String>) -> Result<Config> {
+        let mut raw = self.layers.raw.clone();
+        let mut panel = BTreeMap::new();
+        for ((section, key), value) in stored {
+            if !schema::is_runtime(section, key) || self.locked(section, key).is_some() {
+                continue;
+            }
+            raw.entry(section.clone())
+                .or_default()
+                .insert(key.clone(), value.clone());
+            panel.insert((section.clone(), key.clone()), value.clone());
+        }
+        let mut config = Self::from_raw(self.file.clone(), raw)?;
+        config.layers = self.layers.clone();
+        config.panel = panel;
+        Ok(config)
+    }
+
+    /// The layer that fixes `key` of `section` above the panel, if any.
+    pub fn locked(&self, section: &str, key: &str) -> Option<Origin> {
+        if self
+            .layers
+            .env
+            .contains(&(section.to_string(), key.to_string()))
+        {
+            Some(Origin::Environment)
+        } else if self
+            .layers
+            .raw
+            .get(section)
+            .is_some_and(|keys| keys.contains_key(key))
+        {
+            Some(Origin::Ini)
+        } else {
+            None
+        }
+    }
+
+    /// Where the value in force of `key` comes from.
+    pub fn origin(&self, section: &str, key: &str) -> Origin {
+        match self.locked(section, key) {
+            Some(origin) => origin,
+            None if self
+                .panel
+                .contains_key(&(section.to_string(), key.to_string())) =>
+            {
+                Origin::Panel
+            }
+            None => Origin::Default,
+        }
+    }
+
+    /// The text in force of `key` of `section` (a fixed section's key or a
+    /// key of a section that was read), whatever layer it comes from.
+    pub fn value(&self, section: &str, key: &str) -> String {
+        let pair = (section.to_string(), key.to_string());
+        if let Some(v) = self.layers.raw.get(section).and_then(|keys| keys.get(key)) {
+            return v.clone();
+        }
+        if let Some(v) = self.panel.get(&pair) {
+            return v.clone();
+        }
+        schema::default_of(section, key).to_string()
+    }
+
+    /// The sections read from the ini file or the environment.
+    pub fn sections_read(&self) -> impl Iterator<Item = (&String, &BTreeMap<String, String>)> {
+        self.layers.raw.iter()
     }
 
     fn from_raw(file: Option<PathBuf>, raw: Raw) -> Result<Self> {
@@ -616,6 +732,8 @@ impl Config {
             plugins,
             api,
             unknown_keys: check.unknown,
+            layers: Default::default(),
+            panel: BTreeMap::new(),
         })
     }
 

@@ -7,6 +7,7 @@
 
 pub mod cursor;
 
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
@@ -169,6 +170,23 @@ impl Db {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    /// The stored run-time settings, `(section, KEY) → value`. The
+    /// `settings` domain module writes them; the application state reads
+    /// them at open, under the ini file and the environment.
+    pub async fn stored_settings(&self) -> Result<BTreeMap<(String, String), String>> {
+        let rows = sqlx::query("SELECT key, value FROM settings")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let key: String = row.try_get(0)?;
+            if let Some((section, name)) = key.rsplit_once('.') {
+                out.insert((section.to_string(), name.to_string()), row.try_get(1)?);
+            }
+        }
+        Ok(out)
     }
 
     /// Records an identity source defined in the configuration, so that it

@@ -154,7 +154,7 @@ fn known(user: &User, with_hash: bool) -> KnownAccount {
 fn local_settings(app: &App) -> Vec<(String, String)> {
     vec![(
         "MIN_PASSWORD_LENGTH".into(),
-        app.config.security.min_password_length.to_string(),
+        app.config().security.min_password_length.to_string(),
     )]
 }
 
@@ -202,6 +202,39 @@ fn second_factor_failed(e: crate::second_factor::Error) -> Error {
             reason: other.to_string(),
         },
     }
+}
+
+/// Changes a local account's password, once the current one checks out
+/// (through the `local` plugin, as a sign-in does). The new one must be
+/// `[security] MIN_PASSWORD_LENGTH` long, as at registration. Other
+/// sessions stay open: Settings › Sessions signs them out.
+pub async fn change_password(app: &App, user: &User, current: &str, new: &str) -> Result<()> {
+    if user.login_source != LOCAL_SOURCE || user.password_hash.is_none() {
+        return Err(Error::Refused(
+            "Your password is kept by your sign-in source; change it there.".into(),
+        ));
+    }
+    match check_password(app, &user.login, current, Some(LOCAL_SOURCE)).await {
+        Ok(found) if found.id == user.id => {}
+        Ok(_) | Err(Error::InvalidCredentials) => {
+            return Err(Error::Refused("The current password is wrong.".into()));
+        }
+        Err(e) => return Err(e),
+    }
+    let min = app.config().security.min_password_length as usize;
+    if new.chars().count() < min {
+        return Err(Error::Refused(format!(
+            "The new password must be at least {min} characters long."
+        )));
+    }
+    let hash = crate::credentials::hash(new).map_err(|reason| Error::SourceUnavailable {
+        source_id: LOCAL_SOURCE.into(),
+        reason,
+    })?;
+    users::set_password_hash(&app.db, user.id, &hash)
+        .await
+        .map_err(|e| Error::Store(e.into()))?;
+    Ok(())
 }
 
 /// The first step of [`sign_in`]: the user whose password this is.
@@ -259,7 +292,7 @@ async fn check_password(
             // refresh them when SYNC_ON_LOGIN (or [service]
             // LDAP_SYNC_ON_LOGIN) asks.
             let settings = &source.host_settings;
-            let sync_on_login = settings.sync_on_login || app.config.service.ldap_sync_on_login;
+            let sync_on_login = settings.sync_on_login || app.config().service.ldap_sync_on_login;
             if settings.is_directory()
                 && user.is_active
                 && (created || sync_on_login)
@@ -355,6 +388,7 @@ pub(crate) async fn provision(
             password_hash: None,
             login_source: source.id.to_string(),
             is_admin: false,
+            self_registered: false,
         },
     )
     .await?;
@@ -370,6 +404,7 @@ pub async fn register(
     email: &str,
     password: &str,
     is_admin: bool,
+    self_registered: bool,
 ) -> Result<User> {
     let local = app
         .plugins
@@ -408,6 +443,7 @@ pub async fn register(
             password_hash: Some(account.password_hash),
             login_source: LOCAL_SOURCE.into(),
             is_admin,
+            self_registered,
         },
     )
     .await?;

@@ -29,6 +29,7 @@ pub mod second_factor;
 pub mod secrets;
 pub mod server;
 pub mod sessions;
+pub mod settings;
 pub mod state;
 pub mod tokens;
 pub mod users;

@@ -26,6 +26,9 @@ pub enum Error {
     /// The Owners team must keep at least one member, and cannot go.
     #[error("{0}")]
     OwnersTeam(String),
+    /// The site's settings keep this user from creating organizations.
+    #[error("{0}")]
+    NotAllowed(&'static str),
     #[error(transparent)]
     Db(#[from] db::Error),
 }
@@ -104,6 +107,29 @@ const TEAM_COLUMNS: &str =
     "id, org_id, name, description, permission, includes_all_repositories, created";
 
 /// Creates an organization with its Owners team, `creator` in it.
+/// Whether `user` may create an organization. The two `[service]` keys
+/// mean what their labels say (docs/decisions.md):
+/// `ALLOW_ONLY_ADMIN_CREATE_ORG` keeps it to site administrators;
+/// `DISABLE_REGISTRATION_ORG` forbids it to anonymous accounts, those made
+/// on the sign-up page, which no administrator or identity source vouches
+/// for.
+pub fn may_create(service: &crate::config::Service, user: &User) -> Result<()> {
+    if user.is_admin {
+        return Ok(());
+    }
+    if service.allow_only_admin_create_org {
+        return Err(Error::NotAllowed(
+            "only site administrators create organizations here",
+        ));
+    }
+    if service.disable_registration_org && user.self_registered {
+        return Err(Error::NotAllowed(
+            "accounts that registered themselves do not create organizations here; ask an administrator",
+        ));
+    }
+    Ok(())
+}
+
 pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Result<Org> {
     let (org, owners) = create_unowned(db, name, full_name).await?;
     add_member(db, owners.id, creator.id).await?;
@@ -157,6 +183,42 @@ pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Org>> {
             .fetch_optional(db.pool())
             .await?;
     Ok(row.as_ref().map(org_row).transpose()?)
+}
+
+/// One page of every organization, for Admin › Organizations: those
+/// whose name contains `q` (case-insensitive), in id order, with their
+/// member count, and how many match in all.
+pub async fn list_page(
+    db: &Db,
+    q: &str,
+    limit: i64,
+    offset: i64,
+) -> Result<(i64, Vec<(Org, i64)>)> {
+    let pattern = format!(
+        "%{}%",
+        q.trim().to_lowercase().replace(['%', '_', '\\'], "")
+    );
+    let total: i64 =
+        sqlx::query("SELECT COUNT(*) FROM users WHERE kind = 1 AND lower_login LIKE $1")
+            .bind(&pattern)
+            .fetch_one(db.pool())
+            .await?
+            .try_get(0)?;
+    let rows = sqlx::query(
+        "SELECT u.id, u.login, u.full_name, u.created, u.require_two_factor, \
+         (SELECT COUNT(DISTINCT m.user_id) FROM teams t JOIN team_members m ON m.team_id = t.id WHERE t.org_id = u.id) \
+         FROM users u WHERE u.kind = 1 AND u.lower_login LIKE $1 ORDER BY u.id LIMIT $2 OFFSET $3",
+    )
+    .bind(&pattern)
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(db.pool())
+    .await?;
+    let mut out = Vec::new();
+    for row in &rows {
+        out.push((org_row(row)?, row.try_get(5)?));
+    }
+    Ok((total, out))
 }
 
 /// The organizations a user is a member of.

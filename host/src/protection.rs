@@ -317,14 +317,14 @@ pub async fn check_push(
 
     // [repository] MAX_PUSH_FILES, read as megabytes (the spec's label):
     // everything this push brings is in the quarantine directory.
-    let limit = app.config.repository.max_push_files as u64 * 1024 * 1024;
+    let limit = app.config().repository.max_push_files as u64 * 1024 * 1024;
     if let Some(q) = &quarantine.quarantine_path {
         let size = dir_size(Path::new(q));
         if size > limit {
             refusals.push(format!(
                 "push refused: it is {:.1} MB, more than the {} MB this server accepts ([repository] MAX_PUSH_FILES)",
                 size as f64 / (1024.0 * 1024.0),
-                app.config.repository.max_push_files
+                app.config().repository.max_push_files
             ));
             return Ok(refusals);
         }

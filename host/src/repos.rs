@@ -59,7 +59,7 @@ impl Repository {
 
     /// The bare repository on disk.
     pub fn path(&self, app: &App) -> PathBuf {
-        app.config
+        app.config()
             .repository
             .root
             .join(self.owner_login.to_lowercase())
@@ -133,6 +133,15 @@ pub async fn create(
     default_branch: &str,
 ) -> Result<Repository> {
     check_name(name)?;
+    if default_branch.is_empty()
+        || !default_branch
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+    {
+        return Err(Error::InvalidName(format!(
+            "default_branch: {default_branch:?} is not a branch name"
+        )));
+    }
     if find(&app.db, &owner.login, name).await?.is_some() {
         return Err(Error::NameTaken(name.to_string()));
     }
@@ -254,6 +263,42 @@ pub async fn counts(db: &Db) -> sqlx::Result<(i64, i64)> {
     .fetch_one(db.pool())
     .await?;
     Ok((row.try_get(0)?, row.try_get(1)?))
+}
+
+/// One page of every repository, for Admin › Repositories: those whose
+/// `owner/name` contains `q` (case-insensitive), in id order, and how
+/// many match in all.
+pub async fn list_page(
+    db: &Db,
+    q: &str,
+    limit: i64,
+    offset: i64,
+) -> Result<(i64, Vec<Repository>)> {
+    let pattern = format!(
+        "%{}%",
+        q.trim().to_lowercase().replace(['%', '_', '\\'], "")
+    );
+    let filter = "WHERE (u.lower_login || '/' || r.lower_name) LIKE $1";
+    let total: i64 = sqlx::query(&format!(
+        "SELECT COUNT(*) FROM repositories r JOIN users u ON u.id = r.owner_id {filter}"
+    ))
+    .bind(&pattern)
+    .fetch_one(db.pool())
+    .await?
+    .try_get(0)?;
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM repositories r JOIN users u ON u.id = r.owner_id {filter} ORDER BY r.id LIMIT $2 OFFSET $3"
+    ))
+    .bind(&pattern)
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(db.pool())
+    .await?;
+    let repos = rows
+        .iter()
+        .map(from_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((total, repos))
 }
 
 pub async fn list_for_owner(db: &Db, owner_id: i64) -> Result<Vec<Repository>> {

@@ -137,8 +137,9 @@ fn account(user: &User) -> KnownAccount {
 fn settings(app: &App, kind: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = match kind {
         builtin::WEBAUTHN => {
-            let w = &app.config.webauthn;
-            let origin = origin_of(&app.config.server.root_url);
+            let config = app.config();
+            let w = &config.webauthn;
+            let origin = origin_of(&app.config().server.root_url);
             // `preferred` (the spec's example) is not a WebAuthn value; the
             // closest is `indirect`: attestation wanted, anonymised allowed.
             let attestation = match w.attestation_preference.as_str() {
@@ -190,7 +191,7 @@ fn outcome<T>(r: crate::plugins::Result<std::result::Result<T, FactorRefusal>>) 
 }
 
 fn plugin(app: &App, kind: &str) -> Result<std::sync::Arc<crate::plugins::Plugin>> {
-    if kind == builtin::WEBAUTHN && !app.config.webauthn.usable() {
+    if kind == builtin::WEBAUTHN && !app.config().webauthn.usable() {
         return Err(Error::Disabled);
     }
     app.plugins
@@ -201,7 +202,7 @@ fn plugin(app: &App, kind: &str) -> Result<std::sync::Arc<crate::plugins::Plugin
 /// How long a begun ceremony of `kind` waits for its response.
 fn lifetime(app: &App, kind: &str) -> i64 {
     match kind {
-        builtin::WEBAUTHN => (app.config.webauthn.timeout_ms / 1000).max(1) + 30,
+        builtin::WEBAUTHN => (app.config().webauthn.timeout_ms / 1000).max(1) + 30,
         _ => PENDING_LIFETIME,
     }
 }

@@ -82,11 +82,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     let addr = config.listen_addr();
     let app = App::open(config).await?;
-    if app.config.oauth2.enable {
+    if app.config().oauth2.enable {
         crate::oauth_provider::keys::ensure(
             &app.db,
             &app.key,
-            &app.config.oauth2.jwt_signing_algorithm,
+            &app.config().oauth2.jwt_signing_algorithm,
         )
         .await
         .context("making the OAuth2 signing key")?;
@@ -106,7 +106,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     println!("Postern listening on http://{local}");
     tracing::info!(
         "listening on http://{local} (ROOT_URL {})",
-        app.config.server.root_url
+        app.config().server.root_url
     );
     if crate::users::list(&app.db, true).await?.is_empty() {
         tracing::warn!(
@@ -114,10 +114,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         );
     }
 
-    if app.config.server.start_ssh_server {
+    if app.config().server.start_ssh_server {
         let ssh_addr = format!(
             "{}:{}",
-            app.config.server.ssh_listen_host, app.config.server.ssh_listen_port
+            app.config().server.ssh_listen_host,
+            app.config().server.ssh_listen_port
         );
         let ssh = tokio::net::TcpListener::bind(&ssh_addr)
             .await
@@ -134,7 +135,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     // [server] CRON_SYNC_LDAP: the directory sources with ENABLE_SYNC, on
     // the schedule. The first run is one period after start, as in Gitea.
     let sync_app = app.clone();
-    let every = app.config.server.cron_sync_ldap;
+    let every = app.config().server.cron_sync_ldap;
     let syncer = tokio::spawn(async move {
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -164,6 +165,17 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             plugins.flush_stats().await;
         }
     });
+    // Run-time settings another process (the CLI, another server) changed.
+    let watched = app.clone();
+    let settings = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(crate::settings::REFRESH_EVERY);
+        loop {
+            tick.tick().await;
+            if let Err(e) = crate::settings::refresh(&watched).await {
+                tracing::warn!("reading the run-time settings failed: {e}");
+            }
+        }
+    });
     // The webhook queue: this process's share of the due deliveries.
     let queue = tokio::spawn(crate::webhooks::worker::run(app.clone()));
     let plugins = app.plugins.clone();
@@ -172,6 +184,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await?;
     // Attempts cut short here are claimed again once their lease runs out.
     queue.abort();
+    settings.abort();
     flusher.abort();
     syncer.abort();
     plugins.flush_stats().await;

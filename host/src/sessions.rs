@@ -255,6 +255,17 @@ pub async fn find(db: &Db, user_id: i64, handle: &str) -> db::Result<Option<Sess
     Ok(row.as_ref().map(session_row).transpose()?)
 }
 
+/// Ends every session of a user but the one with `keep` (the caller's);
+/// returns how many ended.
+pub async fn end_others(db: &Db, user_id: i64, keep: &str) -> db::Result<u64> {
+    let done = sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND handle <> $2")
+        .bind(user_id)
+        .bind(keep)
+        .execute(db.pool())
+        .await?;
+    Ok(done.rows_affected())
+}
+
 /// Ends one of a user's sessions by handle; false when there was none.
 pub async fn revoke(db: &Db, user_id: i64, handle: &str) -> db::Result<bool> {
     let done = sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND handle = $2")

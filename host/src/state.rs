@@ -16,7 +16,9 @@ use crate::plugins::{PluginInfo, Plugins};
 /// Everything a request needs; cheap to clone.
 #[derive(Clone)]
 pub struct App {
-    pub config: Arc<Config>,
+    /// The configuration in force: read with [`App::config`], replaced
+    /// when a run-time setting changes (`settings`).
+    config: Arc<arc_swap::ArcSwap<Config>>,
     pub db: Db,
     pub plugins: Arc<Plugins>,
     /// Pushes in progress, for the pre-receive hook's call back.
@@ -36,21 +38,42 @@ impl App {
             crate::secrets::InstanceKey::load_or_create(&config.server.app_data_path)
                 .context("reading the instance key")?,
         );
+        // Run-time settings stored from the panel or the CLI, under the
+        // ini file and the environment.
+        let stored = db
+            .stored_settings()
+            .await
+            .context("reading the run-time settings")?;
+        let config = config
+            .with_settings(&stored)
+            .context("applying the run-time settings")?;
         let plugins = Plugins::load(&config, db.clone(), key.clone())
             .await
             .context("loading plugins")?;
+        plugins.apply_switches(&config);
         for source in &plugins.extra_identity_sources() {
             db.register_source(&source.id, &source.id)
                 .await
                 .context("recording identity sources")?;
         }
         Ok(App {
-            config: Arc::new(config),
+            config: Arc::new(arc_swap::ArcSwap::from_pointee(config)),
             db,
             plugins: Arc::new(plugins),
             pushes: Arc::default(),
             key,
         })
+    }
+
+    /// The configuration in force now. Read it afresh for each use rather
+    /// than keeping it: a run-time setting may replace it at any time.
+    pub fn config(&self) -> Arc<Config> {
+        self.config.load_full()
+    }
+
+    /// Puts `config` in force (a run-time setting changed).
+    pub fn replace_config(&self, config: Config) {
+        self.config.store(Arc::new(config));
     }
 
     /// The plugins with the calls and traps every server counted (kept in

@@ -155,6 +155,9 @@ pub enum Error {
     /// The token's expiry has passed.
     #[error("the token has expired")]
     Expired,
+    /// A bad name, scope, expiry or repository in a request for a token.
+    #[error("{0}")]
+    Invalid(String),
     #[error(transparent)]
     Db(#[from] db::Error),
 }
@@ -201,6 +204,45 @@ fn from_row(r: &AnyRow) -> std::result::Result<Token, sqlx::Error> {
         created: r.try_get(7)?,
         last_used: r.try_get(8)?,
     })
+}
+
+/// A token as a person asks for one, on the Applications page or the API.
+#[derive(Debug, Default, Clone)]
+pub struct Request {
+    pub name: String,
+    /// Scope names, each item possibly a comma-separated list.
+    pub scopes: Vec<String>,
+    /// `owner/name` of each repository the token is limited to.
+    pub repositories: Vec<String>,
+    /// Unix seconds; none for a token that does not expire.
+    pub expires: Option<i64>,
+}
+
+/// Checks a request and creates the token for `user_id`; returns the
+/// secret (shown once) and the token.
+pub async fn issue(db: &Db, user_id: i64, request: &Request) -> Result<(String, Token)> {
+    let name = request.name.trim();
+    if name.is_empty() || name.len() > 255 {
+        return Err(Error::Invalid("name: 1 to 255 characters".into()));
+    }
+    let scopes =
+        Scopes::parse(&request.scopes).map_err(|e| Error::Invalid(format!("scopes: {e}")))?;
+    let mut repositories = Vec::new();
+    for full in &request.repositories {
+        let full = full.trim();
+        if full.is_empty() {
+            continue;
+        }
+        let (owner, repo) = full
+            .split_once('/')
+            .ok_or_else(|| Error::Invalid(format!("repositories: {full:?} is not owner/name")))?;
+        let found = crate::repos::find(db, owner, repo)
+            .await
+            .map_err(|e| Error::Invalid(e.to_string()))?
+            .ok_or_else(|| Error::Invalid(format!("repositories: no repository {full:?}")))?;
+        repositories.push(found.id);
+    }
+    create(db, user_id, name, &scopes, &repositories, request.expires).await
 }
 
 /// Creates a token; returns the secret (shown once) and the token.

@@ -43,6 +43,8 @@ pub struct User {
     /// Sees only what a team or a collaboration gives: no public
     /// repositories, not all of their organizations'.
     pub is_restricted: bool,
+    /// Made on the sign-up page: no administrator or source vouches for it.
+    pub self_registered: bool,
     pub created: i64,
     pub updated: i64,
 }
@@ -56,9 +58,10 @@ pub struct NewUser {
     pub password_hash: Option<String>,
     pub login_source: String,
     pub is_admin: bool,
+    pub self_registered: bool,
 }
 
-const COLUMNS: &str = "id, login, full_name, email, password_hash, login_source, is_admin, is_active, created, updated, is_restricted";
+const COLUMNS: &str = "id, login, full_name, email, password_hash, login_source, is_admin, is_active, created, updated, is_restricted, self_registered";
 
 fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
     Ok(User {
@@ -73,6 +76,7 @@ fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
         created: r.try_get(8)?,
         updated: r.try_get(9)?,
         is_restricted: r.try_get::<i64, _>(10)? != 0,
+        self_registered: r.try_get::<i64, _>(11)? != 0,
     })
 }
 
@@ -180,8 +184,8 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
     }
     let t = now();
     let sql = format!(
-        "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, created, updated) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
+        "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, created, updated, self_registered) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {COLUMNS}"
     );
     // The account and its `user.created` event land together or not at all.
     let mut tx = db.begin().await?;
@@ -197,6 +201,7 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
         .bind(1_i64)
         .bind(t)
         .bind(t)
+        .bind(i64::from(new.self_registered))
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| match &e {
@@ -470,6 +475,24 @@ pub async fn find_linked_or_relink(
         }
         None => Ok(None),
     }
+}
+
+/// Whether `email` has the shape of an e-mail address: something before
+/// one `@`, a dotted domain after it, no spaces.
+pub fn looks_like_email(email: &str) -> bool {
+    let (local, domain) = email.split_once('@').unwrap_or(("", ""));
+    !local.is_empty() && domain.contains('.') && !email.chars().any(char::is_whitespace)
+}
+
+/// Replaces a local account's password hash.
+pub async fn set_password_hash(db: &Db, id: i64, hash: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE users SET password_hash = $1, updated = $2 WHERE id = $3")
+        .bind(hash)
+        .bind(now())
+        .bind(id)
+        .execute(db.pool())
+        .await?;
+    Ok(())
 }
 
 /// Activates or deactivates an account; `by` names who deactivated it

@@ -18,7 +18,10 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 mod admin;
+mod admin_config;
+mod admin_users;
 mod applications;
+mod create;
 mod error;
 mod external;
 mod hooks;
@@ -27,6 +30,7 @@ mod orgs;
 mod panel;
 mod repos;
 mod security;
+mod settings;
 mod webauthn;
 
 pub(crate) use error::WebError;
@@ -61,6 +65,45 @@ pub(crate) fn routes() -> Router<App> {
         .route(
             "/user/passkey",
             get(webauthn::passkey_form).post(webauthn::passkey),
+        )
+        .route("/assets/postern.css", get(stylesheet))
+        .route(
+            "/user/settings",
+            get(settings::profile).post(settings::save_profile),
+        )
+        .route("/user/settings/password", post(settings::change_password))
+        .route(
+            "/user/settings/keys",
+            get(settings::ssh_keys).post(settings::add_key),
+        )
+        .route(
+            "/user/settings/keys/{id}/delete",
+            post(settings::delete_key),
+        )
+        .route("/user/settings/sessions", get(settings::sessions_page))
+        .route(
+            "/user/settings/sessions/others/delete",
+            post(settings::end_others),
+        )
+        .route(
+            "/user/settings/sessions/{handle}/delete",
+            post(settings::end_one),
+        )
+        .route(
+            "/user/settings/applications/tokens",
+            post(applications::create_token),
+        )
+        .route(
+            "/user/settings/applications/tokens/{id}/delete",
+            post(applications::delete_token),
+        )
+        .route(
+            "/repo/create",
+            get(create::repo_page).post(create::create_repo),
+        )
+        .route(
+            "/org/create",
+            get(create::org_page).post(create::create_org),
         )
         .route("/user/settings/security", get(security::show))
         .route("/org/{org}/settings", get(orgs::show).post(orgs::save))
@@ -117,6 +160,30 @@ pub(crate) fn routes() -> Router<App> {
         .merge(oauth::routes())
         .route("/admin", get(panel::dashboard))
         .route("/admin/plugins", get(panel::plugins))
+        .route("/admin/plugins/{id}/switch", post(panel::switch))
+        .route("/admin/orgs", get(panel::orgs))
+        .route("/admin/repos", get(panel::repos))
+        .route("/admin/users", get(admin_users::list))
+        .route(
+            "/admin/users/new",
+            get(admin_users::new_form).post(admin_users::create),
+        )
+        .route(
+            "/admin/users/{id}",
+            get(admin_users::show).post(admin_users::edit),
+        )
+        .route(
+            "/admin/users/{id}/reset_2fa",
+            post(admin_users::reset_second_factors),
+        )
+        .route(
+            "/admin/users/{id}/bypass_codes",
+            post(admin_users::bypass_codes),
+        )
+        .route(
+            "/admin/config",
+            get(admin_config::show).post(admin_config::set),
+        )
         .route("/admin/auths", get(admin::list))
         .route("/admin/auths/new", get(admin::new_form).post(admin::create))
         .route("/admin/auths/{id}/test", post(admin::test))
@@ -288,8 +355,25 @@ impl Viewer {
         self.signed_in()
     }
 
-    fn login(&self) -> Option<String> {
-        self.user().map(|u| u.login.clone())
+    /// The signed-in user as the page header shows them.
+    fn who(&self) -> Option<Who> {
+        self.user().map(|u| Who {
+            login: u.login.clone(),
+            admin: u.is_admin,
+        })
+    }
+}
+
+/// The signed-in user in the header and navigation of every page.
+pub(crate) struct Who {
+    login: String,
+    /// Shows the Site administration link.
+    admin: bool,
+}
+
+impl std::fmt::Display for Who {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.login)
     }
 }
 
@@ -298,7 +382,7 @@ fn cookie(app: &App, name: &'static str, value: String, max_age: Option<i64>) ->
         .path("/")
         .http_only(true)
         .same_site(SameSite::Lax)
-        .secure(app.config.secure_cookies())
+        .secure(app.config().secure_cookies())
         .build();
     if let Some(secs) = max_age {
         c.set_max_age(time::Duration::seconds(secs));
@@ -306,9 +390,34 @@ fn cookie(app: &App, name: &'static str, value: String, max_age: Option<i64>) ->
     c
 }
 
+/// A Unix time as the pages show it.
+fn when(unix: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix)
+        .ok()
+        .and_then(|t| {
+            t.format(time::macros::format_description!(
+                "[year]-[month]-[day] [hour]:[minute] UTC"
+            ))
+            .ok()
+        })
+        .unwrap_or_default()
+}
+
 /// `page` as HTML with `status`; a page that fails to render is a 500.
 fn render(status: StatusCode, page: impl Template) -> Result<Response, WebError> {
     Ok((status, Html(page.render()?)).into_response())
+}
+
+/// `GET /assets/postern.css`: the one stylesheet, built in.
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../assets/postern.css"),
+    )
+        .into_response()
 }
 
 /// The HTML 404 for unknown pages.
@@ -319,7 +428,7 @@ pub(crate) async fn not_found() -> Response {
 #[derive(Template)]
 #[template(path = "message.html")]
 struct MessagePage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     heading: String,
     message: String,
@@ -335,7 +444,7 @@ fn message(
 ) -> WebError {
     let (csrf, jar) = viewer.csrf(app);
     let page = MessagePage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         heading: heading.into(),
         message: message.into(),
@@ -377,14 +486,14 @@ fn check_csrf(viewer: &Viewer, app: &App, submitted: &str) -> Result<(), WebErro
 #[derive(Template)]
 #[template(path = "home.html")]
 struct HomePage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
 }
 
 async fn home(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
     let (csrf, jar) = viewer.csrf(&app);
     let page = HomePage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
@@ -393,7 +502,7 @@ async fn home(State(app): State<App>, viewer: Viewer) -> Result<Response, WebErr
 #[derive(Template)]
 #[template(path = "login.html")]
 struct LoginPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     error: Option<String>,
     user_name: String,
@@ -449,8 +558,8 @@ async fn login_form(
         csrf,
         error: None,
         user_name: String::new(),
-        registration_open: !app.config.service.disable_registration,
-        passkeys: app.config.webauthn.usable(),
+        registration_open: !app.config().service.disable_registration,
+        passkeys: app.config().webauthn.usable(),
         sources: identity::password_sources(&app),
         source: String::new(),
         providers: identity::redirect_sources(&app),
@@ -508,8 +617,8 @@ async fn login(
                 csrf,
                 error: Some(e.to_string()),
                 user_name: form.user_name,
-                registration_open: !app.config.service.disable_registration,
-                passkeys: app.config.webauthn.usable(),
+                registration_open: !app.config().service.disable_registration,
+                passkeys: app.config().webauthn.usable(),
                 sources: identity::password_sources(&app),
                 source: form.source,
                 providers: identity::redirect_sources(&app),
@@ -574,7 +683,7 @@ async fn start_second_step(
     let jar = viewer.jar.add(cookie(app, sessions::COOKIE, value, None));
     // A user with a security key is asked for it first; the page
     // links to the code form.
-    let keys = app.config.webauthn.usable()
+    let keys = app.config().webauthn.usable()
         && factors
             .iter()
             .any(|f| f == crate::plugins::builtin::WEBAUTHN);
@@ -588,7 +697,7 @@ async fn start_second_step(
 
 /// Whether the user has a WebAuthn key (and keys are on).
 async fn has_keys(app: &App, user_id: i64) -> Result<bool, crate::second_factor::Error> {
-    Ok(app.config.webauthn.usable()
+    Ok(app.config().webauthn.usable()
         && crate::second_factor::list(&app.db, user_id)
             .await?
             .iter()
@@ -598,7 +707,7 @@ async fn has_keys(app: &App, user_id: i64) -> Result<bool, crate::second_factor:
 #[derive(Template)]
 #[template(path = "two_factor.html")]
 struct TwoFactorPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     login: String,
     error: Option<String>,
@@ -629,7 +738,7 @@ async fn two_factor_form(State(app): State<App>, viewer: Viewer) -> Result<Respo
         csrf,
         login: user.login,
         error: None,
-        offer_remember: app.config.security.enable_remember_me_2fa,
+        offer_remember: app.config().security.enable_remember_me_2fa,
         has_keys,
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
@@ -674,7 +783,7 @@ async fn two_factor(
         csrf,
         login: user.login,
         error: Some(message.into()),
-        offer_remember: app.config.security.enable_remember_me_2fa,
+        offer_remember: app.config().security.enable_remember_me_2fa,
         has_keys,
     };
     Ok((jar, render(status, page)?).into_response())
@@ -700,8 +809,8 @@ async fn complete_second_step(
         .clone()
         .add(cookie(app, sessions::COOKIE, value, max_age))
         .add(cookie(app, CSRF_COOKIE, sessions::random_token(24), None));
-    if app.config.security.enable_remember_me_2fa && remember_device {
-        let days = app.config.security.remember_me_2fa_days;
+    if app.config().security.enable_remember_me_2fa && remember_device {
+        let days = app.config().security.remember_me_2fa_days;
         let token = crate::second_factor::remember_device(&app.db, user.id, days).await?;
         let device = cookie(
             app,
@@ -716,7 +825,7 @@ async fn complete_second_step(
 }
 
 #[derive(Deserialize)]
-struct CsrfForm {
+pub(crate) struct CsrfForm {
     #[serde(default, rename = "_csrf")]
     csrf: String,
 }
@@ -746,7 +855,7 @@ async fn end_browser_session(app: &App, viewer: &Viewer) -> Result<CookieJar, We
 #[derive(Template)]
 #[template(path = "sign_up.html")]
 struct SignUpPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     open: bool,
     error: Option<String>,
@@ -759,9 +868,9 @@ const REGISTRATION_DISABLED: &str =
 
 async fn sign_up_form(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
     let (csrf, jar) = viewer.csrf(&app);
-    let open = !app.config.service.disable_registration;
+    let open = !app.config().service.disable_registration;
     let page = SignUpPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         open,
         error: (!open).then(|| REGISTRATION_DISABLED.to_string()),
@@ -797,7 +906,7 @@ async fn sign_up(
     Form(form): Form<SignUpForm>,
 ) -> Result<Response, WebError> {
     check_csrf(&viewer, &app, &form.csrf)?;
-    let open = !app.config.service.disable_registration;
+    let open = !app.config().service.disable_registration;
     let outcome = if !open {
         Err((StatusCode::FORBIDDEN, REGISTRATION_DISABLED.to_string()))
     } else if form.password != form.retype {
@@ -806,7 +915,16 @@ async fn sign_up(
             "The passwords do not match.".to_string(),
         ))
     } else {
-        match identity::register(&app, &form.user_name, &form.email, &form.password, false).await {
+        match identity::register(
+            &app,
+            &form.user_name,
+            &form.email,
+            &form.password,
+            false,
+            true,
+        )
+        .await
+        {
             Ok(user) => Ok(user),
             Err(identity::Error::Store(e)) => return Err(e.into()),
             Err(e) => Err((e.status(), e.to_string())),
@@ -817,7 +935,7 @@ async fn sign_up(
         Err((status, message)) => {
             let (csrf, jar) = viewer.csrf(&app);
             let page = SignUpPage {
-                user: viewer.login(),
+                user: viewer.who(),
                 csrf,
                 open,
                 error: Some(message),

@@ -43,6 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "identity",
             "oauth_provider",
             "authn",
+            "settings",
         ],
     ),
     ("transports", &["api", "web", "git"]),

@@ -79,12 +79,14 @@ async fn enrolling_totp_from_the_page_then_signing_in_with_a_code() {
         wait(Locator::Id("signed-in-user")).await.unwrap();
 
         // Settings › Security: enable, scan (read the URI beside the QR code), confirm.
-        c.find(Locator::Id("security-link"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        for link in ["nav-settings", "security-link"] {
+            wait(Locator::Id(link))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+        }
         wait(Locator::Id("enable-totp"))
             .await
             .unwrap()

@@ -93,7 +93,7 @@ async fn create_for(
         &app.db,
         owner_id,
         registration,
-        app.config.oauth2.minimal_token_length,
+        app.config().oauth2.minimal_token_length,
     )
     .await?)
 }
@@ -114,7 +114,7 @@ async fn edit_for(
     };
     let updated = apps::update(&app.db, &current, registration).await?;
     let secret = if body.regenerate_secret {
-        let len = app.config.oauth2.minimal_token_length;
+        let len = app.config().oauth2.minimal_token_length;
         Some(apps::regenerate_secret(&app.db, &updated, len).await?)
     } else {
         None
@@ -125,7 +125,7 @@ async fn edit_for(
 /// With `[oauth2] ENABLE = false` the provider, applications included,
 /// does not exist.
 fn enabled(app: &App) -> Result<(), ApiError> {
-    if app.config.oauth2.enable {
+    if app.config().oauth2.enable {
         Ok(())
     } else {
         Err(ApiError::NotFound(

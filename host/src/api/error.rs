@@ -155,13 +155,14 @@ impl From<crate::users::Error> for ApiError {
 }
 
 /// `orgs::Error`: `NameTaken` → 409 with the error's text; `InvalidName`,
-/// `OwnersTeam` → 422 with their text; `Db` → 500.
+/// `OwnersTeam` → 422 with their text; `NotAllowed` → 403; `Db` → 500.
 impl From<crate::orgs::Error> for ApiError {
     fn from(e: crate::orgs::Error) -> Self {
         use crate::orgs::Error;
         match e {
             e @ Error::NameTaken(_) => ApiError::Conflict(e.to_string()),
             Error::InvalidName(m) | Error::OwnersTeam(m) => ApiError::Unprocessable(m),
+            Error::NotAllowed(m) => ApiError::Forbidden(m.into()),
             e @ Error::Db(_) => ApiError::internal(e),
         }
     }
@@ -182,13 +183,14 @@ impl From<crate::repos::Error> for ApiError {
 
 /// `tokens::Error`: `NameTaken` → 409 with the error's text; `Unknown`,
 /// `Expired` → 401 with `WWW-Authenticate` and the error's text (as
-/// [`crate::authn`] answers a bad token); `Db` → 500.
+/// [`crate::authn`] answers a bad token); `Invalid` → 422; `Db` → 500.
 impl From<crate::tokens::Error> for ApiError {
     fn from(e: crate::tokens::Error) -> Self {
         use crate::tokens::Error;
         match e {
             e @ Error::NameTaken(_) => ApiError::Conflict(e.to_string()),
             e @ (Error::Unknown | Error::Expired) => ApiError::Credentials(e.to_string()),
+            Error::Invalid(m) => ApiError::Unprocessable(m),
             e @ Error::Db(_) => ApiError::internal(e),
         }
     }

@@ -343,7 +343,7 @@ async fn do_create(
     let (hook, secret) = webhooks::create(
         &app.db,
         &app.key,
-        &app.config.webhook,
+        &app.config().webhook,
         &transports(app),
         scope,
         body.changes(),
@@ -375,7 +375,7 @@ async fn do_edit(
     let hook = webhooks::update(
         &app.db,
         &app.key,
-        &app.config.webhook,
+        &app.config().webhook,
         &transports(app),
         scope,
         id,
@@ -417,7 +417,7 @@ async fn do_deliveries(
         .map(|(p, d)| (p, delivery_view(&hook_href, d, None, None)))
         .collect();
     Ok(Json(cursor_page(
-        &UrlBase::new(&app.config.server.root_url, uri),
+        &UrlBase::new(&app.config().server.root_url, uri),
         &window,
         rows,
     )))
@@ -833,7 +833,7 @@ pub(crate) async fn dead(
         ));
     }
     Ok(Json(cursor_page(
-        &UrlBase::new(&app.config.server.root_url, &uri),
+        &UrlBase::new(&app.config().server.root_url, &uri),
         &window,
         out,
     )))

@@ -89,9 +89,9 @@ pub(super) async fn owned_org(app: &App, who: &Principal, name: &str) -> Result<
     }
 }
 
-/// Creates an organization; the creator joins its Owners team. Ordinary
-/// users may not when `[service] DISABLE_REGISTRATION_ORG` or
-/// `ALLOW_ONLY_ADMIN_CREATE_ORG` is true.
+/// Creates an organization; the creator joins its Owners team. With
+/// `[service] ALLOW_ONLY_ADMIN_CREATE_ORG` only site administrators may;
+/// with `DISABLE_REGISTRATION_ORG` accounts made on the sign-up page may not.
 #[utoipa::path(
     post, path = "/api/v1/orgs", tag = "organization",
     request_body = CreateOrg,
@@ -113,14 +113,7 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<CreateOrg>,
 ) -> Result<(StatusCode, Json<OrgView>), ApiError> {
     who.require_scope(Access::Write, Area::Organization)?;
-    let service = &app.config.service;
-    if (service.disable_registration_org || service.allow_only_admin_create_org)
-        && !who.user.is_admin
-    {
-        return Err(ApiError::Forbidden(
-            "only site administrators create organizations here".into(),
-        ));
-    }
+    orgs::may_create(&app.config().service, &who.user)?;
     let org = orgs::create(&app.db, body.username.trim(), &body.full_name, &who.user).await?;
     Ok((StatusCode::CREATED, Json(org_view(version, org, true))))
 }
@@ -147,7 +140,7 @@ pub(crate) async fn get(
     MaybePrincipal(caller): MaybePrincipal,
     Path(path): Path<OrgPath>,
 ) -> Result<Json<OrgView>, ApiError> {
-    if caller.user.is_none() && app.config.service.require_signin_view {
+    if caller.user.is_none() && app.config().service.require_signin_view {
         return Err(ApiError::Unauthorized);
     }
     let org = find_org(&app, &path.org).await?;
@@ -531,7 +524,7 @@ pub(crate) async fn repos(
     MaybePrincipal(caller): MaybePrincipal,
     Path(path): Path<OrgPath>,
 ) -> Result<Json<Vec<RepositoryView>>, ApiError> {
-    if caller.user.is_none() && app.config.service.require_signin_view {
+    if caller.user.is_none() && app.config().service.require_signin_view {
         return Err(ApiError::Unauthorized);
     }
     let org = find_org(&app, &path.org).await?;

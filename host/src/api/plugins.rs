@@ -42,7 +42,7 @@ pub(crate) async fn list(
         None => all,
     };
     Ok(paged(
-        &UrlBase::new(&app.config.server.root_url, &uri),
+        &UrlBase::new(&app.config().server.root_url, &uri),
         window,
         count,
         results,

@@ -229,8 +229,8 @@ pub(crate) async fn create(
     let mut rule = Rule {
         rule_name: name.trim().to_string(),
         enable_push: true,
-        enable_force_push: !app.config.repository.default_disable_push,
-        require_signed_commits: app.config.repository.default_require_signed_commits,
+        enable_force_push: !app.config().repository.default_disable_push,
+        require_signed_commits: app.config().repository.default_require_signed_commits,
         ..Default::default()
     };
     body.apply(&mut rule);
@@ -272,7 +272,7 @@ pub(crate) async fn list(
         .map(|p| view(version, &repo, p))
         .collect();
     Ok(paged(
-        &UrlBase::new(&app.config.server.root_url, &uri),
+        &UrlBase::new(&app.config().server.root_url, &uri),
         window,
         count,
         results,

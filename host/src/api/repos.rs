@@ -61,7 +61,8 @@ pub(crate) fn view(
     repo: &Repository,
     level: Level,
 ) -> RepositoryView {
-    let root = &app.config.server.root_url;
+    let config = app.config();
+    let root = &config.server.root_url;
     let href = format!("{}/repos/{}", version.prefix(), repo.full_name());
     let admin = level >= Level::Admin;
     RepositoryView {
@@ -76,11 +77,11 @@ pub(crate) fn view(
         private: repo.is_private,
         default_branch: repo.default_branch.clone(),
         clone_url: format!("{root}{}.git", repo.full_name()),
-        ssh_url: app.config.server.start_ssh_server.then(|| {
+        ssh_url: app.config().server.start_ssh_server.then(|| {
             format!(
                 "ssh://git@{}:{}/{}.git",
-                app.config.server.ssh_domain,
-                app.config.server.ssh_port,
+                app.config().server.ssh_domain,
+                app.config().server.ssh_port,
                 repo.full_name()
             )
         }),
@@ -151,14 +152,6 @@ pub(crate) async fn create_for(
         .map(str::trim)
         .filter(|b| !b.is_empty())
         .unwrap_or("main");
-    if !branch
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
-    {
-        return Err(ApiError::Unprocessable(format!(
-            "default_branch: {branch:?} is not a branch name"
-        )));
-    }
     let repo = repos::create(
         app,
         owner,
@@ -213,7 +206,7 @@ pub(crate) async fn list_mine(
         results.push(view(&app, version, repo, level));
     }
     Ok(paged(
-        &UrlBase::new(&app.config.server.root_url, &uri),
+        &UrlBase::new(&app.config().server.root_url, &uri),
         window,
         count,
         results,

@@ -80,7 +80,7 @@ pub(crate) async fn list(
         })
         .collect();
     Ok(Json(cursor_page(
-        &UrlBase::new(&app.config.server.root_url, &uri),
+        &UrlBase::new(&app.config().server.root_url, &uri),
         &window,
         rows,
     )))

@@ -9,9 +9,8 @@ use utoipa::ToSchema;
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
-use crate::repos;
 use crate::state::App;
-use crate::tokens::{self, Access, Area, Scopes, Token};
+use crate::tokens::{self, Access, Area, Token};
 use crate::users::User;
 
 /// Gitea's `CreateAccessTokenOption`, plus an expiry and a repository list.
@@ -124,12 +123,6 @@ pub(crate) async fn create(
         ));
     }
     let owner = owner(&app, &who, &path.username).await?;
-    let name = body.name.trim();
-    if name.is_empty() || name.len() > 255 {
-        return Err(ApiError::Unprocessable("name: 1 to 255 characters".into()));
-    }
-    let scopes =
-        Scopes::parse(&body.scopes).map_err(|e| ApiError::Unprocessable(format!("scopes: {e}")))?;
     let expires = match body.expires_at.as_deref() {
         None | Some("") => None,
         Some(text) => {
@@ -141,18 +134,13 @@ pub(crate) async fn create(
             Some(at.unix_timestamp())
         }
     };
-    let mut repositories = Vec::new();
-    for full in body.repositories.unwrap_or_default() {
-        let (o, n) = full.split_once('/').ok_or_else(|| {
-            ApiError::Unprocessable(format!("repositories: {full:?} is not owner/name"))
-        })?;
-        let repo = repos::find(&app.db, o, n).await?.ok_or_else(|| {
-            ApiError::Unprocessable(format!("repositories: no repository {full:?}"))
-        })?;
-        repositories.push(repo.id);
-    }
-    let (secret, token) =
-        tokens::create(&app.db, owner.id, name, &scopes, &repositories, expires).await?;
+    let request = tokens::Request {
+        name: body.name,
+        scopes: body.scopes,
+        repositories: body.repositories.unwrap_or_default(),
+        expires,
+    };
+    let (secret, token) = tokens::issue(&app.db, owner.id, &request).await?;
     Ok((
         StatusCode::CREATED,
         Json(view(version, &owner.login, token, Some(secret))),
@@ -193,7 +181,7 @@ pub(crate) async fn list(
         .map(|t| view(version, &owner.login, t, None))
         .collect();
     Ok(paged(
-        &UrlBase::new(&app.config.server.root_url, &uri),
+        &UrlBase::new(&app.config().server.root_url, &uri),
         window,
         count,
         results,

@@ -223,7 +223,7 @@ pub(crate) async fn admin_list(
         results.push(view(&app, version, user, admin_links(version, &caller, user)).await?);
     }
     Ok(paged(
-        &UrlBase::new(&app.config.server.root_url, &uri),
+        &UrlBase::new(&app.config().server.root_url, &uri),
         window,
         count,
         results,
@@ -314,8 +314,7 @@ pub(crate) async fn admin_edit(
     let user = find(&app, &path.username).await?;
     if let Some(email) = &edit.email {
         let email = email.trim();
-        let (local, domain) = email.split_once('@').unwrap_or(("", ""));
-        if local.is_empty() || !domain.contains('.') || email.chars().any(char::is_whitespace) {
+        if !users::looks_like_email(email) {
             return Err(ApiError::Unprocessable(format!(
                 "email: {email:?} is not an e-mail address"
             )));

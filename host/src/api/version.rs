@@ -136,7 +136,7 @@ pub async fn layer(State(app): State<App>, mut req: Request, next: Next) -> Resp
         req.uri().path(),
         req.headers(),
         versioned_route,
-        &app.config.api,
+        &app.config().api,
     ) {
         Ok(v) => v,
         Err(e) => return e.into_response(),
@@ -144,7 +144,7 @@ pub async fn layer(State(app): State<App>, mut req: Request, next: Next) -> Resp
     req.extensions_mut().insert(version);
     let mut response = next.run(req).await;
     if let Some((_, sunset)) = app
-        .config
+        .config()
         .api
         .deprecated_versions
         .iter()

@@ -390,7 +390,7 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "DISABLE_REGISTRATION_ORG",
                 BOOL,
                 "false",
-                "Forbid organization creation by ordinary users.",
+                "Forbid anonymous organization creation: accounts made on the sign-up page do not create organizations; accounts an administrator or an identity source made still do.",
             ),
             k(
                 "ALLOW_ONLY_ADMIN_CREATE_ORG",
@@ -990,6 +990,51 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
         ],
     ),
 ];
+
+/// The keys an administrator may change while Postern runs (Admin ›
+/// Configuration, `postern admin config set`): switches and limits that
+/// every request reads afresh. Listeners, paths, the database, keys and
+/// sources need a restart and are not here.
+pub static RUNTIME_KEYS: &[(&str, &str)] = &[
+    ("service", "DISABLE_REGISTRATION"),
+    ("service", "REQUIRE_SIGNIN_VIEW"),
+    ("service", "LDAP_SYNC_ON_LOGIN"),
+    ("service", "DISABLE_REGISTRATION_ORG"),
+    ("service", "ALLOW_ONLY_ADMIN_CREATE_ORG"),
+    ("security", "ENABLE_2FA"),
+    ("security", "DISABLE_REGISTRATION"),
+    ("security", "ENABLE_REMEMBER_ME_2FA"),
+    ("security", "REMEMBER_ME_2FA_DAYS"),
+    ("security", "MIN_PASSWORD_LENGTH"),
+    ("oauth2", "ACCESS_TOKEN_EXPIRATION"),
+    ("oauth2", "REFRESH_TOKEN_EXPIRATION"),
+    ("oauth2", "INVALIDATE_REFRESH_TOKENS"),
+    ("webhook", "DELIVER_TIMEOUT"),
+    ("webhook", "MAX_ATTEMPTS"),
+    ("webhook", "RETRY_BACKOFF"),
+    ("repository", "MAX_PUSH_FILES"),
+    ("repository", "DEFAULT_DISABLE_PUSH"),
+    ("repository", "DEFAULT_REQUIRE_SIGNED_COMMITS"),
+];
+
+/// Whether `key` of `section` may be changed at run time: a key of
+/// [`RUNTIME_KEYS`], or a plugin's `ENABLED` switch.
+pub fn is_runtime(section: &str, key: &str) -> bool {
+    RUNTIME_KEYS.iter().any(|(s, k)| *s == section && *k == key)
+        || (key == "ENABLED"
+            && matches!(
+                SectionPattern::classify(section),
+                Some((SectionPattern::Plugin, _))
+            ))
+}
+
+/// Whether a key holds a secret, shown masked wherever configuration is
+/// listed.
+pub fn is_secret(key: &str) -> bool {
+    ["PASSWD", "PASSWORD", "SECRET", "PRIVATE_KEY"]
+        .iter()
+        .any(|word| key.ends_with(word))
+}
 
 /// The spec of `key` in the schema section `section`.
 pub fn key_spec(section: &str, key: &str) -> Option<&'static KeySpec> {

@@ -104,6 +104,29 @@ impl Environment {
         }
         Environment { tree }
     }
+
+    /// The `(section, KEY)` pairs the environment sets.
+    pub fn keys(&self) -> std::collections::BTreeSet<(String, String)> {
+        let mut keys = std::collections::BTreeSet::new();
+        for (top, value) in &self.tree {
+            let ValueKind::Table(table) = &value.kind else {
+                continue;
+            };
+            for (name, value) in table {
+                match &value.kind {
+                    ValueKind::Table(sub) => {
+                        for key in sub.keys() {
+                            keys.insert((format!("{top}.{name}"), key.clone()));
+                        }
+                    }
+                    _ => {
+                        keys.insert((top.clone(), name.clone()));
+                    }
+                }
+            }
+        }
+        keys
+    }
 }
 
 impl Source for Environment {

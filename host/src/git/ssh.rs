@@ -46,7 +46,7 @@ pub fn host_key(data_dir: &Path) -> anyhow::Result<PrivateKey> {
 
 /// Serves SSH on `listener` until the process ends.
 pub async fn serve(app: App, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
-    let key = host_key(&app.config.server.app_data_path)?;
+    let key = host_key(&app.config().server.app_data_path)?;
     let config = russh::server::Config {
         keys: vec![key],
         auth_rejection_time: std::time::Duration::from_millis(200),

@@ -69,7 +69,10 @@ fn slot(token: &str, stage: &str) -> String {
 /// `{ROOT_URL}user/oauth2/<name>/callback`: where the provider sends the
 /// browser back.
 pub fn callback_url(app: &App, name: &str) -> String {
-    format!("{}user/oauth2/{name}/callback", app.config.server.root_url)
+    format!(
+        "{}user/oauth2/{name}/callback",
+        app.config().server.root_url
+    )
 }
 
 /// The callback URL of `source`, by the name in its paths (which may differ
@@ -244,8 +247,8 @@ async fn account_with_email(app: &App, identity: &Identity) -> Result<Option<Use
 /// be handed the colleague's identity (and groups); so `auto` then asks for
 /// the password, as `login` does (said at start).
 pub fn linking(app: &App) -> AccountLinking {
-    match app.config.oauth2_client.account_linking {
-        AccountLinking::Auto if !app.config.service.disable_registration => AccountLinking::Login,
+    match app.config().oauth2_client.account_linking {
+        AccountLinking::Auto if !app.config().service.disable_registration => AccountLinking::Login,
         other => other,
     }
 }

@@ -154,7 +154,7 @@ pub async fn add_directory_source(
     app: &App,
     section: BTreeMap<String, String>,
 ) -> std::result::Result<String, SourceError> {
-    if !app.config.source.enable_ldap {
+    if !app.config().source.enable_ldap {
         return Err(SourceError::Invalid(
             "directory sign-in is off: set [source] ENABLE_LDAP = true".into(),
         ));
@@ -165,7 +165,7 @@ pub async fn add_directory_source(
         .directory_sources()
         .iter()
         .filter_map(|p| p.host_settings.directory_number)
-        .chain(app.config.directory_sources.iter().map(|d| d.number))
+        .chain(app.config().directory_sources.iter().map(|d| d.number))
         .max()
         .unwrap_or(0)
         + 1;

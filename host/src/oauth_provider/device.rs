@@ -45,7 +45,7 @@ fn normal(user_code: &str) -> String {
 /// Starts a device authorization for `client` with `scope`.
 pub async fn begin(app: &App, client: &Client, scope: &str) -> Result<DeviceAuthorization> {
     let scopes = parse_scope(scope)?;
-    let device_code = super::new_secret(app.config.oauth2.minimal_token_length);
+    let device_code = super::new_secret(app.config().oauth2.minimal_token_length);
     // Eight letters of twenty: 2^34 codes, enough for ten minutes of
     // guesses that the sign-in and CSRF checks already slow down.
     let letters: String = (0..8)

@@ -79,7 +79,11 @@ pub async fn profile(db: &Db, user: &User, scopes: &[String]) -> Result<Profile>
 
 /// `iss`: ROOT_URL without its trailing slash.
 pub fn issuer(app: &App) -> String {
-    app.config.server.root_url.trim_end_matches('/').to_string()
+    app.config()
+        .server
+        .root_url
+        .trim_end_matches('/')
+        .to_string()
 }
 
 /// Issues an access and a refresh token in `family`, and an ID token when
@@ -93,7 +97,8 @@ pub(super) async fn issue(
     auth_time: i64,
     nonce: Option<String>,
 ) -> Result<TokenResponse> {
-    let cfg = &app.config.oauth2;
+    let config = app.config();
+    let cfg = &config.oauth2;
     let (access, refresh) = (
         new_secret(cfg.minimal_token_length),
         new_secret(cfg.minimal_token_length),
@@ -248,7 +253,7 @@ pub async fn refresh(
     }
     // [oauth2] INVALIDATE_REFRESH_TOKENS = false keeps a refresh token good
     // until it expires, as some older clients expect; no reuse detection.
-    if app.config.oauth2.invalidate_refresh_tokens {
+    if app.config().oauth2.invalidate_refresh_tokens {
         let taken =
             sqlx::query("UPDATE oauth_tokens SET used = $1 WHERE token_hash = $2 AND used IS NULL")
                 .bind(t)

@@ -370,6 +370,9 @@ impl Plugins {
             plugin: plugin.id.to_string(),
             reason,
         };
+        if plugin.is_paused() {
+            return Err(unavailable("disabled by an administrator".into()));
+        }
         let prepared = match &plugin.state {
             State::Ready { prepared, .. } if plugin.kind == kind => prepared.clone(),
             State::Ready { .. } => return Err(unavailable(format!("not a {}", kind.as_str()))),

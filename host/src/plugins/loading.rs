@@ -406,6 +406,7 @@ pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin 
         http: spec.http,
         state,
         stats: Default::default(),
+        paused: Default::default(),
     }
 }
 

@@ -45,6 +45,10 @@ pub struct Plugin {
     pub(super) http: Option<Arc<super::outbound::Grant>>,
     pub(super) state: State,
     pub(super) stats: Stats,
+    /// Turned off by an administrator while running (`[plugin.<id>]
+    /// ENABLED` as a run-time setting): calls are refused until it is
+    /// turned on again.
+    pub(super) paused: std::sync::atomic::AtomicBool,
 }
 
 /// What `admin plugin list` and `GET /api/v1/admin/plugins` show.
@@ -102,6 +106,7 @@ impl Plugin {
     /// `ready`, `disabled`, or `refused: <why>`.
     pub fn info_state(&self) -> String {
         match &self.state {
+            State::Ready { .. } if self.is_paused() => "disabled".into(),
             State::Ready { .. } => "ready".into(),
             State::Refused(why) => format!("refused: {why}"),
             State::Disabled => "disabled".into(),
@@ -109,7 +114,19 @@ impl Plugin {
     }
 
     pub fn is_ready(&self) -> bool {
-        matches!(self.state, State::Ready { .. })
+        matches!(self.state, State::Ready { .. }) && !self.is_paused()
+    }
+
+    /// Whether an administrator turned it off while running.
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+
+    /// Whether an administrator may turn it on and off: a plugin of its
+    /// own, not an instance that serves an identity source (a source is
+    /// changed in Authentication).
+    pub fn switchable(&self) -> bool {
+        !matches!(self.origin, Origin::InstanceOf(_))
     }
 }
 
@@ -243,6 +260,19 @@ impl Plugins {
 
     pub fn list(&self) -> Vec<PluginInfo> {
         self.read().iter().map(|p| p.info()).collect()
+    }
+
+    /// Pauses or resumes each switchable plugin as `[plugin.<id>] ENABLED`
+    /// in `config` says. A plugin that was disabled at start is not
+    /// prepared, and is ready only after a restart.
+    pub fn apply_switches(&self, config: &crate::config::Config) {
+        for p in self.read().iter().filter(|p| p.switchable()) {
+            let on = crate::config::schema::parse_bool(
+                &config.value(&format!("plugin.{}", p.id), "ENABLED"),
+            )
+            .unwrap_or(true);
+            p.paused.store(!on, Ordering::Relaxed);
+        }
     }
 
     /// Loads a directory source an administrator added, and serves it from

@@ -41,7 +41,7 @@ pub async fn due(app: &App, user: &User, proof: Proof<'_>) -> super::Result<Due>
         }
     }
     if factors.is_empty() {
-        return Ok(if app.config.security.enable_2fa {
+        return Ok(if app.config().security.enable_2fa {
             Due::Enrolment
         } else {
             Due::Nothing
@@ -50,7 +50,7 @@ pub async fn due(app: &App, user: &User, proof: Proof<'_>) -> super::Result<Due>
     let Proof::Password { device } = proof else {
         return Ok(Due::Nothing);
     };
-    if app.config.security.enable_remember_me_2fa
+    if app.config().security.enable_remember_me_2fa
         && let Some(device) = device
         && super::device_remembered(&app.db, user.id, device).await?
     {

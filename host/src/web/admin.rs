@@ -13,14 +13,14 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::{Viewer, WebError, check_csrf, render};
+use super::{Viewer, WebError, Who, check_csrf, render};
 use crate::identity::{self, DirectorySourceView, KeysUpdate, OAuth2SourceView, SourceError};
 use crate::state::App;
 
 #[derive(Template)]
 #[template(path = "admin_auths.html")]
 struct SourcesPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     error: Option<String>,
     notice: Option<String>,
@@ -49,7 +49,7 @@ trait FormValues {
 #[derive(Template)]
 #[template(path = "admin_auth_oauth2.html")]
 struct OAuth2SourcePage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     error: Option<String>,
     notice: Option<String>,
@@ -63,7 +63,7 @@ struct OAuth2SourcePage {
 #[derive(Template)]
 #[template(path = "admin_auth_saml.html")]
 struct SamlSourcePage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     error: Option<String>,
     notice: Option<String>,
@@ -87,7 +87,7 @@ impl FormValues for OAuth2SourcePage {
 #[derive(Template)]
 #[template(path = "admin_auth_new.html")]
 struct NewSourcePage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     error: Option<String>,
     notice: Option<String>,
@@ -148,12 +148,12 @@ async fn list_page_with(
         .map_err(WebError::internal)?;
     let (csrf, jar) = viewer.csrf(app);
     let page = SourcesPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         error,
         notice,
-        ldap_enabled: app.config.source.enable_ldap,
-        oauth2_enabled: app.config.source.enable_oauth2,
+        ldap_enabled: app.config().source.enable_ldap,
+        oauth2_enabled: app.config().source.enable_oauth2,
         sources,
         oauth2,
     };
@@ -216,7 +216,7 @@ fn new_page(
 ) -> Result<Response, WebError> {
     let (csrf, jar) = viewer.csrf(app);
     let page = NewSourcePage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         error,
         notice,
@@ -349,7 +349,7 @@ fn oauth2_page(
         render(
             status,
             SamlSourcePage {
-                user: viewer.login(),
+                user: viewer.who(),
                 csrf,
                 error,
                 notice,
@@ -362,7 +362,7 @@ fn oauth2_page(
         render(
             status,
             OAuth2SourcePage {
-                user: viewer.login(),
+                user: viewer.who(),
                 csrf,
                 error,
                 notice,

@@ -1,6 +1,8 @@
-//! Settings › Applications, as Gitea has it: the user's OAuth2 applications
-//! (create, edit, regenerate the client secret, delete), and the
-//! applications the user has authorized (revoke).
+//! Settings › Applications, as Gitea has it: the user's personal access
+//! tokens (create with scopes, expiry and repository limits, shown once;
+//! delete), the user's OAuth2 applications (create, edit, regenerate the
+//! client secret, delete), and the applications the user has authorized
+//! (revoke).
 //!
 //! A client secret is shown once, on the page that answers its creation
 //! or regeneration, and never again: only its sha256 is kept. With
@@ -13,10 +15,10 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
-use time::OffsetDateTime;
 use time::macros::format_description;
 
-use super::{Viewer, WebError, nothing_here, render};
+use super::settings::capital;
+use super::{Viewer, WebError, Who, nothing_here, render, when};
 use crate::oauth_provider::apps::{self, Registration};
 use crate::oauth_provider::{Error, codes};
 use crate::state::App;
@@ -80,10 +82,41 @@ struct Secret {
     client_secret: String,
 }
 
+/// One of the user's personal access tokens (never its secret).
+struct TokenRow {
+    id: i64,
+    name: String,
+    last_eight: String,
+    scopes: String,
+    repositories: String,
+    expires: String,
+    last_used: String,
+}
+
+/// The token form as typed, after a refusal.
+#[derive(Clone, Default)]
+struct TokenDraft {
+    name: String,
+    /// `(area, "", "read" or "write")` for each area's select.
+    scopes: Vec<(&'static str, String)>,
+    expires: String,
+    repositories: String,
+}
+
+impl TokenDraft {
+    fn level(&self, area: &str) -> &str {
+        self.scopes
+            .iter()
+            .find(|(a, _)| *a == area)
+            .map(|(_, l)| l.as_str())
+            .unwrap_or("")
+    }
+}
+
 #[derive(Template)]
 #[template(path = "user_applications.html")]
 struct ApplicationsPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     enabled: bool,
     error: Option<String>,
@@ -91,6 +124,12 @@ struct ApplicationsPage {
     apps: Vec<Owned>,
     authorized: Vec<Authorized>,
     create: Draft,
+    tokens: Vec<TokenRow>,
+    token_error: Option<String>,
+    /// A token just created: (name, secret), shown this once.
+    new_token: Option<(String, String)>,
+    token_form: TokenDraft,
+    areas: &'static [&'static str],
 }
 
 /// What a handler changes on the page; the rest is read afresh.
@@ -98,23 +137,13 @@ struct ApplicationsPage {
 struct Shown {
     error: Option<String>,
     secret: Option<Secret>,
+    token_error: Option<String>,
+    new_token: Option<(String, String)>,
+    token_form: Option<TokenDraft>,
     /// The create form as typed, after a refusal.
     create: Option<Draft>,
     /// An edit form as typed, after a refusal: the application's id.
     editing: Option<(i64, Draft)>,
-}
-
-/// A Unix time as the page shows it.
-fn when(unix: i64) -> String {
-    OffsetDateTime::from_unix_timestamp(unix)
-        .ok()
-        .and_then(|t| {
-            t.format(format_description!(
-                "[year]-[month]-[day] [hour]:[minute] UTC"
-            ))
-            .ok()
-        })
-        .unwrap_or_default()
 }
 
 /// A domain error a page does not answer itself: a 500, the cause logged.
@@ -129,7 +158,7 @@ async fn page(
     status: StatusCode,
     shown: Shown,
 ) -> Result<Response, WebError> {
-    let enabled = app.config.oauth2.enable;
+    let enabled = app.config().oauth2.enable;
     let (apps, authorized) = if enabled {
         (
             apps::list(&app.db, Some(user.id)).await.map_err(internal)?,
@@ -164,10 +193,28 @@ async fn page(
             since: when(g.created),
         })
         .collect();
-    let with_secret = shown.secret.is_some();
+    let tokens = crate::tokens::list(&app.db, user.id)
+        .await
+        .map_err(WebError::internal)?
+        .into_iter()
+        .map(|t| TokenRow {
+            id: t.id,
+            name: t.name,
+            last_eight: t.last_eight,
+            scopes: t.scopes.names().join(", "),
+            repositories: if t.repositories.is_empty() {
+                "all".into()
+            } else {
+                format!("{} repositories", t.repositories.len())
+            },
+            expires: t.expires.map(when).unwrap_or_else(|| "never".into()),
+            last_used: t.last_used.map(when).unwrap_or_else(|| "never".into()),
+        })
+        .collect();
+    let with_secret = shown.secret.is_some() || shown.new_token.is_some();
     let (csrf, jar) = viewer.csrf(app);
     let page = ApplicationsPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         enabled,
         error: shown.error,
@@ -175,6 +222,11 @@ async fn page(
         apps,
         authorized,
         create: shown.create.unwrap_or_default(),
+        tokens,
+        token_error: shown.token_error,
+        new_token: shown.new_token,
+        token_form: shown.token_form.unwrap_or_default(),
+        areas: AREAS,
     };
     let mut response = (jar, render(status, page)?).into_response();
     if with_secret {
@@ -213,7 +265,7 @@ async fn refused(
 /// The signed-in user of a form on this page whose CSRF token checks out.
 /// With the provider off, the forms do not exist (404).
 fn settings_user<'v>(app: &App, viewer: &'v Viewer, csrf: &str) -> Result<&'v User, WebError> {
-    if !app.config.oauth2.enable {
+    if !app.config().oauth2.enable {
         return Err(WebError::NotFound);
     }
     viewer.form_user(app, csrf)
@@ -223,6 +275,131 @@ fn settings_user<'v>(app: &App, viewer: &'v Viewer, csrf: &str) -> Result<&'v Us
 pub(crate) async fn show(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
     let user = viewer.signed_in()?;
     page(&app, &viewer, user, StatusCode::OK, Shown::default()).await
+}
+
+/// The scope areas of a token, each a select on the form.
+const AREAS: &[&str] = &["repository", "organization", "user", "admin"];
+
+/// The token form.
+#[derive(Deserialize)]
+pub(crate) struct TokenForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    scope_repository: String,
+    #[serde(default)]
+    scope_organization: String,
+    #[serde(default)]
+    scope_user: String,
+    #[serde(default)]
+    scope_admin: String,
+    /// `YYYY-MM-DD`: the token works through the end of that day (UTC).
+    #[serde(default)]
+    expires: String,
+    /// `owner/name`, comma- or space-separated; empty for every repository.
+    #[serde(default)]
+    repositories: String,
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+impl TokenForm {
+    fn draft(&self) -> TokenDraft {
+        TokenDraft {
+            name: self.name.clone(),
+            scopes: vec![
+                ("repository", self.scope_repository.clone()),
+                ("organization", self.scope_organization.clone()),
+                ("user", self.scope_user.clone()),
+                ("admin", self.scope_admin.clone()),
+            ],
+            expires: self.expires.clone(),
+            repositories: self.repositories.clone(),
+        }
+    }
+
+    fn request(&self) -> Result<crate::tokens::Request, String> {
+        let scopes = self
+            .draft()
+            .scopes
+            .into_iter()
+            .filter(|(_, level)| !level.is_empty())
+            .map(|(area, level)| format!("{level}:{area}"))
+            .collect();
+        let expires = match self.expires.trim() {
+            "" => None,
+            day => {
+                let date = time::Date::parse(day, format_description!("[year]-[month]-[day]"))
+                    .map_err(|_| format!("Expiry: {day:?} is not a date (YYYY-MM-DD)"))?;
+                let end = date
+                    .next_day()
+                    .ok_or("Expiry: too far ahead")?
+                    .midnight()
+                    .assume_utc();
+                Some(end.unix_timestamp())
+            }
+        };
+        Ok(crate::tokens::Request {
+            name: self.name.clone(),
+            scopes,
+            repositories: self
+                .repositories
+                .split([',', ' ', '\n'])
+                .map(str::to_string)
+                .collect(),
+            expires,
+        })
+    }
+}
+
+/// `POST /user/settings/applications/tokens`: creates a personal access
+/// token and shows it once.
+pub(crate) async fn create_token(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<TokenForm>,
+) -> Result<Response, WebError> {
+    let user = viewer.form_user(&app, &form.csrf)?;
+    let outcome = match form.request() {
+        Ok(request) => crate::tokens::issue(&app.db, user.id, &request).await,
+        Err(why) => Err(crate::tokens::Error::Invalid(why)),
+    };
+    let (status, shown) = match outcome {
+        Ok((secret, token)) => (
+            StatusCode::OK,
+            Shown {
+                new_token: Some((token.name, secret)),
+                ..Shown::default()
+            },
+        ),
+        Err(e @ (crate::tokens::Error::Invalid(_) | crate::tokens::Error::NameTaken(_))) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Shown {
+                token_error: Some(capital(&e.to_string())),
+                token_form: Some(form.draft()),
+                ..Shown::default()
+            },
+        ),
+        Err(e) => return Err(WebError::internal(e)),
+    };
+    page(&app, &viewer, user, status, shown).await
+}
+
+/// `POST /user/settings/applications/tokens/{id}/delete`.
+pub(crate) async fn delete_token(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+    Form(form): Form<CsrfOnly>,
+) -> Result<Response, WebError> {
+    let user = viewer.form_user(&app, &form.csrf)?;
+    if !crate::tokens::delete(&app.db, user.id, &id.to_string())
+        .await
+        .map_err(WebError::internal)?
+    {
+        return Err(nothing_here(&viewer, &app));
+    }
+    Ok(Redirect::to(PAGE).into_response())
 }
 
 /// The create and edit forms, with Gitea's field names.
@@ -272,7 +449,7 @@ pub(crate) async fn create(
     Form(form): Form<AppForm>,
 ) -> Result<Response, WebError> {
     let user = settings_user(&app, &viewer, &form.csrf)?;
-    let min_len = app.config.oauth2.minimal_token_length;
+    let min_len = app.config().oauth2.minimal_token_length;
     match apps::create(&app.db, Some(user.id), form.registration(), min_len).await {
         Ok((created, client_secret)) => {
             let shown = Shown {
@@ -330,7 +507,7 @@ pub(crate) async fn regenerate_secret(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, WebError> {
     let user = settings_user(&app, &viewer, &form.csrf)?;
-    let min_len = app.config.oauth2.minimal_token_length;
+    let min_len = app.config().oauth2.minimal_token_length;
     let result = async {
         let current = apps::find_owned(&app.db, Some(user.id), id).await?;
         let secret = apps::regenerate_secret(&app.db, &current, min_len).await?;

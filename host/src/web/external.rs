@@ -18,7 +18,7 @@ use axum_extra::extract::cookie::Cookie;
 use serde::Deserialize;
 
 use super::{
-    Viewer, WebError, check_csrf, cookie, message, render, start_second_step, start_session,
+    Viewer, WebError, Who, check_csrf, cookie, message, render, start_second_step, start_session,
 };
 use crate::identity::redirect::{self, Completed};
 use crate::identity::{self, Outcome};
@@ -42,7 +42,7 @@ pub(super) async fn begin(
             // HTTPS the pending cookie is SameSite=None (browsers take None
             // only with Secure). Over plain HTTP it stays Lax, which works
             // only when the provider is on the same site.
-            if redirect::returns_by_post(&app, &name) && app.config.secure_cookies() {
+            if redirect::returns_by_post(&app, &name) && app.config().secure_cookies() {
                 pending.set_same_site(axum_extra::extract::cookie::SameSite::None);
             }
             let jar = viewer.jar.clone().add(pending);
@@ -219,7 +219,7 @@ fn refusal(viewer: &Viewer, app: &App, name: &str, e: identity::Error) -> WebErr
 #[derive(Template)]
 #[template(path = "oauth_link.html")]
 struct LinkPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     source: String,
     source_name: String,
@@ -243,7 +243,7 @@ fn link_page(
         .map(|p| p.host_settings.name.clone())
         .unwrap_or_else(|| name.to_string());
     let page = LinkPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         source: name.to_string(),
         source_name,

@@ -24,7 +24,7 @@ use time::macros::format_description;
 
 use super::admin::admin_only;
 use super::repos::denied;
-use super::{Viewer, WebError, check_csrf, message, nothing_here, render};
+use super::{Viewer, WebError, Who, check_csrf, message, nothing_here, render};
 use crate::access::{self, Level};
 use crate::db::cursor::CursorWindow;
 use crate::orgs;
@@ -356,7 +356,7 @@ struct NewSecret {
 #[derive(Template)]
 #[template(path = "hooks.html")]
 struct HooksPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     place: HookPlace,
     error: Option<String>,
@@ -415,7 +415,7 @@ async fn list_page(
     let with_secret = shown.created.is_some();
     let (csrf, jar) = viewer.csrf(app);
     let page = HooksPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         error: shown.error,
         created: shown.created,
@@ -459,7 +459,7 @@ pub(crate) async fn create(
     let created = webhooks::create(
         &app.db,
         &app.key,
-        &app.config.webhook,
+        &app.config().webhook,
         &transports(&app),
         place.scope,
         form.changes(),
@@ -532,7 +532,7 @@ impl From<DeliveryRow> for DeliveryItem {
 #[derive(Template)]
 #[template(path = "hook.html")]
 struct HookPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     place: HookPlace,
     error: Option<String>,
@@ -587,7 +587,7 @@ async fn hook_page(
     let (csrf, jar) = viewer.csrf(app);
     let hook_href = place.hook_href(hook.id);
     let page = HookPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         error: shown.error,
         notice: shown.notice,
@@ -640,7 +640,7 @@ pub(crate) async fn update(
     let updated = webhooks::update(
         &app.db,
         &app.key,
-        &app.config.webhook,
+        &app.config().webhook,
         &transports(&app),
         place.scope,
         id,
@@ -760,7 +760,7 @@ impl From<AttemptRow> for AttemptItem {
 #[derive(Template)]
 #[template(path = "hook_delivery.html")]
 struct DeliveryPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     place: HookPlace,
     hook_href: String,
@@ -785,7 +785,7 @@ pub(crate) async fn delivery(
         .map_err(|e| failed(&viewer, &app, e))?;
     let (csrf, jar) = viewer.csrf(&app);
     let page = DeliveryPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         hook_href: place.hook_href(hook.id),
         hook_url: hook.url,
@@ -849,7 +849,7 @@ struct DeadItem {
 #[derive(Template)]
 #[template(path = "hooks_dead.html")]
 struct DeadPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     error: Option<String>,
     notice: Option<String>,
@@ -888,7 +888,7 @@ async fn dead_page(
     }
     let (csrf, jar) = viewer.csrf(app);
     let page = DeadPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         error,
         notice,

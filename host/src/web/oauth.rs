@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use super::{Viewer, WebError, check_csrf, end_browser_session, message, render};
+use super::{Viewer, WebError, Who, check_csrf, end_browser_session, message, render};
 use crate::db::now;
 use crate::oauth_provider::codes::{self, AuthorizeRequest, Checked, Refusal};
 use crate::oauth_provider::{Error, apps, device, keys};
@@ -46,7 +46,7 @@ pub(super) fn routes() -> Router<App> {
 
 /// `[oauth2] ENABLE = false`: the provider does not exist.
 fn enabled(app: &App) -> Result<(), WebError> {
-    if app.config.oauth2.enable {
+    if app.config().oauth2.enable {
         Ok(())
     } else {
         Err(WebError::NotFound)
@@ -97,7 +97,7 @@ fn refusal(viewer: &Viewer, app: &App, refusal: Refusal) -> Result<Response, Web
 #[derive(Template)]
 #[template(path = "oauth_grant.html")]
 struct GrantPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     app_name: String,
     owner: String,
@@ -169,7 +169,7 @@ async fn authorize(
     let owner = owner_name(&app, checked.app.owner_id).await?;
     let (csrf, jar) = viewer.csrf(&app);
     let page = GrantPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         app_name: checked.app.name.clone(),
         owner,
@@ -234,7 +234,7 @@ async fn grant(
 #[derive(Template)]
 #[template(path = "oauth_device.html")]
 struct DevicePage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     error: Option<String>,
     done: Option<String>,
@@ -274,7 +274,7 @@ async fn device_page(
         return Ok(sign_in_first(&uri));
     };
     let mut page = DevicePage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf: String::new(),
         error: None,
         done: None,
@@ -332,7 +332,7 @@ async fn device_answer(
         .map_err(WebError::internal)?;
     let (csrf, jar) = viewer.csrf(&app);
     let mut page = DevicePage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         error: None,
         done: None,
@@ -369,7 +369,7 @@ struct LogoutQuery {
 #[derive(Template)]
 #[template(path = "oauth_logout.html")]
 struct LogoutPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
 }
 
@@ -384,7 +384,7 @@ async fn end_session(
     Query(query): Query<LogoutQuery>,
 ) -> Result<Response, WebError> {
     enabled(&app)?;
-    let keep = app.config.oauth2.refresh_token_expiration;
+    let keep = app.config().oauth2.refresh_token_expiration;
     let hint = keys::verify_hint(&app.db, &query.id_token_hint, keep)
         .await
         .map_err(WebError::internal)?;
@@ -392,7 +392,7 @@ async fn end_session(
     let confirm = || -> Result<Response, WebError> {
         let (csrf, jar) = viewer.csrf(&app);
         let page = LogoutPage {
-            user: viewer.login(),
+            user: viewer.who(),
             csrf,
         };
         Ok((jar, render(StatusCode::OK, page)?).into_response())

@@ -8,14 +8,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Viewer, WebError, check_csrf, nothing_here, render};
+use super::{Viewer, WebError, Who, check_csrf, nothing_here, render};
 use crate::orgs::{self, Org};
 use crate::state::App;
 
 #[derive(Template)]
 #[template(path = "org_settings.html")]
 struct SettingsPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     org: String,
     require_two_factor: bool,
@@ -45,7 +45,7 @@ pub(crate) async fn show(
     let without = orgs::members_without_second_factor(&app.db, org.id).await?;
     let (csrf, jar) = viewer.csrf(&app);
     let page = SettingsPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         org: org.name,
         require_two_factor: org.require_two_factor,

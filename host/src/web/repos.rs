@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::{Viewer, WebError, nothing_here, render};
+use super::{Viewer, WebError, Who, nothing_here, render};
 use crate::access::{self, Denied, Level};
 use crate::state::App;
 use crate::{orgs, repos, users};
@@ -22,7 +22,7 @@ pub(crate) struct RepoItem {
 #[derive(Template)]
 #[template(path = "owner.html")]
 struct OwnerPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     owner: String,
     repos: Vec<RepoItem>,
@@ -31,7 +31,7 @@ struct OwnerPage {
 #[derive(Template)]
 #[template(path = "repo.html")]
 struct RepoPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     full_name: String,
     private: bool,
@@ -62,7 +62,7 @@ pub(crate) async fn owner_page(
     viewer: Viewer,
     Path(owner): Path<String>,
 ) -> Result<Response, WebError> {
-    if viewer.user().is_none() && app.config.service.require_signin_view {
+    if viewer.user().is_none() && app.config().service.require_signin_view {
         return Err(WebError::SignIn);
     }
     let account = match users::find_by_login(&app.db, &owner).await? {
@@ -88,7 +88,7 @@ pub(crate) async fn owner_page(
     }
     let (csrf, jar) = viewer.csrf(&app);
     let page = OwnerPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         owner: login,
         repos: visible,
@@ -154,17 +154,17 @@ pub(crate) async fn repo_page(
         >= Level::Admin;
     let (csrf, jar) = viewer.csrf(&app);
     let page = RepoPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         full_name: repo.full_name(),
         private: repo.is_private,
         description: repo.description.clone(),
-        clone_http: format!("{}{}.git", app.config.server.root_url, repo.full_name()),
-        clone_ssh: app.config.server.start_ssh_server.then(|| {
+        clone_http: format!("{}{}.git", app.config().server.root_url, repo.full_name()),
+        clone_ssh: app.config().server.start_ssh_server.then(|| {
             format!(
                 "ssh://git@{}:{}/{}.git",
-                app.config.server.ssh_domain,
-                app.config.server.ssh_port,
+                app.config().server.ssh_domain,
+                app.config().server.ssh_port,
                 repo.full_name()
             )
         }),

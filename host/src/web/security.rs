@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Viewer, WebError, render};
+use super::{Viewer, WebError, Who, render};
 use crate::identity::{self, redirect, redirect::LinkedAccount};
 use crate::plugins::builtin;
 use crate::second_factor::{self, Error, Factor};
@@ -32,7 +32,7 @@ pub(crate) struct Registering {
 #[derive(Template)]
 #[template(path = "security.html")]
 struct SecurityPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     error: Option<String>,
     totp: TotpStage,
@@ -70,7 +70,7 @@ async fn page(
     };
     let (csrf, jar) = viewer.csrf(app);
     let page = SecurityPage {
-        user: viewer.login(),
+        user: viewer.who(),
         csrf,
         error: shown.error,
         totp,
@@ -79,7 +79,7 @@ async fn page(
             .into_iter()
             .filter(|f| f.kind == builtin::WEBAUTHN)
             .collect(),
-        webauthn_enabled: app.config.webauthn.usable(),
+        webauthn_enabled: app.config().webauthn.usable(),
         registering: shown.registering,
         backup_codes: shown.backup_codes,
         linked: redirect::linked_accounts(app, user)

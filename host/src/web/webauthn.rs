@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::{Viewer, WebError, awaiting, check_csrf, render};
+use super::{Viewer, WebError, Who, awaiting, check_csrf, render};
 use crate::plugins::builtin;
 use crate::second_factor::{self, Error};
 use crate::state::App;
@@ -19,7 +19,7 @@ use crate::users::User;
 #[derive(Template)]
 #[template(path = "webauthn.html")]
 struct WebAuthnPage {
-    user: Option<String>,
+    user: Option<Who>,
     csrf: String,
     error: Option<String>,
     passkey: bool,
@@ -75,7 +75,7 @@ async fn page(
         login: user.map(|u| u.login.clone()).unwrap_or_default(),
         options,
         ceremony,
-        offer_remember: user.is_some() && app.config.security.enable_remember_me_2fa,
+        offer_remember: user.is_some() && app.config().security.enable_remember_me_2fa,
     };
     Ok((jar, render(status, page)?).into_response())
 }

@@ -58,7 +58,8 @@ pub async fn run(app: App) {
 
 /// Claims one batch and attempts it; returns how many deliveries it held.
 pub async fn drain_once(app: &App, owner: &str) -> super::Result<usize> {
-    let cfg = &app.config.webhook;
+    let config = app.config();
+    let cfg = &config.webhook;
     let batch = queue::claim(&app.db, &app.key, owner, cfg.workers * 2, cfg.lease_time).await?;
     let n = batch.len();
     if n == 0 {
@@ -113,7 +114,8 @@ async fn attempt(app: &App, c: &Claimed) -> Attempt {
         error,
         response,
     };
-    let cfg = &app.config.webhook;
+    let config = app.config();
+    let cfg = &config.webhook;
     let Some(plugin) = app.plugins.get(&c.transport) else {
         return finish(
             Verdict::Retry,

@@ -176,7 +176,7 @@ impl OAuth2SourceView {
             metadata_url: saml.then(|| {
                 format!(
                     "{}user/oauth2/{path_name}/metadata",
-                    app.config.server.root_url
+                    app.config().server.root_url
                 )
             }),
             certificates,
@@ -208,7 +208,7 @@ impl OAuth2SourceView {
             origin: origin.as_str().to_string(),
             state: match &plugin {
                 Some(p) => p.info_state(),
-                None if !app.config.source.enable_oauth2 => {
+                None if !app.config().source.enable_oauth2 => {
                     "not loaded: [source] ENABLE_OAUTH2 is off".into()
                 }
                 None => "not loaded".into(),
@@ -230,19 +230,11 @@ pub fn is_oauth2_id(id: &str) -> bool {
     id.strip_prefix(ID_PREFIX).is_some_and(|n| !n.is_empty())
 }
 
-/// The ini file's OAuth 2.0 and SAML sections, by name.
-fn ini_sources(app: &App) -> impl Iterator<Item = (&str, &BTreeMap<String, String>)> {
-    app.config
-        .oauth2_sources
-        .iter()
-        .map(|o| (o.name.as_str(), &o.settings))
-}
-
 /// Whether the ini file defines a source of this name (SAML included): ini
 /// names are lower case, and two names differing only in case would make
 /// two sign-in paths nobody tells apart.
 fn in_ini(app: &App, name: &str) -> bool {
-    app.config
+    app.config()
         .oauth2_sources
         .iter()
         .any(|o| o.name.eq_ignore_ascii_case(name))
@@ -257,8 +249,12 @@ async fn stored(app: &App) -> Result<Vec<(String, BTreeMap<String, String>)>, So
 /// Every OAuth 2.0 source: the ini file's, then the stored ones (but one
 /// whose name the ini file took, which is not served), each with its state.
 pub async fn oauth2_sources(app: &App) -> Result<Vec<OAuth2SourceView>, SourceError> {
-    let mut out: Vec<OAuth2SourceView> = ini_sources(app)
-        .map(|(name, section)| OAuth2SourceView::of(app, name, section, DefinedIn::Ini))
+    // The ini file's OAuth 2.0 and SAML sections, by name.
+    let mut out: Vec<OAuth2SourceView> = app
+        .config()
+        .oauth2_sources
+        .iter()
+        .map(|o| OAuth2SourceView::of(app, &o.name, &o.settings, DefinedIn::Ini))
         .collect();
     for (name, section) in stored(app).await? {
         if !in_ini(app, &name) {
@@ -296,7 +292,7 @@ pub async fn oauth2_source_keys(
 
 /// Adding or changing a source needs the switch that serves them.
 fn require_enabled(app: &App) -> Result<(), SourceError> {
-    if app.config.source.enable_oauth2 {
+    if app.config().source.enable_oauth2 {
         Ok(())
     } else {
         Err(SourceError::Invalid(
@@ -666,7 +662,7 @@ pub async fn test_oauth2_source(app: &App, id_or_name: &str) -> Result<String, S
     else {
         return Err(format!(
             "OAuth2 connection failed: {id} is not served{}",
-            if app.config.source.enable_oauth2 {
+            if app.config().source.enable_oauth2 {
                 ""
             } else {
                 " ([source] ENABLE_OAUTH2 is off)"

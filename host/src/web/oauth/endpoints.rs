@@ -283,7 +283,7 @@ pub(super) async fn userinfo(
 /// `GET /login/oauth/keys`: the JWKS.
 pub(super) async fn jwks(State(app): State<App>) -> Result<Response, Response> {
     enabled(&app).map_err(IntoResponse::into_response)?;
-    let keep = app.config.oauth2.access_token_expiration;
+    let keep = app.config().oauth2.access_token_expiration;
     let set = keys::jwks(&app.db, keep)
         .await
         .map_err(|e| OAuthError(e).into_response())?;
@@ -329,7 +329,7 @@ pub(super) async fn discovery(State(app): State<App>) -> Result<Response, WebErr
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token", DEVICE_GRANT],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": [app.config.oauth2.jwt_signing_algorithm],
+        "id_token_signing_alg_values_supported": [app.config().oauth2.jwt_signing_algorithm],
         "scopes_supported": scopes,
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],

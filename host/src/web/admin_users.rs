@@ -1,0 +1,384 @@
+//! Admin panel › Users: the list with search and paging, a form that
+//! creates a local account, and each user's page (name, e-mail, active,
+//! administrator, restricted; remove every second factor; one-time
+//! bypass codes). A deactivated user's sessions and tokens stop working at
+//! their next request: `sessions::lookup` and `authn` refuse inactive
+//! accounts.
+
+use askama::Template;
+use axum::Form;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::admin::admin_only;
+use super::settings::capital;
+use super::{CsrfForm, Viewer, WebError, Who, check_csrf, nothing_here, render, when};
+use crate::identity;
+use crate::state::App;
+use crate::users::{self, User};
+
+/// Users on one page of the list.
+pub(super) const PER_PAGE: i64 = 25;
+
+/// `?q=&page=` of the panel's lists.
+#[derive(Deserialize, Default)]
+pub(crate) struct ListQuery {
+    #[serde(default)]
+    pub(super) q: String,
+    #[serde(default)]
+    pub(super) page: Option<i64>,
+}
+
+impl ListQuery {
+    /// The page number, from 1.
+    pub(super) fn page(&self) -> i64 {
+        self.page.unwrap_or(1).max(1)
+    }
+}
+
+/// Links to the previous and next page of a list, keeping the search.
+pub(super) fn pager(base: &str, query: &ListQuery, total: i64) -> (Option<String>, Option<String>) {
+    let page = query.page();
+    let q: String = form_urlencoded::byte_serialize(query.q.as_bytes()).collect();
+    let link = |p: i64| format!("{base}?q={q}&page={p}");
+    (
+        (page > 1).then(|| link(page - 1)),
+        (page * PER_PAGE < total).then(|| link(page + 1)),
+    )
+}
+
+struct UserLine {
+    id: i64,
+    login: String,
+    email: String,
+    full_name: String,
+    source: String,
+    admin: bool,
+    active: bool,
+    restricted: bool,
+    created: String,
+}
+
+#[derive(Template)]
+#[template(path = "admin_users.html")]
+struct UsersPage {
+    user: Option<Who>,
+    csrf: String,
+    q: String,
+    total: i64,
+    users: Vec<UserLine>,
+    previous: Option<String>,
+    next: Option<String>,
+}
+
+/// `GET /admin/users`.
+pub(crate) async fn list(
+    State(app): State<App>,
+    viewer: Viewer,
+    Query(query): Query<ListQuery>,
+) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    let filter = users::Filter {
+        q: Some(query.q.clone()),
+        ..Default::default()
+    };
+    let (total, found) = users::search(
+        &app.db,
+        &filter,
+        Some((PER_PAGE, (query.page() - 1) * PER_PAGE)),
+    )
+    .await?;
+    let total = total as i64;
+    let (previous, next) = pager("/admin/users", &query, total);
+    let (csrf, jar) = viewer.csrf(&app);
+    let page = UsersPage {
+        user: viewer.who(),
+        csrf,
+        q: query.q,
+        total,
+        users: found
+            .into_iter()
+            .map(|u| UserLine {
+                id: u.id,
+                login: u.login,
+                email: u.email,
+                full_name: u.full_name,
+                source: u.login_source,
+                admin: u.is_admin,
+                active: u.is_active,
+                restricted: u.is_restricted,
+                created: when(u.created),
+            })
+            .collect(),
+        previous,
+        next,
+    };
+    Ok((jar, render(StatusCode::OK, page)?).into_response())
+}
+
+#[derive(Template)]
+#[template(path = "admin_user_new.html")]
+struct NewUserPage {
+    user: Option<Who>,
+    csrf: String,
+    error: Option<String>,
+    login: String,
+    email: String,
+    admin: bool,
+}
+
+/// `GET /admin/users/new`.
+pub(crate) async fn new_form(State(app): State<App>, viewer: Viewer) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    new_page(&app, &viewer, StatusCode::OK, None, NewUserForm::default())
+}
+
+fn new_page(
+    app: &App,
+    viewer: &Viewer,
+    status: StatusCode,
+    error: Option<String>,
+    typed: NewUserForm,
+) -> Result<Response, WebError> {
+    let (csrf, jar) = viewer.csrf(app);
+    let page = NewUserPage {
+        user: viewer.who(),
+        csrf,
+        error,
+        login: typed.user_name,
+        email: typed.email,
+        admin: typed.admin.is_some(),
+    };
+    Ok((jar, render(status, page)?).into_response())
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct NewUserForm {
+    #[serde(default)]
+    user_name: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    admin: Option<String>,
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+/// `POST /admin/users/new`: a local account, as `postern admin user
+/// create` makes one.
+pub(crate) async fn create(
+    State(app): State<App>,
+    viewer: Viewer,
+    Form(form): Form<NewUserForm>,
+) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    check_csrf(&viewer, &app, &form.csrf)?;
+    match identity::register(
+        &app,
+        form.user_name.trim(),
+        form.email.trim(),
+        &form.password,
+        form.admin.is_some(),
+        false,
+    )
+    .await
+    {
+        Ok(created) => Ok(Redirect::to(&format!("/admin/users/{}", created.id)).into_response()),
+        Err(identity::Error::Store(e)) => Err(e.into()),
+        Err(e) => {
+            let status = e.status();
+            new_page(&app, &viewer, status, Some(e.to_string()), form)
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin_user.html")]
+struct UserPage {
+    user: Option<Who>,
+    csrf: String,
+    error: Option<String>,
+    notice: Option<String>,
+    /// One-time bypass codes just made, with their expiry.
+    codes: Option<(Vec<String>, String)>,
+    subject: User,
+    factors: Vec<String>,
+    created: String,
+    /// The administrator looks at their own account.
+    own: bool,
+}
+
+#[derive(Default)]
+struct Shown {
+    error: Option<String>,
+    notice: Option<String>,
+    codes: Option<(Vec<String>, String)>,
+}
+
+async fn user_page(
+    app: &App,
+    viewer: &Viewer,
+    subject: User,
+    status: StatusCode,
+    shown: Shown,
+) -> Result<Response, WebError> {
+    let factors = crate::second_factor::list(&app.db, subject.id)
+        .await?
+        .into_iter()
+        .map(|f| f.kind)
+        .collect();
+    let (csrf, jar) = viewer.csrf(app);
+    let page = UserPage {
+        own: viewer.user().is_some_and(|u| u.id == subject.id),
+        user: viewer.who(),
+        csrf,
+        error: shown.error,
+        notice: shown.notice,
+        codes: shown.codes,
+        created: when(subject.created),
+        subject,
+        factors,
+    };
+    Ok((jar, render(status, page)?).into_response())
+}
+
+/// The person (not an organization) with this id, or the 404 page.
+async fn subject(app: &App, viewer: &Viewer, id: i64) -> Result<User, WebError> {
+    match users::find_by_id(&app.db, id).await? {
+        Some(u) if crate::orgs::find_by_id(&app.db, u.id).await?.is_none() => Ok(u),
+        _ => Err(nothing_here(viewer, app)),
+    }
+}
+
+/// `GET /admin/users/{id}`.
+pub(crate) async fn show(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    let subject = subject(&app, &viewer, id).await?;
+    user_page(&app, &viewer, subject, StatusCode::OK, Shown::default()).await
+}
+
+#[derive(Deserialize)]
+pub(crate) struct EditForm {
+    #[serde(default)]
+    full_name: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    active: Option<String>,
+    #[serde(default)]
+    admin: Option<String>,
+    #[serde(default)]
+    restricted: Option<String>,
+    #[serde(default, rename = "_csrf")]
+    csrf: String,
+}
+
+/// `POST /admin/users/{id}`: name, e-mail and the switches.
+pub(crate) async fn edit(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+    Form(form): Form<EditForm>,
+) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    check_csrf(&viewer, &app, &form.csrf)?;
+    let subject = subject(&app, &viewer, id).await?;
+    let own = viewer.user().is_some_and(|u| u.id == subject.id);
+    let email = form.email.trim().to_string();
+    let refusal = if own && (form.active.is_none() || form.admin.is_none()) {
+        Some("You cannot remove your own administrator rights or deactivate yourself.".into())
+    } else if !users::looks_like_email(&email) {
+        Some(format!("{email:?} is not an e-mail address."))
+    } else {
+        None
+    };
+    if let Some(why) = refusal {
+        let shown = Shown {
+            error: Some(why),
+            ..Default::default()
+        };
+        return user_page(
+            &app,
+            &viewer,
+            subject,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            shown,
+        )
+        .await;
+    }
+    let changes = users::Changes {
+        full_name: Some(form.full_name.trim().to_string()),
+        email: Some(email),
+        is_active: Some(form.active.is_some()),
+        is_admin: Some(form.admin.is_some()),
+        is_restricted: Some(form.restricted.is_some()),
+    };
+    match users::update(&app.db, &subject, &changes).await {
+        Ok(updated) => {
+            let shown = Shown {
+                notice: Some("The account has been updated.".into()),
+                ..Default::default()
+            };
+            user_page(&app, &viewer, updated, StatusCode::OK, shown).await
+        }
+        Err(e @ users::Error::EmailTaken(_)) => {
+            let shown = Shown {
+                error: Some(capital(&e.to_string())),
+                ..Default::default()
+            };
+            user_page(&app, &viewer, subject, StatusCode::CONFLICT, shown).await
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `POST /admin/users/{id}/reset_2fa`: removes every second factor, as
+/// `postern admin user reset-2fa` does.
+pub(crate) async fn reset_second_factors(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    check_csrf(&viewer, &app, &form.csrf)?;
+    let subject = subject(&app, &viewer, id).await?;
+    crate::second_factor::reset(&app, &subject).await?;
+    Ok(Redirect::to(&format!("/admin/users/{id}")).into_response())
+}
+
+/// How many bypass codes the panel makes at a time.
+const BYPASS_CODES: usize = 5;
+
+/// `POST /admin/users/{id}/bypass_codes`: one-time codes for a user who
+/// lost their second factor, shown this once.
+pub(crate) async fn bypass_codes(
+    State(app): State<App>,
+    viewer: Viewer,
+    Path(id): Path<i64>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    check_csrf(&viewer, &app, &form.csrf)?;
+    let subject = subject(&app, &viewer, id).await?;
+    let (codes, expires) =
+        crate::second_factor::generate_bypass_codes(&app.db, subject.id, BYPASS_CODES).await?;
+    let shown = Shown {
+        codes: Some((codes, when(expires))),
+        ..Default::default()
+    };
+    let mut response = user_page(&app, &viewer, subject, StatusCode::OK, shown).await?;
+    response.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    Ok(response)
+}

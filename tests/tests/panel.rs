@@ -1,0 +1,702 @@
+//! The settings pages and the admin panel, walked in headless Chromium as
+//! a new user and an administrator would; the run-time settings from the
+//! CLI; who may create organizations. On every backend.
+
+// In a test a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fantoccini::{Client, Locator};
+use postern_tests::browser::Browser;
+use postern_tests::ldap::{PEOPLE, READER_DN, READER_PASSWORD, Slapd, person};
+use postern_tests::{Options, Server, backends, client, get_text, sign_in, submit_form};
+use reqwest::StatusCode;
+
+const ROOT_PASSWORD: &str = "correct-horse-battery";
+const DANA_PASSWORD: &str = "dana-first-password";
+
+/// Where the walk leaves its screenshots: under the system's temp dir, so
+/// that they outlive the servers' own temp dirs.
+fn screenshot_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join("postern-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn wait(c: &Client, id: &str) -> fantoccini::elements::Element {
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Id(id))
+        .await
+        .unwrap_or_else(|e| panic!("#{id} never appeared: {e}"))
+}
+
+async fn click(c: &Client, id: &str) {
+    wait(c, id).await.click().await.unwrap();
+}
+
+async fn fill(c: &Client, id: &str, value: &str) {
+    let field = wait(c, id).await;
+    field.clear().await.unwrap();
+    field.send_keys(value).await.unwrap();
+}
+
+async fn text(c: &Client, id: &str) -> String {
+    wait(c, id).await.text().await.unwrap()
+}
+
+/// What a page must have at every width: a heading, the navigation, and
+/// nothing wider than the viewport (a wide table scrolls inside its own
+/// box, so what is inside a table is not counted).
+const LAYOUT_CHECK: &str = r#"
+const width = document.documentElement.clientWidth;
+const wide = [...document.querySelectorAll('body *')]
+  .filter(e => !e.parentElement.closest('table'))
+  .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.right > width + 1; })
+  .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : ''));
+return {
+  width,
+  scroll: document.documentElement.scrollWidth,
+  wide,
+  heading: !!document.querySelector('main h1'),
+  nav: !!document.querySelector('header.site') && !!document.querySelector('nav'),
+};
+"#;
+
+/// Opens `path` at 1280 and 390 px, checks the layout and saves a
+/// screenshot of each.
+async fn check_page(c: &Client, server: &Server, name: &str, path: &str, backend: &str) {
+    for width in [1280u32, 390] {
+        c.set_window_size(width, 900).await.unwrap();
+        c.goto(&server.url(path)).await.unwrap();
+        let report = c.execute(LAYOUT_CHECK, vec![]).await.unwrap();
+        let case = format!("{backend}: {path} at {width} px: {report}");
+        assert_eq!(report["heading"], true, "no heading: {case}");
+        assert_eq!(report["nav"], true, "no navigation: {case}");
+        assert!(
+            report["scroll"].as_i64().unwrap() <= report["width"].as_i64().unwrap(),
+            "the page is wider than the viewport: {case}"
+        );
+        assert!(
+            report["wide"].as_array().unwrap().is_empty(),
+            "elements overflow: {case}"
+        );
+        let png = c.screenshot().await.unwrap();
+        let file = screenshot_dir().join(format!("{backend}-{name}-{width}.png"));
+        std::fs::write(&file, png).unwrap();
+    }
+    c.set_window_size(1280, 900).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_new_user_and_an_administrator_walk_the_pages() {
+    let slapd = Slapd::start(&person("lena", "Lena", "Oxton", "lena-directory-pw"));
+    for backend in backends() {
+        let name = backend.to_string();
+        // An ini-set run-time key, which the panel must show locked.
+        let ini = "[service]\nREQUIRE_SIGNIN_VIEW = false\n\n[source]\nENABLE_LDAP = true\n";
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: ini.into(),
+                ..Options::default()
+            },
+        )
+        .await;
+        server.create_user("root", ROOT_PASSWORD, true);
+
+        // Be created: the sign-up page.
+        let dana = Browser::start().await;
+        let c = &dana.client;
+        c.goto(&server.url("/user/sign_up")).await.unwrap();
+        fill(c, "user_name", "dana").await;
+        fill(c, "email", "dana@example.com").await;
+        fill(c, "password", DANA_PASSWORD).await;
+        fill(c, "retype", DANA_PASSWORD).await;
+        c.find(Locator::Css("button.primary"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert_eq!(text(c, "signed-in-user").await, "dana", "{name}");
+
+        // Settings › Profile.
+        click(c, "nav-settings").await;
+        fill(c, "full_name", "Dana Scully").await;
+        fill(c, "email", "scully@example.com").await;
+        click(c, "save-profile").await;
+        assert!(
+            text(c, "flash-ok").await.contains("updated"),
+            "{name}: {}",
+            server.log()
+        );
+        // The current password is needed to change it.
+        fill(c, "old_password", "not-my-password").await;
+        fill(c, "password", "dana-second-password").await;
+        fill(c, "retype", "dana-second-password").await;
+        click(c, "change-password").await;
+        assert!(
+            text(c, "password-error")
+                .await
+                .contains("current password is wrong"),
+            "{name}"
+        );
+
+        // Settings › Applications: a token, used on the API.
+        click(c, "applications-link").await;
+        fill(c, "token-name", "ci").await;
+        wait(c, "scope_repository")
+            .await
+            .select_by_value("write")
+            .await
+            .unwrap();
+        wait(c, "scope_organization")
+            .await
+            .select_by_value("write")
+            .await
+            .unwrap();
+        wait(c, "scope_user")
+            .await
+            .select_by_value("read")
+            .await
+            .unwrap();
+        click(c, "generate-token").await;
+        let token = text(c, "new-token-secret").await;
+        assert_eq!(token.len(), 40, "{name}: {token}");
+        let api = reqwest::Client::new();
+        let me: serde_json::Value = api
+            .get(server.url("/api/v1/user"))
+            .header("Authorization", format!("token {token}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(me["login"], "dana", "{name}");
+        assert_eq!(me["full_name"], "Dana Scully", "{name}");
+        assert_eq!(me["email"], "scully@example.com", "{name}");
+
+        // A new organization, then a repository in it, from the pages.
+        click(c, "nav-new-org").await;
+        fill(c, "org_name", "xfiles").await;
+        click(c, "create-org-button").await;
+        assert_eq!(text(c, "owner").await, "xfiles", "{name}");
+        click(c, "nav-new-repo").await;
+        wait(c, "owner")
+            .await
+            .select_by_value("xfiles")
+            .await
+            .unwrap();
+        fill(c, "repo_name", "cases").await;
+        click(c, "private").await;
+        click(c, "create-repo-button").await;
+        wait(c, "clone-http").await;
+        assert_eq!(
+            c.current_url().await.unwrap().path(),
+            "/xfiles/cases",
+            "{name}"
+        );
+        let repo = api
+            .get(server.url("/api/v1/repos/xfiles/cases"))
+            .header("Authorization", format!("token {token}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(repo.status(), StatusCode::OK, "{name}");
+        let repo: serde_json::Value = repo.json().await.unwrap();
+        assert_eq!(repo["private"], true, "{name}");
+
+        for (page, path) in [
+            ("profile", "/user/settings"),
+            ("applications", "/user/settings/applications"),
+            ("ssh-keys", "/user/settings/keys"),
+            ("security", "/user/settings/security"),
+            ("sessions", "/user/settings/sessions"),
+            ("new-repository", "/repo/create"),
+            ("new-organization", "/org/create"),
+            ("repository", "/xfiles/cases"),
+        ] {
+            check_page(c, &server, page, path, &name).await;
+        }
+
+        // The administrator deactivates dana in Admin › Users.
+        let root = Browser::start().await;
+        let a = &root.client;
+        root.sign_in(&server.url("/user/login"), "root", ROOT_PASSWORD)
+            .await;
+        click(a, "nav-admin").await;
+        click(a, "nav-users").await;
+        fill(a, "q", "scully").await;
+        click(a, "search-users").await;
+        let link = a
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css("tr[data-user='dana'] a.user-link"))
+            .await
+            .unwrap();
+        link.click().await.unwrap();
+        click(a, "active").await;
+        click(a, "save-user").await;
+        assert!(text(a, "flash-ok").await.contains("updated"), "{name}");
+
+        // Dana's session and token stop working at once.
+        c.goto(&server.url("/user/settings")).await.unwrap();
+        wait(c, "user_name").await;
+        assert_eq!(c.current_url().await.unwrap().path(), "/user/login");
+        let refused = api
+            .get(server.url("/api/v1/user"))
+            .header("Authorization", format!("token {token}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{name}");
+
+        // Admin › Configuration: registration closes without a restart;
+        // the ini-set key is locked.
+        click(a, "nav-config").await;
+        wait(a, "locked-service-REQUIRE_SIGNIN_VIEW").await;
+        assert_eq!(
+            a.find(Locator::Css("#key-service-REQUIRE_SIGNIN_VIEW .origin"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap(),
+            "ini",
+            "{name}"
+        );
+        let open = client()
+            .get(server.url("/user/sign_up"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(open.status(), StatusCode::OK, "{name}");
+        wait(a, "value-service-DISABLE_REGISTRATION")
+            .await
+            .select_by_value("true")
+            .await
+            .unwrap();
+        a.find(Locator::Css(
+            "#form-service-DISABLE_REGISTRATION button.save-setting",
+        ))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+        let audit = text(a, "audit").await;
+        assert!(
+            audit.contains("root") && audit.contains("service.DISABLE_REGISTRATION"),
+            "{name}: {audit}"
+        );
+        let closed = client()
+            .get(server.url("/user/sign_up"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(closed.status(), StatusCode::FORBIDDEN, "{name}");
+        assert!(
+            closed
+                .text()
+                .await
+                .unwrap()
+                .contains("Registration is disabled"),
+            "{name}"
+        );
+
+        // Admin › Plugins: turn totp off and on again; the switch is kept.
+        a.goto(&server.url("/admin/plugins")).await.unwrap();
+        let totp = "section[data-plugin='totp']";
+        a.find(Locator::Css(&format!("{totp} button.disable-plugin")))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let state = a
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(&format!("{totp} button.enable-plugin")))
+            .await;
+        assert!(state.is_ok(), "{name}: the switch did not turn");
+        let state = |a: &Client| {
+            let a = a.clone();
+            async move {
+                a.find(Locator::Css("section[data-plugin='totp'] .state"))
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(state(a).await, "disabled", "{name}");
+        let stored = server
+            .plugin_list()
+            .into_iter()
+            .find(|p| p["id"] == "totp")
+            .unwrap();
+        assert_eq!(
+            stored["state"], "disabled",
+            "{name}: another process reads the switch"
+        );
+        a.find(Locator::Css(&format!("{totp} button.enable-plugin")))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        a.wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(&format!("{totp} button.disable-plugin")))
+            .await
+            .unwrap();
+        assert_eq!(state(a).await, "ready", "{name}");
+
+        // Admin › Authentication: an ldaps directory with a private CA.
+        click(a, "nav-auths").await;
+        a.goto(&server.url("/admin/auths/new")).await.unwrap();
+        fill(a, "NAME", "Corporate directory").await;
+        wait(a, "SECURITY_PROTOCOL")
+            .await
+            .select_by_value("ldaps")
+            .await
+            .unwrap();
+        fill(a, "HOST", "127.0.0.1").await;
+        fill(a, "PORT", &slapd.ldaps_port.to_string()).await;
+        fill(a, "CA_FILE", &slapd.ca.display().to_string()).await;
+        fill(a, "USER_DN", READER_DN).await;
+        fill(a, "USER_PASSWD", READER_PASSWORD).await;
+        fill(a, "USER_SEARCH_BASE_DN", PEOPLE).await;
+        fill(a, "USER_FILTER", "(&(objectClass=inetOrgPerson)(uid=%s))").await;
+        click(a, "test-connection").await;
+        let ok = text(a, "flash-ok").await;
+        assert!(ok.contains("the user filter finds 1 users"), "{name}: {ok}");
+
+        for (page, path) in [
+            ("admin-dashboard", "/admin"),
+            ("admin-users", "/admin/users"),
+            ("admin-user", "/admin/users/1"),
+            ("admin-new-user", "/admin/users/new"),
+            ("admin-organizations", "/admin/orgs"),
+            ("admin-repositories", "/admin/repos"),
+            ("admin-authentication", "/admin/auths"),
+            ("admin-new-source", "/admin/auths/new"),
+            ("admin-plugins", "/admin/plugins"),
+            ("admin-webhooks", "/admin/hooks"),
+            ("admin-configuration", "/admin/config"),
+        ] {
+            check_page(a, &server, page, path, &name).await;
+        }
+        dana.close().await;
+        root.close().await;
+    }
+}
+
+/// `admin config get|set|list|audit`: a change reaches a running server
+/// within seconds; locked, fixed, unknown and invalid keys are refused and
+/// nothing is stored.
+#[tokio::test]
+async fn run_time_settings_from_the_cli_reach_the_running_server() {
+    for backend in backends() {
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: "[security]\nMIN_PASSWORD_LENGTH = 10\n".into(),
+                ..Options::default()
+            },
+        )
+        .await;
+        let run = |args: &[&str]| {
+            let out = server.cli(args);
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).to_string(),
+                String::from_utf8_lossy(&out.stderr).to_string(),
+            )
+        };
+        let (ok, out, _) = run(&["admin", "config", "get", "service.DISABLE_REGISTRATION"]);
+        assert!(
+            ok && out.starts_with("false\t[default]"),
+            "{backend}: {out}"
+        );
+        assert_eq!(
+            client()
+                .get(server.url("/user/sign_up"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::OK
+        );
+
+        for (args, says) in [
+            (
+                vec!["security.MIN_PASSWORD_LENGTH", "12"],
+                "is set in the ini",
+            ),
+            (
+                vec!["server.HTTP_PORT", "4000"],
+                "cannot change while Postern runs",
+            ),
+            (vec!["service.NO_SUCH_KEY", "1"], "no such key"),
+            (
+                vec!["service.DISABLE_REGISTRATION", "maybe"],
+                "expected a boolean",
+            ),
+            (
+                vec!["oauth2.ACCESS_TOKEN_EXPIRATION", "0"],
+                "a whole number",
+            ),
+        ] {
+            let mut full = vec!["admin", "config", "set"];
+            full.extend(args.iter().copied());
+            let (ok, _, err) = run(&full);
+            assert!(!ok, "{backend}: {args:?} was taken");
+            assert!(err.contains(says), "{backend}: {args:?}: {err}");
+        }
+        let (_, audit, _) = run(&["admin", "config", "audit"]);
+        assert!(
+            audit.trim().is_empty(),
+            "{backend}: refused, yet audited: {audit}"
+        );
+
+        let (ok, out, err) = run(&[
+            "admin",
+            "config",
+            "set",
+            "service.DISABLE_REGISTRATION",
+            "true",
+        ]);
+        assert!(ok, "{backend}: {err}");
+        assert!(out.contains("(default) -> true"), "{backend}: {out}");
+        // The server looks every few seconds.
+        let mut status = StatusCode::OK;
+        for _ in 0..60 {
+            status = client()
+                .get(server.url("/user/sign_up"))
+                .send()
+                .await
+                .unwrap()
+                .status();
+            if status == StatusCode::FORBIDDEN {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert_eq!(status, StatusCode::FORBIDDEN, "{backend}: {}", server.log());
+
+        let (_, out, _) = run(&["admin", "config", "get", "service.DISABLE_REGISTRATION"]);
+        assert!(out.starts_with("true\t[panel]"), "{backend}: {out}");
+        let (_, out, _) = run(&["admin", "config", "get", "security.MIN_PASSWORD_LENGTH"]);
+        assert!(out.starts_with("10\t[ini]"), "{backend}: {out}");
+        let (_, audit, _) = run(&["admin", "config", "audit"]);
+        assert!(
+            audit.contains("cli\tservice.DISABLE_REGISTRATION\t(default) -> true"),
+            "{backend}: {audit}"
+        );
+
+        // Secrets are masked; the environment is named as the origin.
+        let out = postern_tests::run_cli(
+            &server.dir.path().join("app.ini"),
+            &[(
+                "POSTERN__DATABASE__PASSWD".to_string(),
+                "hunter2-secret".to_string(),
+            )],
+            &["admin", "config", "list"],
+        );
+        let list = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            list.contains("database.PASSWD = ********\t[environment]"),
+            "{backend}: {list}"
+        );
+        assert!(!list.contains("hunter2-secret"), "{backend}");
+
+        // Back to the default.
+        let (ok, out, _) = run(&[
+            "admin",
+            "config",
+            "set",
+            "--reset",
+            "service.DISABLE_REGISTRATION",
+        ]);
+        assert!(ok && out.contains("true -> (default)"), "{backend}: {out}");
+    }
+}
+
+/// The panel's pages and forms do not exist for anyone but administrators,
+/// and a refused change leaves the setting as it was.
+#[tokio::test]
+async fn the_panel_is_for_administrators_only() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("root", ROOT_PASSWORD, true);
+        server.create_user("eve", "eve-long-password", false);
+        let eve = server.signed_in("eve", "eve-long-password").await;
+        for path in [
+            "/admin/users",
+            "/admin/users/1",
+            "/admin/users/new",
+            "/admin/orgs",
+            "/admin/repos",
+            "/admin/config",
+        ] {
+            let res = eve.get(server.url(path)).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::NOT_FOUND, "{backend}: {path}");
+        }
+        let csrf = postern_tests::csrf_of(&get_text(&eve, &server.url("/user/settings")).await);
+        for (path, form) in [
+            (
+                "/admin/config",
+                vec![
+                    ("section", "service"),
+                    ("key", "DISABLE_REGISTRATION"),
+                    ("value", "true"),
+                ],
+            ),
+            ("/admin/users/1", vec![("email", "eve@example.com")]),
+            ("/admin/users/1/reset_2fa", vec![]),
+        ] {
+            let mut form = form.clone();
+            form.push(("_csrf", &csrf));
+            let res = eve.post(server.url(path)).form(&form).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::NOT_FOUND, "{backend}: {path}");
+        }
+        let out = server.cli(&["admin", "config", "get", "service.DISABLE_REGISTRATION"]);
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("false\t[default]"));
+        let users = server.cli(&["admin", "user", "list", "--admin"]);
+        let users = String::from_utf8_lossy(&users.stdout);
+        assert!(
+            users.contains("root") && !users.contains("eve"),
+            "{backend}"
+        );
+
+        // An administrator's bad value: the form says why, nothing changes.
+        let root = server.signed_in("root", ROOT_PASSWORD).await;
+        let res = submit_form(
+            &root,
+            &server,
+            "/admin/config",
+            &[
+                ("section", "webhook"),
+                ("key", "MAX_ATTEMPTS"),
+                ("value", "-3"),
+            ],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{backend}");
+        let page = res.text().await.unwrap();
+        assert!(
+            postern_tests::flash_error(&page)
+                .unwrap()
+                .contains("[webhook] MAX_ATTEMPTS"),
+            "{backend}: {page}"
+        );
+        let out = server.cli(&["admin", "config", "audit"]);
+        assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty());
+    }
+}
+
+/// `DISABLE_REGISTRATION_ORG` refuses organizations to accounts made on the
+/// sign-up page; `ALLOW_ONLY_ADMIN_CREATE_ORG` to everyone but
+/// administrators. Each on the page and the API.
+#[tokio::test]
+async fn who_may_create_organizations() {
+    for backend in backends() {
+        for (key, self_made, admin_made) in [
+            ("DISABLE_REGISTRATION_ORG", false, true),
+            ("ALLOW_ONLY_ADMIN_CREATE_ORG", false, false),
+        ] {
+            let server = Server::start(
+                &backend,
+                Options {
+                    ini: format!("[service]\n{key} = true\n"),
+                    ..Options::default()
+                },
+            )
+            .await;
+            server.create_user("made", "made-long-password", false);
+            server.create_user("root", ROOT_PASSWORD, true);
+            let joined = client();
+            let res = submit_form(
+                &joined,
+                &server,
+                "/user/sign_up",
+                &[
+                    ("user_name", "joined"),
+                    ("email", "joined@example.com"),
+                    ("password", "joined-long-password"),
+                    ("retype", "joined-long-password"),
+                ],
+            )
+            .await;
+            assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+            let made = server.signed_in("made", "made-long-password").await;
+            let root = server.signed_in("root", ROOT_PASSWORD).await;
+            for (who, http, allowed) in [
+                ("joined", &joined, self_made),
+                ("made", &made, admin_made),
+                ("root", &root, true),
+            ] {
+                let case = format!("{backend}, {key}, {who}");
+                let page = http.get(server.url("/org/create")).send().await.unwrap();
+                let expected = if allowed {
+                    StatusCode::OK
+                } else {
+                    StatusCode::FORBIDDEN
+                };
+                assert_eq!(page.status(), expected, "{case}");
+                let api = http
+                    .post(server.url("/api/v1/orgs"))
+                    .json(&serde_json::json!({"username": format!("{who}-org")}))
+                    .send()
+                    .await
+                    .unwrap();
+                let expected = if allowed {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::FORBIDDEN
+                };
+                assert_eq!(api.status(), expected, "{case}");
+            }
+        }
+    }
+}
+
+/// The sign-in form still works for a user whose password was changed on
+/// the Profile page, and the old one does not.
+#[tokio::test]
+async fn a_password_changed_on_the_profile_page_is_the_one_that_works() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("finn", "finn-first-password", false);
+        let finn = server.signed_in("finn", "finn-first-password").await;
+        for (new, status) in [
+            ("short", StatusCode::UNPROCESSABLE_ENTITY),
+            ("finn-second-password", StatusCode::OK),
+        ] {
+            let csrf =
+                postern_tests::csrf_of(&get_text(&finn, &server.url("/user/settings")).await);
+            let res = finn
+                .post(server.url("/user/settings/password"))
+                .form(&[
+                    ("old_password", "finn-first-password"),
+                    ("password", new),
+                    ("retype", new),
+                    ("_csrf", csrf.as_str()),
+                ])
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), status, "{backend}: {new}");
+        }
+        let old = sign_in(&client(), &server, "finn", "finn-first-password").await;
+        assert_eq!(old.status(), StatusCode::UNAUTHORIZED, "{backend}");
+        let new = sign_in(&client(), &server, "finn", "finn-second-password").await;
+        assert_eq!(new.status(), StatusCode::SEE_OTHER, "{backend}");
+    }
+}
