@@ -420,6 +420,20 @@ pub async fn org_members(db: &Db, org_id: i64) -> Result<Vec<String>> {
         .collect::<std::result::Result<Vec<_>, _>>()?)
 }
 
+/// The names of the repositories a team was given, in name order.
+pub async fn team_repos(db: &Db, team_id: i64) -> Result<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT r.name, r.lower_name FROM team_repos tr JOIN repositories r ON r.id = tr.repo_id WHERE tr.team_id = $1 ORDER BY r.lower_name",
+    )
+    .bind(team_id)
+    .fetch_all(db.pool())
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| r.try_get::<String, _>(0))
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
 pub async fn add_repo(db: &Db, team_id: i64, repo_id: i64) -> Result<()> {
     sqlx::query("INSERT INTO team_repos (team_id, repo_id) VALUES ($1, $2) ON CONFLICT (team_id, repo_id) DO NOTHING")
         .bind(team_id)

@@ -208,6 +208,25 @@ fn event(event_type: &'static str, repo: &Repository) -> webhooks::Event {
     }
 }
 
+/// Changes a repository's description and visibility.
+pub async fn update_options(
+    db: &Db,
+    repo: &Repository,
+    description: &str,
+    is_private: bool,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE repositories SET description = $1, is_private = $2, updated = $3 WHERE id = $4",
+    )
+    .bind(description)
+    .bind(i64::from(is_private))
+    .bind(now())
+    .bind(repo.id)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
 /// Deletes a repository: its record (with its collaborators, protection
 /// rules and hooks) and its `repository.deleted` event in one transaction,
 /// then its directory.

@@ -28,6 +28,7 @@ mod hooks;
 mod oauth;
 mod orgs;
 mod panel;
+mod repo_settings;
 mod repos;
 mod security;
 mod settings;
@@ -107,6 +108,17 @@ pub(crate) fn routes() -> Router<App> {
         )
         .route("/user/settings/security", get(security::show))
         .route("/org/{org}/settings", get(orgs::show).post(orgs::save))
+        .route("/org/{org}/teams", get(orgs::teams).post(orgs::create_team))
+        .route("/org/{org}/teams/{id}/members", post(orgs::add_member))
+        .route(
+            "/org/{org}/teams/{id}/members/{login}/delete",
+            post(orgs::remove_member),
+        )
+        .route("/org/{org}/teams/{id}/repos", post(orgs::add_repo))
+        .route(
+            "/org/{org}/teams/{id}/repos/{repo}/delete",
+            post(orgs::remove_repo),
+        )
         .route("/user/settings/security/totp", post(security::begin))
         .route(
             "/user/settings/security/totp/confirm",
@@ -263,6 +275,30 @@ pub(crate) fn routes() -> Router<App> {
         .route(
             "/{owner}/{repo}/settings/hooks/{id}/deliveries/{delivery_id}/redeliver",
             post(hooks::redeliver),
+        )
+        .route(
+            "/{owner}/{repo}/settings",
+            get(repo_settings::show).post(repo_settings::save_options),
+        )
+        .route(
+            "/{owner}/{repo}/settings/collaborators",
+            post(repo_settings::add_collaborator),
+        )
+        .route(
+            "/{owner}/{repo}/settings/collaborators/{login}/delete",
+            post(repo_settings::remove_collaborator),
+        )
+        .route(
+            "/{owner}/{repo}/settings/branches/edit",
+            get(repo_settings::rule_form).post(repo_settings::save_rule),
+        )
+        .route(
+            "/{owner}/{repo}/settings/branches/delete",
+            post(repo_settings::delete_rule),
+        )
+        .route(
+            "/{owner}/{repo}/settings/delete",
+            post(repo_settings::delete),
         )
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))

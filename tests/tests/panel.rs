@@ -106,6 +106,7 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         )
         .await;
         server.create_user("root", ROOT_PASSWORD, true);
+        server.create_user("mulder", "mulder-long-password", false);
 
         // Be created: the sign-up page.
         let dana = Browser::start().await;
@@ -210,6 +211,134 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         let repo: serde_json::Value = repo.json().await.unwrap();
         assert_eq!(repo["private"], true, "{name}");
 
+        // The repository's Settings: a collaborator, a branch rule, the
+        // visibility.
+        let with_token = |path: &str| {
+            api.get(server.url(path))
+                .header("Authorization", format!("token {token}"))
+                .send()
+        };
+        click(c, "repo-settings-link").await;
+        fill(c, "collaborator-login", "mulder").await;
+        wait(c, "collaborator-permission")
+            .await
+            .select_by_value("read")
+            .await
+            .unwrap();
+        click(c, "add-collaborator-button").await;
+        let permission = c
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css("tr[data-collaborator='mulder'] .permission"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(permission, "read", "{name}");
+        click(c, "new-rule").await;
+        fill(c, "rule_name", "main").await;
+        click(c, "enable_push_whitelist").await;
+        fill(c, "push_whitelist_usernames", "dana").await;
+        click(c, "require_signed_commits").await;
+        click(c, "save-rule").await;
+        wait(c, "rules").await;
+        let rules: serde_json::Value = with_token("/api/v1/repos/xfiles/cases/branch_protections")
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let rule = &rules["results"][0];
+        assert_eq!(rule["rule_name"], "main", "{name}: {rules}");
+        assert_eq!(rule["enable_push_whitelist"], true, "{name}");
+        assert_eq!(rule["push_whitelist_usernames"][0], "dana", "{name}");
+        assert_eq!(rule["require_signed_commits"], true, "{name}");
+        click(c, "private").await;
+        click(c, "save-options").await;
+        // The form answers with a redirect to itself: wait for the change.
+        let mut private = serde_json::Value::Null;
+        for _ in 0..80 {
+            let repo: serde_json::Value = with_token("/api/v1/repos/xfiles/cases")
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            private = repo["private"].clone();
+            if private == false {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert_eq!(private, false, "{name}");
+
+        // The organization's Teams: a team with a member and a repository.
+        c.goto(&server.url("/org/xfiles/teams")).await.unwrap();
+        fill(c, "team_name", "agents").await;
+        wait(c, "team-permission")
+            .await
+            .select_by_value("write")
+            .await
+            .unwrap();
+        click(c, "create-team-button").await;
+        let agents = "section[data-team='agents']";
+        for (form, value, done) in [
+            ("add-member", "mulder", "members/mulder/delete"),
+            ("add-repo", "cases", "repos/cases/delete"),
+        ] {
+            let field = c
+                .wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(&format!(
+                    "{agents} form.{form} input[name='name']"
+                )))
+                .await
+                .unwrap();
+            field.send_keys(value).await.unwrap();
+            c.find(Locator::Css(&format!("{agents} form.{form} button")))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            // The page that answers shows the removal form of what was added.
+            c.wait()
+                .at_most(Duration::from_secs(20))
+                .for_element(Locator::Css(&format!("{agents} form[action$='{done}']")))
+                .await
+                .unwrap();
+        }
+        let team = c
+            .find(Locator::Css(agents))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            team.contains("Members: mulder") && team.contains("Repositories: cases"),
+            "{name}: {team}"
+        );
+        // A member sees the teams, without the forms.
+        let mulder = server.signed_in("mulder", "mulder-long-password").await;
+        let seen = get_text(&mulder, &server.url("/org/xfiles/teams")).await;
+        assert!(
+            seen.contains("agents") && !seen.contains("create-team"),
+            "{name}"
+        );
+
+        // A second repository, deleted from its Settings.
+        c.goto(&server.url("/repo/create")).await.unwrap();
+        fill(c, "repo_name", "scratch").await;
+        click(c, "create-repo-button").await;
+        click(c, "repo-settings-link").await;
+        fill(c, "confirm", "scratch").await;
+        click(c, "delete-repo-button").await;
+        wait(c, "owner").await;
+        let gone = with_token("/api/v1/repos/dana/scratch").await.unwrap();
+        assert_eq!(gone.status(), StatusCode::NOT_FOUND, "{name}");
+
         for (page, path) in [
             ("profile", "/user/settings"),
             ("applications", "/user/settings/applications"),
@@ -219,6 +348,13 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
             ("new-repository", "/repo/create"),
             ("new-organization", "/org/create"),
             ("repository", "/xfiles/cases"),
+            ("repository-settings", "/xfiles/cases/settings"),
+            (
+                "branch-rule",
+                "/xfiles/cases/settings/branches/edit?rule=main",
+            ),
+            ("organization-teams", "/org/xfiles/teams"),
+            ("organization-settings", "/org/xfiles/settings"),
         ] {
             check_page(c, &server, page, path, &name).await;
         }
@@ -698,5 +834,105 @@ async fn a_password_changed_on_the_profile_page_is_the_one_that_works() {
         assert_eq!(old.status(), StatusCode::UNAUTHORIZED, "{backend}");
         let new = sign_in(&client(), &server, "finn", "finn-second-password").await;
         assert_eq!(new.status(), StatusCode::SEE_OTHER, "{backend}");
+    }
+}
+
+/// A repository's Settings and an organization's team forms exist only for
+/// those who administer them: a reader or an outsider gets the 404 page,
+/// and nothing changes.
+#[tokio::test]
+async fn settings_pages_are_for_those_who_administer() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("kim", "kim-long-password", false);
+        server.create_user("lee", "lee-long-password", false);
+        let kim = server.signed_in("kim", "kim-long-password").await;
+        let lee = server.signed_in("lee", "lee-long-password").await;
+        let res = submit_form(
+            &kim,
+            &server,
+            "/repo/create",
+            &[("owner", "kim"), ("repo_name", "notes")],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        let res = submit_form(&kim, &server, "/org/create", &[("org_name", "kimco")]).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        // A repository of someone else's is not the viewer's to create.
+        let res = submit_form(
+            &lee,
+            &server,
+            "/repo/create",
+            &[("owner", "kimco"), ("repo_name", "x")],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{backend}");
+
+        let csrf =
+            postern_tests::csrf_of(&get_text(&kim, &server.url("/kim/notes/settings")).await);
+        let added = kim
+            .post(server.url("/kim/notes/settings/collaborators"))
+            .form(&[("login", "lee"), ("permission", "read"), ("_csrf", &csrf)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(added.status(), StatusCode::SEE_OTHER, "{backend}");
+        // lee reads the repository, but its settings do not exist for lee.
+        assert_eq!(
+            lee.get(server.url("/kim/notes"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::OK
+        );
+        let lee_csrf = postern_tests::csrf_of(&get_text(&lee, &server.url("/user/settings")).await);
+        for (path, form) in [
+            ("/kim/notes/settings", vec![("private", "on")]),
+            ("/kim/notes/settings/delete", vec![("confirm", "notes")]),
+            (
+                "/kim/notes/settings/collaborators",
+                vec![("login", "lee"), ("permission", "admin")],
+            ),
+            (
+                "/kim/notes/settings/branches/edit",
+                vec![("rule_name", "main")],
+            ),
+            (
+                "/org/kimco/teams",
+                vec![("team_name", "mine"), ("permission", "admin")],
+            ),
+        ] {
+            let get = lee.get(server.url(path)).send().await.unwrap();
+            if !path.ends_with("/delete") && !path.ends_with("/collaborators") {
+                assert_eq!(get.status(), StatusCode::NOT_FOUND, "{backend}: GET {path}");
+            }
+            let mut form = form.clone();
+            form.push(("_csrf", &lee_csrf));
+            let post = lee.post(server.url(path)).form(&form).send().await.unwrap();
+            assert_eq!(
+                post.status(),
+                StatusCode::NOT_FOUND,
+                "{backend}: POST {path}"
+            );
+        }
+        let settings = get_text(&kim, &server.url("/kim/notes/settings")).await;
+        assert!(
+            settings.contains("data-collaborator=\"lee\"")
+                && settings.contains("<td class=\"permission\">read</td>")
+                && settings.contains("id=\"no-rules\""),
+            "{backend}: {settings}"
+        );
+        assert_eq!(
+            kim.get(server.url("/kim/notes"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::OK,
+            "{backend}: the repository is still there"
+        );
+        let teams = get_text(&kim, &server.url("/org/kimco/teams")).await;
+        assert!(!teams.contains("data-team=\"mine\""), "{backend}");
     }
 }

@@ -25,6 +25,8 @@ struct OwnerPage {
     user: Option<Who>,
     csrf: String,
     owner: String,
+    /// The owner is an organization: link its teams.
+    is_org: bool,
     repos: Vec<RepoItem>,
 }
 
@@ -65,11 +67,13 @@ pub(crate) async fn owner_page(
     if viewer.user().is_none() && app.config().service.require_signin_view {
         return Err(WebError::SignIn);
     }
-    let account = match users::find_by_login(&app.db, &owner).await? {
-        Some(u) => Some((u.id, u.login)),
-        None => orgs::find(&app.db, &owner).await?.map(|o| (o.id, o.name)),
+    let account = match orgs::find(&app.db, &owner).await? {
+        Some(o) => Some((o.id, o.name, true)),
+        None => users::find_by_login(&app.db, &owner)
+            .await?
+            .map(|u| (u.id, u.login, false)),
     };
-    let Some((id, login)) = account else {
+    let Some((id, login, is_org)) = account else {
         return Err(nothing_here(&viewer, &app));
     };
     let mut visible = Vec::new();
@@ -91,6 +95,7 @@ pub(crate) async fn owner_page(
         user: viewer.who(),
         csrf,
         owner: login,
+        is_org,
         repos: visible,
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
