@@ -693,6 +693,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "Scopes to ask for, space- or comma-separated (openid is always asked of an OpenID provider).",
             ),
             k(
+                "OPENID_CONNECT_SCOPES",
+                STR,
+                "",
+                "Gitea's name for extra scopes of an OpenID provider, added to SCOPES.",
+            ),
+            k(
                 "GROUP_CLAIM_NAME",
                 STR,
                 "",
@@ -1116,6 +1122,81 @@ mod tests {
         assert_eq!(parse_schedule("@every 0s"), None);
         assert_eq!(parse_schedule("@daily"), None);
         assert_eq!(parse_schedule("@every 5x"), None);
+    }
+
+    /// The keys a built-in source plugin (or the host, for a source) reads
+    /// from its section, by the helpers they read with.
+    fn keys_read(text: &str) -> Vec<String> {
+        let mut keys = Vec::new();
+        for helper in ["get(\"", "text(\"", "flag(\"", "endpoint(\"", "url_setting(\""] {
+            for (i, _) in text.match_indices(helper) {
+                let rest = &text[i + helper.len()..];
+                let key: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if rest[key.len()..].starts_with('"') && key.len() > 2 {
+                    keys.push(key);
+                }
+            }
+        }
+        keys
+    }
+
+    /// Every key the sources' code reads is in the schema, so that
+    /// `config check` never calls a working key unknown and the example
+    /// file lists it.
+    #[test]
+    fn every_key_a_source_reads_is_in_the_schema() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
+        let directory = "source.<n>";
+        let redirect = "source.oauth2_<name>";
+        let mut checked = 0;
+        for (file, sections) in [
+            ("plugins/ldap/src/lib.rs", &[directory][..]),
+            ("plugins/oauth2/src/config.rs", &[redirect][..]),
+            ("plugins/saml/src/config.rs", &[redirect][..]),
+            ("host/src/config/source_settings.rs", &[directory, redirect][..]),
+        ] {
+            for key in keys_read(&read(file)) {
+                checked += 1;
+                assert!(
+                    sections.iter().any(|s| key_spec(s, &key).is_some()),
+                    "{file} reads {key}, which [{}] of the schema does not list",
+                    sections.join("] or [")
+                );
+            }
+        }
+        assert!(checked > 40, "the helpers were not found: {checked} keys");
+    }
+
+    /// Every `get`/`flag`/`int("section", "KEY")` of `Config::from_raw` is
+    /// a key of the schema: an unlisted one would read as empty.
+    #[test]
+    fn every_fixed_key_the_host_reads_is_in_the_schema() {
+        let text = include_str!("../config.rs");
+        let mut checked = 0;
+        for helper in ["get(\"", "flag(\"", "int(\""] {
+            for (i, _) in text.match_indices(helper) {
+                let rest = &text[i + helper.len()..];
+                let Some((section, rest)) = rest.split_once("\", \"") else {
+                    continue;
+                };
+                let Some((key, _)) = rest.split_once('"') else {
+                    continue;
+                };
+                if section.contains(['"', '\n', ' ']) || key.contains([' ', '\n']) {
+                    continue;
+                }
+                checked += 1;
+                assert!(
+                    key_spec(section, key).is_some(),
+                    "config.rs reads [{section}] {key}, which the schema does not list"
+                );
+            }
+        }
+        assert!(checked > 40, "the helpers were not found: {checked} keys");
     }
 
     #[test]
