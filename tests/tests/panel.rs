@@ -936,3 +936,250 @@ async fn settings_pages_are_for_those_who_administer() {
         assert!(!teams.contains("data-team=\"mine\""), "{backend}");
     }
 }
+
+/// The POST of a form on `path` with the page's CSRF token, as the browser
+/// sends it (the form's action may differ from the page).
+async fn post_from(
+    http: &reqwest::Client,
+    server: &Server,
+    page: &str,
+    action: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    let csrf = postern_tests::csrf_of(&get_text(http, &server.url(page)).await);
+    let mut form = fields.to_vec();
+    form.push(("_csrf", &csrf));
+    http.post(server.url(action))
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Applications' token form keeps expiry and repository limits; SSH keys
+/// are added and removed; Sessions signs out every other browser.
+#[tokio::test]
+async fn tokens_keys_and_sessions_from_the_settings_pages() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("nia", "nia-long-password", false);
+        let nia = server.signed_in("nia", "nia-long-password").await;
+        let other = server.signed_in("nia", "nia-long-password").await;
+        let res = submit_form(
+            &nia,
+            &server,
+            "/repo/create",
+            &[("owner", "nia"), ("repo_name", "one")],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+
+        // A token limited to one repository, expiring at the end of a day.
+        let apps = "/user/settings/applications";
+        let action = "/user/settings/applications/tokens";
+        let bad = post_from(
+            &nia,
+            &server,
+            apps,
+            action,
+            &[
+                ("name", "bad"),
+                ("scope_repository", "read"),
+                ("repositories", "nia/none"),
+            ],
+        )
+        .await;
+        assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY, "{backend}");
+        let why = bad.text().await.unwrap();
+        assert!(
+            why.contains("no repository") && why.contains("nia/none"),
+            "{backend}: {why}"
+        );
+        let none = post_from(&nia, &server, apps, action, &[("name", "nothing")]).await;
+        assert_eq!(none.status(), StatusCode::UNPROCESSABLE_ENTITY, "{backend}");
+        let made = post_from(
+            &nia,
+            &server,
+            apps,
+            action,
+            &[
+                ("name", "deploy"),
+                ("scope_repository", "write"),
+                ("scope_user", "read"),
+                ("expires", "2099-12-31"),
+                ("repositories", "nia/one"),
+            ],
+        )
+        .await;
+        assert_eq!(made.status(), StatusCode::OK, "{backend}");
+        assert_eq!(made.headers()["cache-control"], "no-store");
+        let page = made.text().await.unwrap();
+        let secret = page
+            .split("id=\"new-token-secret\">")
+            .nth(1)
+            .and_then(|s| s.split('<').next())
+            .unwrap()
+            .to_string();
+        let tokens: serde_json::Value = reqwest::Client::new()
+            .get(server.url("/api/v1/users/nia/tokens"))
+            .header("Authorization", format!("token {secret}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let list = tokens["results"]
+            .as_array()
+            .or(tokens.as_array())
+            .unwrap()
+            .clone();
+        assert_eq!(list.len(), 1, "{backend}: only the good one: {tokens}");
+        assert_eq!(list[0]["name"], "deploy");
+        assert_eq!(list[0]["expires_at"], "2100-01-01T00:00:00Z", "{backend}");
+        assert_eq!(list[0]["repositories"].as_array().unwrap().len(), 1);
+        let id = list[0]["id"].as_i64().unwrap().to_string();
+        let deleted = post_from(
+            &nia,
+            &server,
+            apps,
+            &format!("/user/settings/applications/tokens/{id}/delete"),
+            &[],
+        )
+        .await;
+        assert_eq!(deleted.status(), StatusCode::SEE_OTHER, "{backend}");
+        let refused = reqwest::Client::new()
+            .get(server.url("/api/v1/user"))
+            .header("Authorization", format!("token {secret}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{backend}");
+
+        // SSH keys.
+        let (_, line) = postern_tests::ssh_keygen(server.dir.path(), "nia-key");
+        let keys = "/user/settings/keys";
+        let bad = post_from(
+            &nia,
+            &server,
+            keys,
+            keys,
+            &[("title", "laptop"), ("content", "ssh-rsa nonsense")],
+        )
+        .await;
+        assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY, "{backend}");
+        let added = post_from(
+            &nia,
+            &server,
+            keys,
+            keys,
+            &[("title", "laptop"), ("content", &line)],
+        )
+        .await;
+        assert_eq!(added.status(), StatusCode::SEE_OTHER, "{backend}");
+        let page = get_text(&nia, &server.url(keys)).await;
+        assert!(page.contains("class=\"key-title\">laptop<"), "{backend}");
+        let id = page
+            .split("data-key=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap()
+            .to_string();
+        let gone = post_from(
+            &nia,
+            &server,
+            keys,
+            &format!("/user/settings/keys/{id}/delete"),
+            &[],
+        )
+        .await;
+        assert_eq!(gone.status(), StatusCode::SEE_OTHER, "{backend}");
+        assert!(
+            get_text(&nia, &server.url(keys))
+                .await
+                .contains("id=\"no-keys\"")
+        );
+
+        // Sessions: both browsers listed; signing out the others ends one.
+        let sessions = "/user/settings/sessions";
+        let page = get_text(&nia, &server.url(sessions)).await;
+        assert_eq!(page.matches("data-session=").count(), 2, "{backend}");
+        assert_eq!(page.matches("id=\"current-session\"").count(), 1);
+        let res = post_from(
+            &nia,
+            &server,
+            sessions,
+            "/user/settings/sessions/others/delete",
+            &[],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        let me = |http: &reqwest::Client| http.get(server.url("/api/v1/user")).send();
+        assert_eq!(
+            me(&nia).await.unwrap().status(),
+            StatusCode::OK,
+            "{backend}"
+        );
+        assert_eq!(
+            me(&other).await.unwrap().status(),
+            StatusCode::UNAUTHORIZED,
+            "{backend}"
+        );
+    }
+}
+
+/// Admin › Users: create an account, make bypass codes for it, reset its
+/// second factors; a taken name is refused and creates nothing.
+#[tokio::test]
+async fn administrators_create_users_and_help_them_back_in() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("root", ROOT_PASSWORD, true);
+        let root = server.signed_in("root", ROOT_PASSWORD).await;
+        let new = "/admin/users/new";
+        let made = post_from(
+            &root,
+            &server,
+            new,
+            new,
+            &[
+                ("user_name", "otto"),
+                ("email", "otto@example.com"),
+                ("password", "otto-long-password"),
+            ],
+        )
+        .await;
+        assert_eq!(made.status(), StatusCode::SEE_OTHER, "{backend}");
+        let page = made.headers()["location"].to_str().unwrap().to_string();
+        let again = post_from(
+            &root,
+            &server,
+            new,
+            new,
+            &[
+                ("user_name", "otto"),
+                ("email", "otto2@example.com"),
+                ("password", "otto-long-password"),
+            ],
+        )
+        .await;
+        assert_eq!(again.status(), StatusCode::CONFLICT, "{backend}");
+        assert_eq!(server.logins(), ["root", "otto"], "{backend}");
+        // The new account signs in with its password.
+        server.signed_in("otto", "otto-long-password").await;
+
+        let codes = post_from(&root, &server, &page, &format!("{page}/bypass_codes"), &[]).await;
+        assert_eq!(codes.status(), StatusCode::OK, "{backend}");
+        assert_eq!(codes.headers()["cache-control"], "no-store");
+        let html = codes.text().await.unwrap();
+        let shown = html.split("id=\"bypass-codes\"").nth(1).unwrap();
+        assert_eq!(shown.matches("<code>").count(), 5, "{backend}");
+        let reset = post_from(&root, &server, &page, &format!("{page}/reset_2fa"), &[]).await;
+        assert_eq!(reset.status(), StatusCode::SEE_OTHER, "{backend}");
+
+        // Paging and search.
+        let list = get_text(&root, &server.url("/admin/users?q=OTTO")).await;
+        assert!(list.contains("data-user=\"otto\"") && !list.contains("data-user=\"root\""));
+        assert!(list.contains("1 users"), "{backend}");
+    }
+}

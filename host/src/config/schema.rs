@@ -1128,7 +1128,13 @@ mod tests {
     /// from its section, by the helpers they read with.
     fn keys_read(text: &str) -> Vec<String> {
         let mut keys = Vec::new();
-        for helper in ["get(\"", "text(\"", "flag(\"", "endpoint(\"", "url_setting(\""] {
+        for helper in [
+            "get(\"",
+            "text(\"",
+            "flag(\"",
+            "endpoint(\"",
+            "url_setting(\"",
+        ] {
             for (i, _) in text.match_indices(helper) {
                 let rest = &text[i + helper.len()..];
                 let key: String = rest
@@ -1157,7 +1163,10 @@ mod tests {
             ("plugins/ldap/src/lib.rs", &[directory][..]),
             ("plugins/oauth2/src/config.rs", &[redirect][..]),
             ("plugins/saml/src/config.rs", &[redirect][..]),
-            ("host/src/config/source_settings.rs", &[directory, redirect][..]),
+            (
+                "host/src/config/source_settings.rs",
+                &[directory, redirect][..],
+            ),
         ] {
             for key in keys_read(&read(file)) {
                 checked += 1;
