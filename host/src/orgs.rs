@@ -392,46 +392,28 @@ pub async fn remove_member(db: &Db, team: &Team, user_id: i64) -> Result<bool> {
 }
 
 /// The logins of a team's members.
-pub async fn members(db: &Db, team_id: i64) -> Result<Vec<String>> {
-    let rows = sqlx::query(
-        "SELECT u.login FROM team_members m JOIN users u ON u.id = m.user_id WHERE m.team_id = $1 ORDER BY u.lower_login",
-    )
-    .bind(team_id)
-    .fetch_all(db.pool())
-    .await?;
+/// The first column of the rows of `sql`, which takes one id.
+async fn first_column(db: &Db, sql: &str, id: i64) -> Result<Vec<String>> {
+    let rows = sqlx::query(sql).bind(id).fetch_all(db.pool()).await?;
     Ok(rows
         .iter()
         .map(|r| r.try_get::<String, _>(0))
         .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+pub async fn members(db: &Db, team_id: i64) -> Result<Vec<String>> {
+    first_column(db, "SELECT u.login FROM team_members m JOIN users u ON u.id = m.user_id WHERE m.team_id = $1 ORDER BY u.lower_login", team_id).await
 }
 
 /// The logins of an organization's members (of any team).
 pub async fn org_members(db: &Db, org_id: i64) -> Result<Vec<String>> {
-    let rows = sqlx::query(
-        "SELECT DISTINCT u.login, u.lower_login FROM team_members m JOIN teams t ON t.id = m.team_id \
-         JOIN users u ON u.id = m.user_id WHERE t.org_id = $1 ORDER BY u.lower_login",
-    )
-    .bind(org_id)
-    .fetch_all(db.pool())
-    .await?;
-    Ok(rows
-        .iter()
-        .map(|r| r.try_get::<String, _>(0))
-        .collect::<std::result::Result<Vec<_>, _>>()?)
+    first_column(db, "SELECT DISTINCT u.login, u.lower_login FROM team_members m JOIN teams t ON t.id = m.team_id \
+         JOIN users u ON u.id = m.user_id WHERE t.org_id = $1 ORDER BY u.lower_login", org_id).await
 }
 
 /// The names of the repositories a team was given, in name order.
 pub async fn team_repos(db: &Db, team_id: i64) -> Result<Vec<String>> {
-    let rows = sqlx::query(
-        "SELECT r.name, r.lower_name FROM team_repos tr JOIN repositories r ON r.id = tr.repo_id WHERE tr.team_id = $1 ORDER BY r.lower_name",
-    )
-    .bind(team_id)
-    .fetch_all(db.pool())
-    .await?;
-    Ok(rows
-        .iter()
-        .map(|r| r.try_get::<String, _>(0))
-        .collect::<std::result::Result<Vec<_>, _>>()?)
+    first_column(db, "SELECT r.name, r.lower_name FROM team_repos tr JOIN repositories r ON r.id = tr.repo_id WHERE tr.team_id = $1 ORDER BY r.lower_name", team_id).await
 }
 
 pub async fn add_repo(db: &Db, team_id: i64, repo_id: i64) -> Result<()> {

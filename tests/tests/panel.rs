@@ -33,18 +33,68 @@ async fn wait(c: &Client, id: &str) -> fantoccini::elements::Element {
         .unwrap_or_else(|e| panic!("#{id} never appeared: {e}"))
 }
 
+async fn wait_css(c: &Client, css: &str) -> fantoccini::elements::Element {
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css} never appeared: {e}"))
+}
+
+/// Runs `act` on what `css` finds, once more whenever the element went
+/// stale: a form's answer may replace the page between finding and acting.
+async fn on_element<T, F, Fut>(c: &Client, css: &str, act: F) -> T
+where
+    F: Fn(fantoccini::elements::Element) -> Fut,
+    Fut: std::future::Future<Output = Result<T, fantoccini::error::CmdError>>,
+{
+    for _ in 0..40 {
+        match act(wait_css(c, css).await).await {
+            Ok(v) => return v,
+            Err(e) if e.to_string().contains("stale element") => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => panic!("{css}: {e}"),
+        }
+    }
+    panic!("{css} kept going stale")
+}
+
+fn by_id(id: &str) -> String {
+    format!("[id='{id}']")
+}
+
+async fn click_css(c: &Client, css: &str) {
+    on_element(c, css, |e| async move { e.click().await }).await
+}
+
 async fn click(c: &Client, id: &str) {
-    wait(c, id).await.click().await.unwrap();
+    click_css(c, &by_id(id)).await
 }
 
 async fn fill(c: &Client, id: &str, value: &str) {
-    let field = wait(c, id).await;
-    field.clear().await.unwrap();
-    field.send_keys(value).await.unwrap();
+    on_element(c, &by_id(id), |e| async move {
+        e.clear().await?;
+        e.send_keys(value).await
+    })
+    .await
+}
+
+async fn select(c: &Client, id: &str, value: &str) {
+    on_element(
+        c,
+        &by_id(id),
+        |e| async move { e.select_by_value(value).await },
+    )
+    .await
 }
 
 async fn text(c: &Client, id: &str) -> String {
-    wait(c, id).await.text().await.unwrap()
+    text_css(c, &by_id(id)).await
+}
+
+async fn text_css(c: &Client, css: &str) -> String {
+    on_element(c, css, |e| async move { e.text().await }).await
 }
 
 /// What a page must have at every width: a heading, the navigation, and
@@ -116,12 +166,7 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         fill(c, "email", "dana@example.com").await;
         fill(c, "password", DANA_PASSWORD).await;
         fill(c, "retype", DANA_PASSWORD).await;
-        c.find(Locator::Css("button.primary"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click_css(c, "button.primary").await;
         assert_eq!(text(c, "signed-in-user").await, "dana", "{name}");
 
         // Settings › Profile.
@@ -149,21 +194,9 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         // Settings › Applications: a token, used on the API.
         click(c, "applications-link").await;
         fill(c, "token-name", "ci").await;
-        wait(c, "scope_repository")
-            .await
-            .select_by_value("write")
-            .await
-            .unwrap();
-        wait(c, "scope_organization")
-            .await
-            .select_by_value("write")
-            .await
-            .unwrap();
-        wait(c, "scope_user")
-            .await
-            .select_by_value("read")
-            .await
-            .unwrap();
+        select(c, "scope_repository", "write").await;
+        select(c, "scope_organization", "write").await;
+        select(c, "scope_user", "read").await;
         click(c, "generate-token").await;
         let token = text(c, "new-token-secret").await;
         assert_eq!(token.len(), 40, "{name}: {token}");
@@ -187,12 +220,9 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         click(c, "create-org-button").await;
         assert_eq!(text(c, "owner").await, "xfiles", "{name}");
         click(c, "nav-new-repo").await;
-        wait(c, "owner")
-            .await
-            .select_by_value("xfiles")
-            .await
-            .unwrap();
+        // The organization's page has an element `owner` too: wait for the form.
         fill(c, "repo_name", "cases").await;
+        select(c, "owner", "xfiles").await;
         click(c, "private").await;
         click(c, "create-repo-button").await;
         wait(c, "clone-http").await;
@@ -220,21 +250,9 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         };
         click(c, "repo-settings-link").await;
         fill(c, "collaborator-login", "mulder").await;
-        wait(c, "collaborator-permission")
-            .await
-            .select_by_value("read")
-            .await
-            .unwrap();
+        select(c, "collaborator-permission", "read").await;
         click(c, "add-collaborator-button").await;
-        let permission = c
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Css("tr[data-collaborator='mulder'] .permission"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let permission = text_css(c, "tr[data-collaborator='mulder'] .permission").await;
         assert_eq!(permission, "read", "{name}");
         click(c, "new-rule").await;
         fill(c, "rule_name", "main").await;
@@ -276,46 +294,20 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         // The organization's Teams: a team with a member and a repository.
         c.goto(&server.url("/org/xfiles/teams")).await.unwrap();
         fill(c, "team_name", "agents").await;
-        wait(c, "team-permission")
-            .await
-            .select_by_value("write")
-            .await
-            .unwrap();
+        select(c, "team-permission", "write").await;
         click(c, "create-team-button").await;
         let agents = "section[data-team='agents']";
         for (form, value, done) in [
             ("add-member", "mulder", "members/mulder/delete"),
             ("add-repo", "cases", "repos/cases/delete"),
         ] {
-            let field = c
-                .wait()
-                .at_most(Duration::from_secs(20))
-                .for_element(Locator::Css(&format!(
-                    "{agents} form.{form} input[name='name']"
-                )))
-                .await
-                .unwrap();
-            field.send_keys(value).await.unwrap();
-            c.find(Locator::Css(&format!("{agents} form.{form} button")))
-                .await
-                .unwrap()
-                .click()
-                .await
-                .unwrap();
+            let field = format!("{agents} form.{form} input[name='name']");
+            on_element(c, &field, |e| async move { e.send_keys(value).await }).await;
+            click_css(c, &format!("{agents} form.{form} button")).await;
             // The page that answers shows the removal form of what was added.
-            c.wait()
-                .at_most(Duration::from_secs(20))
-                .for_element(Locator::Css(&format!("{agents} form[action$='{done}']")))
-                .await
-                .unwrap();
+            wait_css(c, &format!("{agents} form[action$='{done}']")).await;
         }
-        let team = c
-            .find(Locator::Css(agents))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let team = text_css(c, agents).await;
         assert!(
             team.contains("Members: mulder") && team.contains("Repositories: cases"),
             "{name}: {team}"
@@ -368,13 +360,19 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         click(a, "nav-users").await;
         fill(a, "q", "scully").await;
         click(a, "search-users").await;
-        let link = a
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Css("tr[data-user='dana'] a.user-link"))
-            .await
-            .unwrap();
-        link.click().await.unwrap();
+        // The list before the search shows dana too: wait for the answer.
+        for _ in 0..80 {
+            if a.current_url()
+                .await
+                .unwrap()
+                .query()
+                .is_some_and(|q| q.contains("q=scully"))
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        click_css(a, "tr[data-user='dana'] a.user-link").await;
         click(a, "active").await;
         click(a, "save-user").await;
         assert!(text(a, "flash-ok").await.contains("updated"), "{name}");
@@ -396,12 +394,7 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         click(a, "nav-config").await;
         wait(a, "locked-service-REQUIRE_SIGNIN_VIEW").await;
         assert_eq!(
-            a.find(Locator::Css("#key-service-REQUIRE_SIGNIN_VIEW .origin"))
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap(),
+            text_css(a, "#key-service-REQUIRE_SIGNIN_VIEW .origin").await,
             "ini",
             "{name}"
         );
@@ -411,19 +404,8 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
             .await
             .unwrap();
         assert_eq!(open.status(), StatusCode::OK, "{name}");
-        wait(a, "value-service-DISABLE_REGISTRATION")
-            .await
-            .select_by_value("true")
-            .await
-            .unwrap();
-        a.find(Locator::Css(
-            "#form-service-DISABLE_REGISTRATION button.save-setting",
-        ))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+        select(a, "value-service-DISABLE_REGISTRATION", "true").await;
+        click_css(a, "#form-service-DISABLE_REGISTRATION button.save-setting").await;
         let audit = text(a, "audit").await;
         assert!(
             audit.contains("root") && audit.contains("service.DISABLE_REGISTRATION"),
@@ -447,28 +429,12 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         // Admin › Plugins: turn totp off and on again; the switch is kept.
         a.goto(&server.url("/admin/plugins")).await.unwrap();
         let totp = "section[data-plugin='totp']";
-        a.find(Locator::Css(&format!("{totp} button.disable-plugin")))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        let state = a
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Css(&format!("{totp} button.enable-plugin")))
-            .await;
-        assert!(state.is_ok(), "{name}: the switch did not turn");
+        click_css(a, &format!("{totp} button.disable-plugin")).await;
+        // The page that answers offers the opposite switch.
+        wait_css(a, &format!("{totp} button.enable-plugin")).await;
         let state = |a: &Client| {
             let a = a.clone();
-            async move {
-                a.find(Locator::Css("section[data-plugin='totp'] .state"))
-                    .await
-                    .unwrap()
-                    .text()
-                    .await
-                    .unwrap()
-            }
+            async move { text_css(&a, "section[data-plugin='totp'] .state").await }
         };
         assert_eq!(state(a).await, "disabled", "{name}");
         let stored = server
@@ -480,28 +446,14 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
             stored["state"], "disabled",
             "{name}: another process reads the switch"
         );
-        a.find(Locator::Css(&format!("{totp} button.enable-plugin")))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        a.wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Css(&format!("{totp} button.disable-plugin")))
-            .await
-            .unwrap();
+        click_css(a, &format!("{totp} button.enable-plugin")).await;
+        wait_css(a, &format!("{totp} button.disable-plugin")).await;
         assert_eq!(state(a).await, "ready", "{name}");
 
         // Admin › Authentication: an ldaps directory with a private CA.
-        click(a, "nav-auths").await;
         a.goto(&server.url("/admin/auths/new")).await.unwrap();
         fill(a, "NAME", "Corporate directory").await;
-        wait(a, "SECURITY_PROTOCOL")
-            .await
-            .select_by_value("ldaps")
-            .await
-            .unwrap();
+        select(a, "SECURITY_PROTOCOL", "ldaps").await;
         fill(a, "HOST", "127.0.0.1").await;
         fill(a, "PORT", &slapd.ldaps_port.to_string()).await;
         fill(a, "CA_FILE", &slapd.ca.display().to_string()).await;

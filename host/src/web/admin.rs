@@ -112,9 +112,9 @@ pub(super) fn admin_only(viewer: &Viewer) -> Result<(), WebError> {
 
 /// The preamble of every form the panel posts: an administrator, and a CSRF
 /// token that matches.
-fn admin_post(app: &App, viewer: &Viewer, csrf: Option<&String>) -> Result<(), WebError> {
+pub(super) fn admin_post(app: &App, viewer: &Viewer, csrf: &str) -> Result<(), WebError> {
     admin_only(viewer)?;
-    check_csrf(viewer, app, csrf.map(String::as_str).unwrap_or(""))
+    check_csrf(viewer, app, csrf)
 }
 
 /// The list; an error is a failed test or sync (502) unless `status` says
@@ -171,7 +171,7 @@ pub(crate) async fn test(
     Path(id): Path<String>,
     Form(form): Form<HashMap<String, String>>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf"))?;
+    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
     match identity::test_source(&app, &id).await {
         Ok(report) => list_page(&app, &viewer, None, Some(format!("{id}: {report}"))).await,
         Err(e) => list_page(&app, &viewer, Some(format!("{id}: {e}")), None).await,
@@ -184,7 +184,7 @@ pub(crate) async fn sync(
     Path(id): Path<String>,
     Form(form): Form<HashMap<String, String>>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf"))?;
+    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
     let Some(source) = app
         .plugins
         .directory_sources()
@@ -266,7 +266,7 @@ pub(crate) async fn create(
     viewer: Viewer,
     Form(mut form): Form<HashMap<String, String>>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf"))?;
+    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
     form.remove("_csrf");
     let action = form.remove("action").unwrap_or_default();
     if matches!(form.remove("kind").as_deref(), Some("oauth2" | "saml")) {
@@ -479,7 +479,7 @@ pub(crate) async fn edit(
     Path(id): Path<String>,
     Form(mut form): Form<HashMap<String, String>>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf"))?;
+    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
     let stored = stored_form(&app, &id).await?;
     for key in ["_csrf", "kind", "source_name"] {
         form.remove(key);
@@ -500,7 +500,7 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
     Form(form): Form<HashMap<String, String>>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf"))?;
+    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
     match identity::remove_oauth2_source(&app, &id).await {
         Ok(id) => list_page(&app, &viewer, None, Some(format!("{id} removed"))).await,
         Err(e) => {

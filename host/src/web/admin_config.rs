@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::admin::admin_only;
-use super::{Viewer, WebError, Who, check_csrf, render, when};
+use super::{Viewer, WebError, Who, render, when};
 use crate::config::schema;
 use crate::settings::{self, Entry};
 use crate::state::App;
@@ -130,8 +130,7 @@ pub(crate) async fn set(
     viewer: Viewer,
     Form(form): Form<SetForm>,
 ) -> Result<Response, WebError> {
-    admin_only(&viewer)?;
-    check_csrf(&viewer, &app, &form.csrf)?;
+    super::admin::admin_post(&app, &viewer, &form.csrf)?;
     let actor = viewer.signed_in()?.login.clone();
     let value = form.reset.is_none().then_some(form.value.as_str());
     match settings::set(&app, &actor, &form.section, &form.key, value).await {

@@ -12,9 +12,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::admin::admin_only;
+use super::admin::{admin_only, admin_post};
 use super::settings::capital;
-use super::{CsrfForm, Viewer, WebError, Who, check_csrf, nothing_here, render, when};
+use super::{CsrfForm, Viewer, WebError, Who, nothing_here, render, when};
 use crate::identity;
 use crate::state::App;
 use crate::users::{self, User};
@@ -38,15 +38,28 @@ impl ListQuery {
     }
 }
 
-/// Links to the previous and next page of a list, keeping the search.
-pub(super) fn pager(base: &str, query: &ListQuery, total: i64) -> (Option<String>, Option<String>) {
-    let page = query.page();
-    let q: String = form_urlencoded::byte_serialize(query.q.as_bytes()).collect();
-    let link = |p: i64| format!("{base}?q={q}&page={p}");
-    (
-        (page > 1).then(|| link(page - 1)),
-        (page * PER_PAGE < total).then(|| link(page + 1)),
-    )
+/// The search, the count and the links to the previous and next page of
+/// one of the panel's lists (`admin_pager.html`).
+pub(super) struct Listing {
+    pub(super) q: String,
+    pub(super) total: i64,
+    pub(super) previous: Option<String>,
+    pub(super) next: Option<String>,
+}
+
+impl Listing {
+    /// The listing of `total` matches at `base`, keeping the search.
+    pub(super) fn new(base: &str, query: ListQuery, total: i64) -> Listing {
+        let page = query.page();
+        let q: String = form_urlencoded::byte_serialize(query.q.as_bytes()).collect();
+        let link = |p: i64| format!("{base}?q={q}&page={p}");
+        Listing {
+            previous: (page > 1).then(|| link(page - 1)),
+            next: (page * PER_PAGE < total).then(|| link(page + 1)),
+            q: query.q,
+            total,
+        }
+    }
 }
 
 struct UserLine {
@@ -66,11 +79,8 @@ struct UserLine {
 struct UsersPage {
     user: Option<Who>,
     csrf: String,
-    q: String,
-    total: i64,
+    listing: Listing,
     users: Vec<UserLine>,
-    previous: Option<String>,
-    next: Option<String>,
 }
 
 /// `GET /admin/users`.
@@ -90,14 +100,11 @@ pub(crate) async fn list(
         Some((PER_PAGE, (query.page() - 1) * PER_PAGE)),
     )
     .await?;
-    let total = total as i64;
-    let (previous, next) = pager("/admin/users", &query, total);
     let (csrf, jar) = viewer.csrf(&app);
     let page = UsersPage {
         user: viewer.who(),
         csrf,
-        q: query.q,
-        total,
+        listing: Listing::new("/admin/users", query, total as i64),
         users: found
             .into_iter()
             .map(|u| UserLine {
@@ -112,8 +119,6 @@ pub(crate) async fn list(
                 created: when(u.created),
             })
             .collect(),
-        previous,
-        next,
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
@@ -175,8 +180,7 @@ pub(crate) async fn create(
     viewer: Viewer,
     Form(form): Form<NewUserForm>,
 ) -> Result<Response, WebError> {
-    admin_only(&viewer)?;
-    check_csrf(&viewer, &app, &form.csrf)?;
+    admin_post(&app, &viewer, &form.csrf)?;
     match identity::register(
         &app,
         form.user_name.trim(),
@@ -288,8 +292,7 @@ pub(crate) async fn edit(
     Path(id): Path<i64>,
     Form(form): Form<EditForm>,
 ) -> Result<Response, WebError> {
-    admin_only(&viewer)?;
-    check_csrf(&viewer, &app, &form.csrf)?;
+    admin_post(&app, &viewer, &form.csrf)?;
     let subject = subject(&app, &viewer, id).await?;
     let own = viewer.user().is_some_and(|u| u.id == subject.id);
     let email = form.email.trim().to_string();
@@ -348,8 +351,7 @@ pub(crate) async fn reset_second_factors(
     Path(id): Path<i64>,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, WebError> {
-    admin_only(&viewer)?;
-    check_csrf(&viewer, &app, &form.csrf)?;
+    admin_post(&app, &viewer, &form.csrf)?;
     let subject = subject(&app, &viewer, id).await?;
     crate::second_factor::reset(&app, &subject).await?;
     Ok(Redirect::to(&format!("/admin/users/{id}")).into_response())
@@ -366,8 +368,7 @@ pub(crate) async fn bypass_codes(
     Path(id): Path<i64>,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, WebError> {
-    admin_only(&viewer)?;
-    check_csrf(&viewer, &app, &form.csrf)?;
+    admin_post(&app, &viewer, &form.csrf)?;
     let subject = subject(&app, &viewer, id).await?;
     let (codes, expires) =
         crate::second_factor::generate_bypass_codes(&app.db, subject.id, BYPASS_CODES).await?;

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::admin::admin_only;
-use super::admin_users::{ListQuery, PER_PAGE, pager};
+use super::admin_users::{ListQuery, Listing, PER_PAGE};
 use super::{Viewer, WebError, Who, render, when};
 use crate::plugins::PluginInfo;
 use crate::state::App;
@@ -159,8 +159,7 @@ pub(crate) async fn switch(
     axum::extract::Path(id): axum::extract::Path<String>,
     axum::Form(form): axum::Form<SwitchForm>,
 ) -> Result<Response, WebError> {
-    admin_only(&viewer)?;
-    super::check_csrf(&viewer, &app, &form.csrf)?;
+    super::admin::admin_post(&app, &viewer, &form.csrf)?;
     let actor = viewer.signed_in()?.login.clone();
     let value = if form.enabled == "true" {
         "true"
@@ -190,11 +189,8 @@ struct OrgLine {
 struct OrgsPage {
     user: Option<Who>,
     csrf: String,
-    q: String,
-    total: i64,
+    listing: Listing,
     orgs: Vec<OrgLine>,
-    previous: Option<String>,
-    next: Option<String>,
 }
 
 /// `GET /admin/orgs`: every organization, with search and paging.
@@ -206,13 +202,11 @@ pub(crate) async fn orgs(
     admin_only(&viewer)?;
     let (total, found) =
         crate::orgs::list_page(&app.db, &query.q, PER_PAGE, (query.page() - 1) * PER_PAGE).await?;
-    let (previous, next) = pager("/admin/orgs", &query, total);
     let (csrf, jar) = viewer.csrf(&app);
     let page = OrgsPage {
         user: viewer.who(),
         csrf,
-        q: query.q,
-        total,
+        listing: Listing::new("/admin/orgs", query, total),
         orgs: found
             .into_iter()
             .map(|(o, members)| OrgLine {
@@ -223,8 +217,6 @@ pub(crate) async fn orgs(
                 created: when(o.created),
             })
             .collect(),
-        previous,
-        next,
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
@@ -242,11 +234,8 @@ struct RepoLine {
 struct ReposPage {
     user: Option<Who>,
     csrf: String,
-    q: String,
-    total: i64,
+    listing: Listing,
     repos: Vec<RepoLine>,
-    previous: Option<String>,
-    next: Option<String>,
 }
 
 /// `GET /admin/repos`: every repository, with search and paging.
@@ -258,13 +247,11 @@ pub(crate) async fn repos(
     admin_only(&viewer)?;
     let (total, found) =
         crate::repos::list_page(&app.db, &query.q, PER_PAGE, (query.page() - 1) * PER_PAGE).await?;
-    let (previous, next) = pager("/admin/repos", &query, total);
     let (csrf, jar) = viewer.csrf(&app);
     let page = ReposPage {
         user: viewer.who(),
         csrf,
-        q: query.q,
-        total,
+        listing: Listing::new("/admin/repos", query, total),
         repos: found
             .into_iter()
             .map(|r| RepoLine {
@@ -274,8 +261,6 @@ pub(crate) async fn repos(
                 created: when(r.created),
             })
             .collect(),
-        previous,
-        next,
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
