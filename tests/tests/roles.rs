@@ -291,9 +291,17 @@ async fn every_role_against_every_action() {
 #[tokio::test]
 async fn organization_creation_follows_the_service_switches() {
     for backend in backends() {
-        for ini in [
-            "[service]\nDISABLE_REGISTRATION_ORG = true\n",
-            "[service]\nALLOW_ONLY_ADMIN_CREATE_ORG = true\n",
+        // joe was made by an administrator: DISABLE_REGISTRATION_ORG keeps
+        // only self-registered accounts out (tests/panel.rs walks those).
+        for (ini, joe) in [
+            (
+                "[service]\nDISABLE_REGISTRATION_ORG = true\n",
+                StatusCode::CREATED,
+            ),
+            (
+                "[service]\nALLOW_ONLY_ADMIN_CREATE_ORG = true\n",
+                StatusCode::FORBIDDEN,
+            ),
         ] {
             let server = Server::start(
                 &backend,
@@ -305,18 +313,39 @@ async fn organization_creation_follows_the_service_switches() {
             .await;
             server.create_user("boss", PW, true);
             server.create_user("joe", PW, false);
-            let body = || Some(json!({"username": "acme"}));
+            let body = |name: &str| Some(json!({"username": name}));
             assert_eq!(
-                call(&server, Method::POST, "/api/v1/orgs", Some("joe"), body()).await,
-                StatusCode::FORBIDDEN,
+                call(
+                    &server,
+                    Method::POST,
+                    "/api/v1/orgs",
+                    Some("joe"),
+                    body("joeco")
+                )
+                .await,
+                joe,
                 "{ini}"
             );
             assert_eq!(
-                call(&server, Method::POST, "/api/v1/orgs", Some("boss"), body()).await,
+                call(
+                    &server,
+                    Method::POST,
+                    "/api/v1/orgs",
+                    Some("boss"),
+                    body("acme")
+                )
+                .await,
                 StatusCode::CREATED
             );
             assert_eq!(
-                call(&server, Method::POST, "/api/v1/orgs", Some("boss"), body()).await,
+                call(
+                    &server,
+                    Method::POST,
+                    "/api/v1/orgs",
+                    Some("boss"),
+                    body("acme")
+                )
+                .await,
                 StatusCode::CONFLICT
             );
         }
