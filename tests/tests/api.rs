@@ -80,9 +80,29 @@ async fn every_error_has_the_one_shape() {
                 .header("content-type", ct)
                 .body(body)
         };
-        let (s, _, b) = json_of(patch("{nope", "application/json").send().await.unwrap()).await;
-        assert_eq!(s, StatusCode::BAD_REQUEST, "malformed JSON");
-        assert_error(&b, "bad_request");
+        // Not JSON at all is a 400, whatever shape the endpoint wants; JSON
+        // of the wrong shape is a 422.
+        for malformed in ["{nope", "[1,2", "", "{\"active\": false"] {
+            let (s, _, b) =
+                json_of(patch(malformed, "application/json").send().await.unwrap()).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "malformed JSON {malformed:?}");
+            assert_error(&b, "bad_request");
+        }
+        let (s, _, b) = json_of(patch("[1,2]", "application/json").send().await.unwrap()).await;
+        assert_eq!(
+            s,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "an array where an object is due"
+        );
+        assert_error(&b, "unprocessable_entity");
+        let (s, _, _) = json_of(
+            patch("{\"active\": true}", "application/merge-patch+json")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "a +json type is JSON");
         let (s, _, b) = json_of(
             patch("{\"active\": false}", "text/plain")
                 .send()
@@ -564,9 +584,36 @@ async fn v1_is_flat_and_v2_nests() {
             "application/json; version=2",
             "application/vnd.postern.v2+json",
         ] {
-            let (_, _, b) = json_of(get("/api/v1/user", Some(accept)).await.unwrap()).await;
+            let (_, _, b) = json_of(get("/api/user", Some(accept)).await.unwrap()).await;
             assert_eq!(b, v2, "Accept: {accept}");
+            let (_, _, b) = json_of(get("/api/v2/user", Some(accept)).await.unwrap()).await;
+            assert_eq!(b, v2, "Accept: {accept}, agreeing with the path");
+            let (s, _, b) = json_of(get("/api/v1/user", Some(accept)).await.unwrap()).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "carriers that disagree: {b}");
+            assert_error(&b, "bad_request");
         }
+        let (_, _, b) = json_of(get("/api/user?version=2", None).await.unwrap()).await;
+        assert_eq!(b, v2, "the version parameter");
+        let (s, _, b) = json_of(get("/api/user?version=9", None).await.unwrap()).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "an unlisted version parameter");
+        assert!(b["message"].as_str().unwrap().contains("v1, v2"), "{b}");
+        // The host name's prefix: v2.<host> reaches the same server.
+        let port = reqwest::Url::parse(&server.base).unwrap().port().unwrap();
+        let by_host = reqwest::Client::builder()
+            .resolve(
+                "v2.postern.test",
+                std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            )
+            .build()
+            .unwrap();
+        let res = by_host
+            .get(format!("http://v2.postern.test:{port}/api/user"))
+            .basic_auth("root", Some(PW))
+            .send()
+            .await
+            .unwrap();
+        let (_, _, b) = json_of(res).await;
+        assert_eq!(b, v2, "the host name's prefix");
         let (_, _, list) = json_of(get("/api/v2/admin/users", None).await.unwrap()).await;
         assert_eq!(
             list["results"][0]["source"]["name"], "local",
@@ -605,7 +652,7 @@ async fn only_the_deprecated_version_carries_deprecation_headers() {
         let v2 = admin.get(server.url("/api/v2/user")).send().await.unwrap();
         assert!(v2.headers().get("deprecation").is_none() && v2.headers().get("sunset").is_none());
         let via_accept = admin
-            .get(server.url("/api/v1/user"))
+            .get(server.url("/api/user"))
             .header("accept", "application/vnd.postern.v2+json")
             .send()
             .await

@@ -344,18 +344,60 @@ impl From<crate::db::Error> for ApiError {
     }
 }
 
-/// `axum::Json` with rejections in the API's error shape.
+/// `axum::Json` with rejections in the API's error shape. A body that is
+/// not JSON at all (`[1,2`) is a 400; JSON of the wrong shape or types is a
+/// 422: the syntax is checked on its own first, since serde would report
+/// `[1,2` for a struct as a type error at its first element.
 pub struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
+        if !is_json(req.headers()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "the body must be JSON, sent with Content-Type: application/json".into(),
+            ));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::PayloadTooLarge(
+                        "the request body is larger than this server accepts".into(),
+                    )
+                } else {
+                    ApiError::BadRequest(rejection.body_text())
+                }
+            })?;
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+            return Err(ApiError::BadRequest(format!(
+                "the body is not valid JSON: {e}"
+            )));
+        }
+        match Json::<T>::from_bytes(&bytes) {
             Ok(Json(value)) => Ok(ApiJson(value)),
             Err(rejection) => Err(json_rejection(rejection)),
         }
     }
+}
+
+/// Whether `Content-Type` names JSON: `application/json` or a `+json` type.
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {

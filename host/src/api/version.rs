@@ -1,14 +1,16 @@
 //! API versions (spec: "Versioning").
 //!
-//! A request names its version in the path (`/api/v2/…`) or in `Accept`
-//! (`application/json; version=2` or `application/vnd.postern.v2+json`).
-//! When `Accept` names one, it wins: a client can keep one base URL and pin
-//! the version with a header. Resources are also served without a version
-//! segment (`/api/user`), in `[api] DEFAULT_VERSION` unless `Accept` names
-//! one. A version outside `[api] ALLOWED_VERSIONS` is a
-//! 404 when the path names it and a 406 when `Accept` does. Responses of a
-//! version in `DEPRECATED_VERSIONS` carry `Deprecation: true` and
-//! `Sunset: <HTTP date>` (RFC 8594).
+//! A request names its version in the path (`/api/v2/…`), in `Accept`
+//! (`application/json; version=2` or `application/vnd.postern.v2+json`), in
+//! the `version` query parameter (`?version=2`) or as the host name's first
+//! label (`v2.git.example.com`). Every carrier that names one must agree: a
+//! request that names two versions is a 400. Resources are also served
+//! without a version segment (`/api/user`), in `[api] DEFAULT_VERSION`
+//! unless another carrier names one. A version outside `[api]
+//! ALLOWED_VERSIONS` is a 404 when the path names it, a 406 when `Accept`
+//! does and a 400 from the parameter or the host name, each naming the
+//! served ones. Responses of a version in `DEPRECATED_VERSIONS` carry
+//! `Deprecation: true` and `Sunset: <HTTP date>` (RFC 8594).
 
 use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
@@ -79,43 +81,123 @@ fn allowed_list(cfg: &Api) -> String {
         .join(", ")
 }
 
-/// Decides the version of a request. `versioned_route` says whether the
-/// route that matched has a version segment (`/api/{version}/…`); on the
-/// unversioned aliases (`/api/user`) the default version applies.
+/// The `version` query parameter: `version=2` or `version=v2`.
+fn from_query(query: Option<&str>) -> Option<Result<u8, String>> {
+    let (_, v) = form_urlencoded::parse(query?.as_bytes()).find(|(k, _)| k == "version")?;
+    let n = v.strip_prefix('v').unwrap_or(&v);
+    Some(
+        n.parse::<u8>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| v.to_string()),
+    )
+}
+
+/// The host name's first label when it is a version: `v2.git.example.com`.
+fn from_host(headers: &HeaderMap) -> Option<Result<u8, String>> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let (label, _) = host.split_once('.')?;
+    let digits = label
+        .strip_prefix('v')
+        .or_else(|| label.strip_prefix('V'))?;
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some(
+        digits
+            .parse::<u8>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| label.to_string()),
+    )
+}
+
+/// Where a request can name its version, and how each refuses one that is
+/// not served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carrier {
+    Path,
+    Accept,
+    Query,
+    Host,
+}
+
+impl Carrier {
+    fn name(self) -> &'static str {
+        match self {
+            Carrier::Path => "the path",
+            Carrier::Accept => "Accept",
+            Carrier::Query => "the version parameter",
+            Carrier::Host => "the host name",
+        }
+    }
+
+    /// A path without a served version is no resource (404); an `Accept`
+    /// that asks for one is not acceptable (406); a parameter or a host
+    /// name that does is a bad request (400).
+    fn refusal(self, message: String) -> ApiError {
+        match self {
+            Carrier::Path => ApiError::NotFound(message),
+            Carrier::Accept => ApiError::NotAcceptable(message),
+            Carrier::Query | Carrier::Host => ApiError::BadRequest(message),
+        }
+    }
+}
+
+/// Decides the version of a request from the path (`/api/v2/…`; only when
+/// the route that matched has a version segment), `Accept`, the `version`
+/// query parameter and the host name's prefix (`v2.…`). Each carrier that
+/// names one must name a served version, and all that name one must agree;
+/// with none, `[api] DEFAULT_VERSION` applies.
 pub fn resolve(
     path: &str,
+    query: Option<&str>,
     headers: &HeaderMap,
     versioned_route: bool,
     cfg: &Api,
 ) -> Result<ApiVersion, ApiError> {
-    if let Some(asked) = from_accept(headers) {
-        return match asked {
-            Ok(n) if cfg.allowed_versions.contains(&n) => Ok(ApiVersion(n)),
-            Ok(n) => Err(ApiError::NotAcceptable(format!(
-                "API version v{n} is not served; Accept one of {}",
-                allowed_list(cfg)
-            ))),
-            Err(v) => Err(ApiError::NotAcceptable(format!(
-                "{v:?} is not an API version; Accept one of {}",
-                allowed_list(cfg)
-            ))),
+    let carried = [
+        (
+            Carrier::Path,
+            versioned_route.then(|| from_path(path)).flatten(),
+        ),
+        (Carrier::Accept, from_accept(headers)),
+        (Carrier::Query, from_query(query)),
+        (Carrier::Host, from_host(headers)),
+    ];
+    let mut chosen: Option<(Carrier, u8)> = None;
+    for (carrier, asked) in carried {
+        let n = match asked {
+            None => continue,
+            Some(Ok(n)) if cfg.allowed_versions.contains(&n) => n,
+            Some(Ok(n)) => {
+                return Err(carrier.refusal(format!(
+                    "API version v{n} ({}) is not served; use one of {}",
+                    carrier.name(),
+                    allowed_list(cfg)
+                )));
+            }
+            Some(Err(v)) => {
+                return Err(carrier.refusal(format!(
+                    "{v:?} ({}) is not an API version; use one of {}",
+                    carrier.name(),
+                    allowed_list(cfg)
+                )));
+            }
         };
+        match chosen {
+            Some((first, m)) if m != n => {
+                return Err(ApiError::BadRequest(format!(
+                    "the request names API version v{m} in {} and v{n} in {}; name one",
+                    first.name(),
+                    carrier.name()
+                )));
+            }
+            Some(_) => {}
+            None => chosen = Some((carrier, n)),
+        }
     }
-    if !versioned_route {
-        return Ok(ApiVersion(cfg.default_version));
-    }
-    match from_path(path) {
-        Some(Ok(n)) if cfg.allowed_versions.contains(&n) => Ok(ApiVersion(n)),
-        Some(Ok(n)) => Err(ApiError::NotFound(format!(
-            "API version v{n} is not served; use one of {}",
-            allowed_list(cfg)
-        ))),
-        Some(Err(segment)) => Err(ApiError::NotFound(format!(
-            "no API at /api/{segment}; use one of {}",
-            allowed_list(cfg)
-        ))),
-        None => Ok(ApiVersion(cfg.default_version)),
-    }
+    Ok(ApiVersion(chosen.map_or(cfg.default_version, |(_, n)| n)))
 }
 
 /// The IMF-fixdate form of HTTP dates (RFC 9110 §5.6.7), at midnight UTC.
@@ -134,6 +216,7 @@ pub async fn layer(State(app): State<App>, mut req: Request, next: Next) -> Resp
         .is_some_and(|m| m.as_str().starts_with("/api/{version}/"));
     let version = match resolve(
         req.uri().path(),
+        req.uri().query(),
         req.headers(),
         versioned_route,
         &app.config().api,
@@ -158,7 +241,7 @@ pub async fn layer(State(app): State<App>, mut req: Request, next: Next) -> Resp
     }
     response
         .headers_mut()
-        .insert(header::VARY, HeaderValue::from_static("Accept"));
+        .insert(header::VARY, HeaderValue::from_static("Accept, Host"));
     response
 }
 
@@ -193,49 +276,110 @@ mod tests {
         h
     }
 
+    fn host(name: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, HeaderValue::from_str(name).unwrap());
+        h
+    }
+
     #[test]
-    fn path_and_accept() {
+    fn every_carrier_names_a_version() {
         let none = HeaderMap::new();
+        let at = |path, query, headers: &HeaderMap, versioned| {
+            resolve(path, query, headers, versioned, &cfg())
+        };
         assert_eq!(
-            resolve("/api/v2/user", &none, true, &cfg()).unwrap(),
+            at("/api/v2/user", None, &none, true).unwrap(),
+            ApiVersion(2)
+        );
+        for a in [
+            "application/json; version=2",
+            "application/vnd.postern.v2+json",
+        ] {
+            assert_eq!(
+                at("/api/user", None, &accept(a), false).unwrap(),
+                ApiVersion(2)
+            );
+            assert_eq!(
+                at("/api/v2/user", None, &accept(a), true).unwrap(),
+                ApiVersion(2)
+            );
+        }
+        assert_eq!(
+            at("/api/user", Some("version=2"), &none, false).unwrap(),
             ApiVersion(2)
         );
         assert_eq!(
-            resolve(
-                "/api/v1/user",
-                &accept("application/json; version=2"),
-                true,
-                &cfg()
-            )
-            .unwrap(),
+            at("/api/user", Some("a=b&version=v2"), &none, false).unwrap(),
             ApiVersion(2)
         );
         assert_eq!(
-            resolve(
-                "/api/v1/user",
-                &accept("application/vnd.postern.v2+json"),
-                true,
-                &cfg()
-            )
-            .unwrap(),
+            at("/api/user", None, &host("v2.git.example.com"), false).unwrap(),
             ApiVersion(2)
         );
         assert_eq!(
-            resolve("/api/v1/user", &accept("application/json"), true, &cfg()).unwrap(),
+            at("/api/user", None, &host("git.example.com:3000"), false).unwrap(),
             ApiVersion(1)
         );
+        assert_eq!(
+            at("/api/user", None, &host("vault.example.com"), false).unwrap(),
+            ApiVersion(1)
+        );
+        assert_eq!(
+            at("/api/v1/user", None, &accept("application/json"), true).unwrap(),
+            ApiVersion(1)
+        );
+        assert_eq!(at("/api/user", None, &none, false).unwrap(), ApiVersion(1));
+    }
+
+    #[test]
+    fn unlisted_and_disagreeing_versions_are_refused() {
+        let none = HeaderMap::new();
+        let at = |path, query, headers: &HeaderMap, versioned| {
+            resolve(path, query, headers, versioned, &cfg())
+        };
         assert!(matches!(
-            resolve("/api/v3/user", &none, true, &cfg()),
+            at("/api/v3/user", None, &none, true),
             Err(ApiError::NotFound(_))
         ));
         assert!(matches!(
-            resolve(
-                "/api/v1/user",
+            at(
+                "/api/user",
+                None,
                 &accept("application/vnd.postern.v9+json"),
-                true,
-                &cfg()
+                false
             ),
             Err(ApiError::NotAcceptable(_))
+        ));
+        for query in ["version=3", "version=latest"] {
+            match at("/api/user", Some(query), &none, false) {
+                Err(ApiError::BadRequest(m)) => assert!(m.contains("v1, v2"), "{m}"),
+                other => panic!("{query}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            at("/api/user", None, &host("v7.git.example.com"), false),
+            Err(ApiError::BadRequest(_))
+        ));
+        match at(
+            "/api/v1/user",
+            None,
+            &accept("application/json; version=2"),
+            true,
+        ) {
+            Err(ApiError::BadRequest(m)) => {
+                assert!(m.contains("v1 in the path and v2 in Accept"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            at(
+                "/api/user",
+                Some("version=1"),
+                &host("v2.example.com"),
+                false
+            ),
+            Err(ApiError::BadRequest(_))
         ));
     }
 
@@ -244,12 +388,12 @@ mod tests {
         let mut c = cfg();
         c.default_version = 2;
         assert_eq!(
-            resolve("/api/user", &HeaderMap::new(), false, &c).unwrap(),
+            resolve("/api/user", None, &HeaderMap::new(), false, &c).unwrap(),
             ApiVersion(2)
         );
         let pinned = accept("application/vnd.postern.v1+json");
         assert_eq!(
-            resolve("/api/user", &pinned, false, &c).unwrap(),
+            resolve("/api/user", None, &pinned, false, &c).unwrap(),
             ApiVersion(1)
         );
     }
