@@ -170,7 +170,10 @@ async fn every_error_has_the_one_shape() {
             "is_admin=maybe",
             "page_size=0",
             "page=-1",
-            "page=1&limit=3",
+            "page=1&offset=3",
+            "page_size=2&limit=3",
+            "size=2&page_size=3",
+            "shape=round",
             "limit=0",
         ] {
             let (s, _, b) = json_of(
@@ -334,6 +337,109 @@ async fn page_number_and_limit_offset_lists() {
         assert_eq!(b["results"][0]["login"], "root");
         let (_, _, b) = json_of(get("?q=%25").await.unwrap()).await;
         assert_eq!(b["count"], 0, "LIKE wildcards match literally");
+    }
+}
+
+/// `page`/`size` with `shape=meta` or `detailed`, and Gitea's `page`/`limit`
+/// (a bare array): first, middle and last page, past the end, an empty
+/// list and a capped size, with the same `Link` and `X-Total-Count`.
+#[tokio::test]
+async fn page_and_size_shapes_and_gitea_arrays() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        for i in 0..22 {
+            server.create_user(&format!("user{i:02}"), PW, false);
+        }
+        let admin = server.signed_in("root", PW).await;
+        let base = "http://127.0.0.1/api/v1/admin/users";
+        let get = |q: &str| {
+            admin
+                .get(server.url(&format!("/api/v1/admin/users{q}")))
+                .send()
+        };
+        let logins = |list: &Value| -> Vec<String> {
+            list.as_array()
+                .unwrap()
+                .iter()
+                .map(|u| u["login"].as_str().unwrap().to_string())
+                .collect()
+        };
+
+        // Custom meta: 24 users, 10 a page.
+        for (page, len, has_prev, has_next) in [
+            (1, 10, false, true),
+            (2, 10, true, true),
+            (3, 4, true, false),
+            (4, 0, true, false),
+        ] {
+            let (s, h, b) = json_of(get(&format!("?page={page}&size=10")).await.unwrap()).await;
+            assert_eq!(s, StatusCode::OK, "{backend}");
+            assert_eq!(b["data"].as_array().unwrap().len(), len, "page {page}: {b}");
+            assert_eq!(
+                b["meta"],
+                json!({"total": 24, "page": page, "per_page": 10, "total_pages": 3,
+                       "has_next": has_next, "has_prev": has_prev}),
+                "page {page}"
+            );
+            assert_eq!(h["x-total-count"], "24");
+            assert!(
+                h["link"]
+                    .to_str()
+                    .unwrap()
+                    .contains(&format!("<{base}?page=3&size=10>; rel=\"last\""))
+            );
+            assert_eq!(b.as_object().unwrap().len(), 2, "only data and meta");
+        }
+        let (_, _, b) = json_of(get("?size=500").await.unwrap()).await;
+        assert_eq!(b["meta"]["per_page"], 100, "capped, and it says so");
+        assert_eq!(b["data"].as_array().unwrap().len(), 24);
+        let (_, _, b) = json_of(get("?size=5&q=nobody").await.unwrap()).await;
+        assert_eq!(
+            b,
+            json!({"data": [], "meta": {"total": 0, "page": 1, "per_page": 5, "total_pages": 0,
+                                        "has_next": false, "has_prev": false}})
+        );
+
+        // Detailed.
+        let (_, _, b) = json_of(get("?page=2&size=10&shape=detailed").await.unwrap()).await;
+        assert_eq!(b["count"], 24);
+        assert_eq!(b["page"], 2);
+        assert_eq!(b["page_size"], 10);
+        assert_eq!(b["total_pages"], 3);
+        assert_eq!(b["results"].as_array().unwrap().len(), 10);
+        assert_eq!(b["next"], format!("{base}?shape=detailed&page=3&size=10"));
+        assert_eq!(
+            b["previous"],
+            format!("{base}?shape=detailed&page=1&size=10")
+        );
+        let (_, _, b) = json_of(get("?page=9&size=10&shape=detailed").await.unwrap()).await;
+        assert_eq!(b["results"], json!([]), "past the end: empty, not an error");
+
+        // Gitea's page and limit: a bare array, the pages in Link.
+        let (s, h, first) = json_of(get("?page=1&limit=10").await.unwrap()).await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(first.is_array(), "{first}");
+        assert_eq!(h["x-total-count"], "24");
+        assert!(
+            h["link"]
+                .to_str()
+                .unwrap()
+                .contains(&format!("<{base}?page=2&limit=10>; rel=\"next\""))
+        );
+        let (_, _, last) = json_of(get("?page=3&limit=10").await.unwrap()).await;
+        assert_eq!(logins(&last).len(), 4);
+        let (_, _, all) = json_of(get("?full=true").await.unwrap()).await;
+        let every = logins(&all["results"]);
+        assert_eq!(
+            logins(&first),
+            every[..10].to_vec(),
+            "the same order as the envelope"
+        );
+        assert_eq!(logins(&last), every[20..].to_vec());
+        let (_, _, none) = json_of(get("?page=5&limit=10").await.unwrap()).await;
+        assert_eq!(none, json!([]));
+        let (_, _, capped) = json_of(get("?page=1&limit=1000").await.unwrap()).await;
+        assert_eq!(capped.as_array().unwrap().len(), 24);
     }
 }
 

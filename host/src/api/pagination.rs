@@ -3,8 +3,16 @@
 //! - Page number: `page` (from 1), `page_size` (default 20, capped at 100).
 //! - Limit/offset: `limit` (default 20, capped at 100), `offset` (from 0).
 //!   Both answer the envelope `{count, next, previous, results}`, with
-//!   `next`/`previous` absolute URLs or null, and the headers `Link`
-//!   (rel first/prev/next/last) and `X-Total-Count`.
+//!   `next`/`previous` absolute URLs or null.
+//! - Page and size: `page`, `size`, and `shape` choosing the body:
+//!   `meta` (the default) answers `{data, meta{total, page, per_page,
+//!   total_pages, has_next, has_prev}}`, `detailed` answers `{count, next,
+//!   previous, results, page, page_size, total_pages}`.
+//! - Gitea's pair, `page` and `limit`: a bare JSON array, as Gitea's
+//!   clients expect.
+//!
+//!   Every one of these sends the headers `Link` (rel first/prev/next/last)
+//!   and `X-Total-Count`.
 //! - Opaque cursor, for event-like lists: `cursor`, `page_size`; the
 //!   envelope `{next, previous, results}`, no count, newest first on creation
 //!   time, stable while rows are added.
@@ -43,6 +51,12 @@ pub struct PageQuery {
     /// Items to skip (the limit/offset style).
     #[param(value_type = Option<u64>, minimum = 0)]
     offset: Option<String>,
+    /// Items per page of the page-and-size styles: default 20, capped at 100.
+    #[param(value_type = Option<u64>, minimum = 1)]
+    size: Option<String>,
+    /// The body of a page-and-size list: `meta` (default) or `detailed`.
+    #[param(value_type = Option<String>)]
+    shape: Option<String>,
     /// `true` returns every record unpaged, where the list allows it (site
     /// administrators only).
     #[param(value_type = Option<bool>)]
@@ -52,9 +66,34 @@ pub struct PageQuery {
 /// Which slice of a list to return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {
-    Page { page: u64, size: u64 },
+    Page { page: u64, size: u64, shape: Shape },
     Offset { limit: u64, offset: u64 },
     Full,
+}
+
+/// The body a page-numbered list answers, by the parameters that asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// `page`/`page_size`: `{count, next, previous, results}`.
+    Envelope,
+    /// `page`/`size`, `shape=meta`: `{data, meta{…}}`.
+    Meta,
+    /// `page`/`size`, `shape=detailed`: the envelope with `page`,
+    /// `page_size` and `total_pages`.
+    Detailed,
+    /// `page`/`limit`, Gitea's pair: a bare array.
+    Array,
+}
+
+impl Shape {
+    /// The size parameter this shape's links carry.
+    fn size_name(self) -> &'static str {
+        match self {
+            Shape::Envelope => "page_size",
+            Shape::Meta | Shape::Detailed => "size",
+            Shape::Array => "limit",
+        }
+    }
 }
 
 fn number(name: &str, value: &Option<String>, min: u64) -> Result<Option<u64>, ApiError> {
@@ -97,22 +136,63 @@ impl PageQuery {
             }
             return Ok(Window::Full);
         }
-        match (
-            page.is_some() || page_size.is_some(),
+        let size = number("size", &self.size, 1)?;
+        let shape = match self.shape.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some("meta") => Some(Shape::Meta),
+            Some("detailed") => Some(Shape::Detailed),
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "shape must be meta or detailed, not {other:?}"
+                )));
+            }
+        };
+        let capped = |n: Option<u64>| n.unwrap_or(DEFAULT_PAGE_SIZE).min(MAX_PAGE_SIZE);
+        let asked_page = page.is_some();
+        let page = page.unwrap_or(1);
+        // One style per request: page_size; limit/offset (or Gitea's
+        // page/limit); size/shape.
+        let styles = [
+            page_size.is_some(),
             limit.is_some() || offset.is_some(),
-        ) {
-            (true, true) => Err(ApiError::BadRequest(
-                "use page/page_size or limit/offset, not both".into(),
-            )),
-            (false, true) => Ok(Window::Offset {
-                limit: limit.unwrap_or(DEFAULT_PAGE_SIZE).min(MAX_PAGE_SIZE),
-                offset: offset.unwrap_or(0),
-            }),
-            _ => Ok(Window::Page {
-                page: page.unwrap_or(1),
-                size: page_size.unwrap_or(DEFAULT_PAGE_SIZE).min(MAX_PAGE_SIZE),
-            }),
+            size.is_some() || shape.is_some(),
+        ];
+        if styles.iter().filter(|s| **s).count() > 1 {
+            return Err(ApiError::BadRequest(
+                "use one paging style: page/page_size, limit/offset, page/limit or page/size"
+                    .into(),
+            ));
         }
+        if offset.is_some() && asked_page {
+            return Err(ApiError::BadRequest(
+                "use page/page_size or limit/offset, not both".into(),
+            ));
+        }
+        Ok(if size.is_some() || shape.is_some() {
+            Window::Page {
+                page,
+                size: capped(size),
+                shape: shape.unwrap_or(Shape::Meta),
+            }
+        } else if offset.is_some() || (limit.is_some() && !asked_page) {
+            Window::Offset {
+                limit: capped(limit),
+                offset: offset.unwrap_or(0),
+            }
+        } else if limit.is_some() {
+            // Gitea's pair: page and limit.
+            Window::Page {
+                page,
+                size: capped(limit),
+                shape: Shape::Array,
+            }
+        } else {
+            Window::Page {
+                page,
+                size: capped(page_size),
+                shape: Shape::Envelope,
+            }
+        })
     }
 }
 
@@ -122,7 +202,7 @@ impl Window {
     pub fn limit_offset(&self) -> Option<(i64, i64)> {
         let clamp = |n: u64| n.min(i64::MAX as u64) as i64;
         match *self {
-            Window::Page { page, size } => {
+            Window::Page { page, size, .. } => {
                 Some((clamp(size), clamp((page - 1).saturating_mul(size))))
             }
             Window::Offset { limit, offset } => Some((clamp(limit), clamp(offset))),
@@ -143,15 +223,46 @@ pub struct Page<T: ToSchema> {
     pub results: Vec<T>,
 }
 
-/// A page with its `Link` and `X-Total-Count` headers.
+/// A page with its `Link` and `X-Total-Count` headers, in the shape the
+/// request asked for.
 pub struct Paged<T: ToSchema> {
     page: Page<T>,
+    window: Window,
     headers: HeaderMap,
 }
 
 impl<T: Serialize + ToSchema> IntoResponse for Paged<T> {
     fn into_response(self) -> Response {
-        (self.headers, Json(self.page)).into_response()
+        let Window::Page { page, size, shape } = self.window else {
+            return (self.headers, Json(self.page)).into_response();
+        };
+        let count = self.page.count;
+        let total_pages = count.div_ceil(size);
+        let body = match shape {
+            Shape::Envelope => return (self.headers, Json(self.page)).into_response(),
+            Shape::Array => return (self.headers, Json(self.page.results)).into_response(),
+            Shape::Meta => serde_json::json!({
+                "data": self.page.results,
+                "meta": {
+                    "total": count,
+                    "page": page,
+                    "per_page": size,
+                    "total_pages": total_pages,
+                    "has_next": self.page.next.is_some(),
+                    "has_prev": self.page.previous.is_some(),
+                },
+            }),
+            Shape::Detailed => serde_json::json!({
+                "count": count,
+                "next": self.page.next,
+                "previous": self.page.previous,
+                "results": self.page.results,
+                "page": page,
+                "page_size": size,
+                "total_pages": total_pages,
+            }),
+        };
+        (self.headers, Json(body)).into_response()
     }
 }
 
@@ -202,10 +313,14 @@ pub(crate) fn paged<T: ToSchema>(
     results: Vec<T>,
 ) -> Paged<T> {
     let (first, prev, next, last) = match window {
-        Window::Page { page, size } => {
+        Window::Page { page, size, shape } => {
             let pages = count.div_ceil(size).max(1);
-            let at =
-                |p: u64| base.with(&[("page", p.to_string()), ("page_size", size.to_string())]);
+            let at = |p: u64| {
+                base.with(&[
+                    ("page", p.to_string()),
+                    (shape.size_name(), size.to_string()),
+                ])
+            };
             (
                 Some(at(1)),
                 (page > 1).then(|| at((page - 1).min(pages))),
@@ -255,6 +370,7 @@ pub(crate) fn paged<T: ToSchema>(
             previous: prev,
             results,
         },
+        window,
         headers,
     }
 }
@@ -379,19 +495,23 @@ mod tests {
             page_size: get("page_size"),
             limit: get("limit"),
             offset: get("offset"),
+            size: get("size"),
+            shape: get("shape"),
             full: get("full"),
         }
     }
 
     #[test]
     fn defaults_caps_and_refusals() {
-        assert_eq!(
-            q(&[]).window(false).unwrap(),
-            Window::Page { page: 1, size: 20 }
-        );
+        let envelope = |page, size| Window::Page {
+            page,
+            size,
+            shape: Shape::Envelope,
+        };
+        assert_eq!(q(&[]).window(false).unwrap(), envelope(1, 20));
         assert_eq!(
             q(&[("page_size", "500")]).window(false).unwrap(),
-            Window::Page { page: 1, size: 100 }
+            envelope(1, 100)
         );
         assert_eq!(
             q(&[("offset", "5")]).window(false).unwrap(),
@@ -402,7 +522,45 @@ mod tests {
         );
         assert!(q(&[("page_size", "0")]).window(false).is_err());
         assert!(q(&[("page", "-1")]).window(false).is_err());
-        assert!(q(&[("page", "1"), ("limit", "2")]).window(false).is_err());
+        assert_eq!(
+            q(&[("page", "2"), ("limit", "50")]).window(false).unwrap(),
+            Window::Page {
+                page: 2,
+                size: 50,
+                shape: Shape::Array
+            },
+            "Gitea's pair"
+        );
+        assert_eq!(
+            q(&[("page", "3"), ("size", "5")]).window(false).unwrap(),
+            Window::Page {
+                page: 3,
+                size: 5,
+                shape: Shape::Meta
+            }
+        );
+        assert_eq!(
+            q(&[("size", "500"), ("shape", "detailed")])
+                .window(false)
+                .unwrap(),
+            Window::Page {
+                page: 1,
+                size: 100,
+                shape: Shape::Detailed
+            }
+        );
+        assert!(q(&[("shape", "fancy")]).window(false).is_err());
+        assert!(q(&[("page", "1"), ("offset", "2")]).window(false).is_err());
+        assert!(
+            q(&[("page_size", "1"), ("limit", "2")])
+                .window(false)
+                .is_err()
+        );
+        assert!(
+            q(&[("size", "1"), ("page_size", "2")])
+                .window(false)
+                .is_err()
+        );
         assert!(q(&[("full", "true")]).window(false).is_err());
         assert_eq!(q(&[("full", "true")]).window(true).unwrap(), Window::Full);
     }
@@ -426,7 +584,16 @@ mod tests {
             "http://h/",
             &"/api/v1/admin/users?q=a&page=2".parse().unwrap(),
         );
-        let p = paged(&base, Window::Page { page: 2, size: 1 }, 3, vec![1u8]);
+        let p = paged(
+            &base,
+            Window::Page {
+                page: 2,
+                size: 1,
+                shape: Shape::Envelope,
+            },
+            3,
+            vec![1u8],
+        );
         assert_eq!(
             p.page.next.as_deref(),
             Some("http://h/api/v1/admin/users?q=a&page=3&page_size=1")
