@@ -405,6 +405,21 @@ pub async fn members(db: &Db, team_id: i64) -> Result<Vec<String>> {
     first_column(db, "SELECT u.login FROM team_members m JOIN users u ON u.id = m.user_id WHERE m.team_id = $1 ORDER BY u.lower_login", team_id).await
 }
 
+/// A team's members as (id, login, full name), in login order.
+pub async fn member_accounts(db: &Db, team_id: i64) -> Result<Vec<(i64, String, String)>> {
+    let rows = sqlx::query(
+        "SELECT u.id, u.login, u.full_name FROM team_members m JOIN users u ON u.id = m.user_id \
+         WHERE m.team_id = $1 ORDER BY u.lower_login",
+    )
+    .bind(team_id)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+        .collect::<std::result::Result<Vec<_>, sqlx::Error>>()
+        .map_err(Error::from)
+}
+
 /// The logins of an organization's members (of any team).
 pub async fn org_members(db: &Db, org_id: i64) -> Result<Vec<String>> {
     first_column(db, "SELECT DISTINCT u.login, u.lower_login FROM team_members m JOIN teams t ON t.id = m.team_id \

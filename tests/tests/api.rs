@@ -443,6 +443,60 @@ async fn page_and_size_shapes_and_gitea_arrays() {
     }
 }
 
+/// A team's members are a paged list like every other, in every style.
+#[tokio::test]
+async fn team_members_are_a_paged_list() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        let admin = server.signed_in("root", PW).await;
+        let res = admin
+            .post(server.url("/api/v1/orgs"))
+            .json(&json!({"username": "acme"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED, "{backend}");
+        let (_, _, team) = json_of(
+            admin
+                .post(server.url("/api/v1/orgs/acme/teams"))
+                .json(&json!({"name": "core", "permission": "read"}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let id = team["id"].as_i64().unwrap();
+        for who in ["root", "plain"] {
+            let res = admin
+                .put(server.url(&format!("/api/v1/teams/{id}/members/{who}")))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::NO_CONTENT, "{backend}");
+        }
+        let members = |q: &str| {
+            admin
+                .get(server.url(&format!("/api/v1/teams/{id}/members{q}")))
+                .send()
+        };
+        let (s, h, b) = json_of(members("").await.unwrap()).await;
+        assert_eq!(s, StatusCode::OK, "{backend}");
+        assert_eq!(b["count"], 2, "{b}");
+        assert_eq!(b["results"][0]["login"], "plain");
+        assert_eq!(b["results"][1]["login"], "root");
+        assert!(b["results"][0]["id"].is_i64());
+        assert_eq!(h["x-total-count"], "2");
+        let (_, h, b) = json_of(members("?page=2&limit=1").await.unwrap()).await;
+        assert_eq!(
+            b,
+            json!([{"id": b[0]["id"], "login": "root", "full_name": ""}])
+        );
+        assert_eq!(h["x-total-count"], "2");
+        let (_, _, b) = json_of(members("?size=1").await.unwrap()).await;
+        assert_eq!(b["meta"]["total_pages"], 2);
+    }
+}
+
 #[tokio::test]
 async fn cursor_lists_stay_stable_while_rows_are_added() {
     for backend in backends() {

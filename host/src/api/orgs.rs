@@ -1,14 +1,15 @@
 //! Organizations, teams and members, at Gitea's paths.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{OriginalUri, Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
+use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
 use super::repos::{CreateRepo, RepositoryView};
-use super::{ApiError, ApiJson, ApiVersion, ErrorBody, MaybePrincipal, Principal};
+use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, MaybePrincipal, Principal};
 use crate::access::{self, Level};
 use crate::orgs::{self, Org, Team};
 use crate::repos;
@@ -348,12 +349,23 @@ async fn owned_team(app: &App, who: &Principal, id: i64) -> Result<Team, ApiErro
     }
 }
 
-/// A team's members. Permission: organization member.
+/// A member of a team, as the team's member list shows it (Gitea's user
+/// fields that Postern has).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct MemberView {
+    id: i64,
+    login: String,
+    full_name: String,
+}
+
+/// A team's members, in login order, paged as every list. Permission:
+/// organization member.
 #[utoipa::path(
     get, path = "/api/v1/teams/{id}/members", tag = "organization",
-    params(("id" = i64, Path, description = "The team's id")),
+    params(("id" = i64, Path, description = "The team's id"), PageQuery),
     responses(
-        (status = 200, description = "The members' logins", body = Vec<String>),
+        (status = 200, description = "A page of members", body = Listed<MemberView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 404, description = "No such team, or not a member of its organization", body = ErrorBody),
     ),
@@ -363,8 +375,11 @@ pub(crate) async fn team_members(
     State(app): State<App>,
     who: Principal,
     Path(path): Path<TeamPath>,
-) -> Result<Json<Vec<String>>, ApiError> {
+    OriginalUri(uri): OriginalUri,
+    ApiQuery(paging): ApiQuery<PageQuery>,
+) -> Result<Paged<MemberView>, ApiError> {
     who.require_scope(Access::Read, Area::Organization)?;
+    let window = paging.window(false)?;
     let team = orgs::team(&app.db, path.id)
         .await?
         .ok_or_else(|| ApiError::NotFound("no such team".into()))?;
@@ -376,7 +391,25 @@ pub(crate) async fn team_members(
     {
         return Err(ApiError::NotFound("no such team".into()));
     }
-    Ok(Json(orgs::members(&app.db, team.id).await?))
+    let all = orgs::member_accounts(&app.db, team.id).await?;
+    let count = all.len() as u64;
+    let (limit, offset) = window.limit_offset().expect("full is refused above");
+    let results = all
+        .into_iter()
+        .skip(offset as usize)
+        .take(limit as usize)
+        .map(|(id, login, full_name)| MemberView {
+            id,
+            login,
+            full_name,
+        })
+        .collect();
+    Ok(paged(
+        &UrlBase::new(&app.config().server.root_url, &uri),
+        window,
+        count,
+        results,
+    ))
 }
 
 /// Adds a user to a team (and so to the organization). Permission:

@@ -211,8 +211,10 @@ impl Window {
     }
 }
 
-/// The page-number and limit/offset envelope.
+/// The page-number and limit/offset envelope. No other field may appear,
+/// so that the description tells it from the detailed shape.
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Page<T: ToSchema> {
     /// How many records the whole list holds.
     pub count: u64,
@@ -221,6 +223,49 @@ pub struct Page<T: ToSchema> {
     /// The previous page, absolute, or null on the first.
     pub previous: Option<String>,
     pub results: Vec<T>,
+}
+
+/// `meta` of the custom-meta shape.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Meta {
+    pub total: u64,
+    pub page: u64,
+    pub per_page: u64,
+    pub total_pages: u64,
+    pub has_next: bool,
+    pub has_prev: bool,
+}
+
+/// The custom-meta shape (`page`, `size`, `shape=meta`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MetaPage<T: ToSchema> {
+    pub data: Vec<T>,
+    pub meta: Meta,
+}
+
+/// The detailed shape (`page`, `size`, `shape=detailed`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DetailedPage<T: ToSchema> {
+    pub count: u64,
+    pub next: Option<String>,
+    pub previous: Option<String>,
+    pub results: Vec<T>,
+    pub page: u64,
+    pub page_size: u64,
+    pub total_pages: u64,
+}
+
+/// Any body a paged list answers, by the parameters that asked: the
+/// envelope (`page`/`page_size`, `limit`/`offset`), the custom-meta or the
+/// detailed shape (`page`/`size`), or a bare array (`page`/`limit`, Gitea's
+/// pair). docs/api.md shows each.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum Listed<T: ToSchema> {
+    Envelope(Page<T>),
+    Meta(MetaPage<T>),
+    Detailed(DetailedPage<T>),
+    Array(Vec<T>),
 }
 
 /// A page with its `Link` and `X-Total-Count` headers, in the shape the
@@ -233,34 +278,36 @@ pub struct Paged<T: ToSchema> {
 
 impl<T: Serialize + ToSchema> IntoResponse for Paged<T> {
     fn into_response(self) -> Response {
-        let Window::Page { page, size, shape } = self.window else {
-            return (self.headers, Json(self.page)).into_response();
-        };
-        let count = self.page.count;
-        let total_pages = count.div_ceil(size);
-        let body = match shape {
-            Shape::Envelope => return (self.headers, Json(self.page)).into_response(),
-            Shape::Array => return (self.headers, Json(self.page.results)).into_response(),
-            Shape::Meta => serde_json::json!({
-                "data": self.page.results,
-                "meta": {
-                    "total": count,
-                    "page": page,
-                    "per_page": size,
-                    "total_pages": total_pages,
-                    "has_next": self.page.next.is_some(),
-                    "has_prev": self.page.previous.is_some(),
-                },
-            }),
-            Shape::Detailed => serde_json::json!({
-                "count": count,
-                "next": self.page.next,
-                "previous": self.page.previous,
-                "results": self.page.results,
-                "page": page,
-                "page_size": size,
-                "total_pages": total_pages,
-            }),
+        let body = match self.window {
+            Window::Page { page, size, shape } => {
+                let count = self.page.count;
+                let total_pages = count.div_ceil(size);
+                match shape {
+                    Shape::Envelope => Listed::Envelope(self.page),
+                    Shape::Array => Listed::Array(self.page.results),
+                    Shape::Meta => Listed::Meta(MetaPage {
+                        meta: Meta {
+                            total: count,
+                            page,
+                            per_page: size,
+                            total_pages,
+                            has_next: self.page.next.is_some(),
+                            has_prev: self.page.previous.is_some(),
+                        },
+                        data: self.page.results,
+                    }),
+                    Shape::Detailed => Listed::Detailed(DetailedPage {
+                        count,
+                        next: self.page.next,
+                        previous: self.page.previous,
+                        results: self.page.results,
+                        page,
+                        page_size: size,
+                        total_pages,
+                    }),
+                }
+            }
+            _ => Listed::Envelope(self.page),
         };
         (self.headers, Json(body)).into_response()
     }

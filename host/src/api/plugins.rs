@@ -2,7 +2,7 @@
 
 use axum::extract::{OriginalUri, State};
 
-use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
+use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
 use super::users::require_admin;
 use super::{ApiError, ApiQuery, ErrorBody, Principal};
 use crate::plugins::PluginInfo;
@@ -15,7 +15,7 @@ use crate::tokens::{Access, Area};
     get, path = "/api/v1/admin/plugins", tag = "admin",
     params(PageQuery),
     responses(
-        (status = 200, description = "A page of plugins", body = Page<PluginInfo>),
+        (status = 200, description = "A page of plugins", body = Listed<PluginInfo>),
         (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a site administrator", body = ErrorBody),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
+use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::access::{self, Level};
 use crate::orgs;
@@ -244,7 +244,7 @@ pub(crate) async fn create(
     get, path = "/api/v1/repos/{owner}/{repo}/branch_protections", tag = "repository",
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), PageQuery),
     responses(
-        (status = 200, description = "A page of rules", body = Page<BranchProtectionView>),
+        (status = 200, description = "A page of rules", body = Listed<BranchProtectionView>),
         (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),

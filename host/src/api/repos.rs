@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
+use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
 use super::{
     ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, MaybePrincipal, Principal, rfc3339,
 };
@@ -172,7 +172,7 @@ pub(crate) async fn create_for(
     get, path = "/api/v1/user/repos", tag = "repository",
     params(PageQuery),
     responses(
-        (status = 200, description = "A page of repositories", body = Page<RepositoryView>),
+        (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
         (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:repository", body = ErrorBody),

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{Page, PageQuery, Paged, UrlBase, paged};
+use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::state::App;
 use crate::tokens::{self, Access, Area, Token};
@@ -152,7 +152,7 @@ pub(crate) async fn create(
     get, path = "/api/v1/users/{username}/tokens", tag = "user",
     params(("username" = String, Path, description = "The tokens' owner"), PageQuery),
     responses(
-        (status = 200, description = "A page of tokens", body = Page<TokenView>),
+        (status = 200, description = "A page of tokens", body = Listed<TokenView>),
         (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{Page, PageQuery, Paged, UrlBase, flag, paged};
+use super::pagination::{Listed, PageQuery, Paged, UrlBase, flag, paged};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::state::App;
 use crate::tokens::{Access, Area};
@@ -192,7 +192,7 @@ pub struct UserFilter {
     get, path = "/api/v1/admin/users", tag = "admin",
     params(UserFilter, PageQuery),
     responses(
-        (status = 200, description = "A page of users", body = Page<UserV1>,
+        (status = 200, description = "A page of users", body = Listed<UserV1>,
          headers(("Link" = String, description = "first, prev, next and last pages"),
                  ("X-Total-Count" = u64, description = "how many users match"))),
         (status = 400, description = "A bad filter or paging value", body = ErrorBody),
