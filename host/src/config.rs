@@ -243,6 +243,8 @@ pub struct Api {
     /// Deprecated versions and the date each is removed.
     pub deprecated_versions: Vec<(u8, time::Date)>,
     pub max_body_size: usize,
+    /// v1 lists asked for without a size answer a bare array, as Gitea's.
+    pub v1_lists_as_arrays: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -548,6 +550,7 @@ impl Config {
             deprecated_versions: schema::parse_deprecations(&get("api", "DEPRECATED_VERSIONS"))
                 .expect("validated above"),
             max_body_size: int("api", "MAX_BODY_SIZE") as usize,
+            v1_lists_as_arrays: get("api", "V1_LIST_SHAPE").eq_ignore_ascii_case("array"),
         };
         let mut cross = Vec::new();
         if !api.allowed_versions.contains(&api.default_version) {

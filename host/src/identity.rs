@@ -221,6 +221,19 @@ pub async fn change_password(app: &App, user: &User, current: &str, new: &str) -
         }
         Err(e) => return Err(e),
     }
+    set_local_password(app, user, new).await
+}
+
+/// Sets a local account's password without the current one: a site
+/// administrator's reset (Gitea's `password` of `EditUserOption`). The same
+/// length rule as a change applies.
+pub async fn set_local_password(app: &App, user: &User, new: &str) -> Result<()> {
+    if user.login_source != LOCAL_SOURCE {
+        return Err(Error::Refused(format!(
+            "{}'s password is kept by the sign-in source {:?}; change it there.",
+            user.login, user.login_source
+        )));
+    }
     let min = app.config().security.min_password_length as usize;
     if new.chars().count() < min {
         return Err(Error::Refused(format!(

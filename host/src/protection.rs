@@ -14,8 +14,10 @@ use crate::state::App;
 use crate::users::User;
 use crate::webhooks;
 
-/// One rule's settings.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+/// One rule's settings. Stored as JSON; fields added later read as their
+/// defaults from rules stored before them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(default)]
 pub struct Rule {
     /// A branch name, or a glob (`release/*`) matching several.
     pub rule_name: String,
@@ -40,6 +42,29 @@ pub struct Rule {
     pub require_signed_commits: bool,
     /// `;`-separated globs; a push that changes a matching file is refused.
     pub protected_file_patterns: String,
+    /// Teams whose members may force-push when the allow-list is enabled.
+    pub force_push_allowlist_teams: Vec<String>,
+
+    // Gitea's fields that concern pull requests, reviews and deploy keys,
+    // which Postern does not have: stored and shown back so that tools
+    // written for Gitea round-trip them, and not enforced (docs/api.md).
+    pub merge_whitelist_teams: Vec<String>,
+    pub enable_approvals_whitelist: bool,
+    pub approvals_whitelist_username: Vec<String>,
+    pub approvals_whitelist_teams: Vec<String>,
+    pub block_on_rejected_reviews: bool,
+    pub block_on_official_review_requests: bool,
+    pub block_on_outdated_branch: bool,
+    pub block_admin_merge_override: bool,
+    pub dismiss_stale_approvals: bool,
+    pub ignore_stale_approvals: bool,
+    pub enable_bypass_allowlist: bool,
+    pub bypass_allowlist_usernames: Vec<String>,
+    pub bypass_allowlist_teams: Vec<String>,
+    pub push_whitelist_deploy_keys: bool,
+    pub force_push_allowlist_deploy_keys: bool,
+    pub unprotected_file_patterns: String,
+    pub priority: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -377,7 +402,10 @@ pub async fn check_push(
             .success();
             let force_allowed = rule.enable_force_push
                 && (!rule.enable_force_push_allowlist
-                    || listed(&rule.force_push_allowlist_usernames));
+                    || listed(&rule.force_push_allowlist_usernames)
+                    || in_teams(app, repo, pusher, &rule.force_push_allowlist_teams)
+                        .await
+                        .map_err(|e| e.to_string())?);
             if !fast_forward && !force_allowed {
                 refusals.push(format!(
                     "branch {branch} is protected: force pushes are not allowed"

@@ -394,9 +394,10 @@ pub async fn remove_collaborator(db: &Db, repo_id: i64, user_id: i64) -> Result<
 }
 
 /// A repository's collaborators with their permission, by login.
-pub async fn collaborators(db: &Db, repo_id: i64) -> Result<Vec<(String, Level)>> {
+/// A repository's collaborators: user id, login and level, in login order.
+pub async fn collaborators(db: &Db, repo_id: i64) -> Result<Vec<(i64, String, Level)>> {
     let rows = sqlx::query(
-        "SELECT u.login, c.permission FROM collaborators c JOIN users u ON u.id = c.user_id \
+        "SELECT u.login, c.permission, u.id FROM collaborators c JOIN users u ON u.id = c.user_id \
          WHERE c.repo_id = $1 ORDER BY u.lower_login",
     )
     .bind(repo_id)
@@ -407,7 +408,7 @@ pub async fn collaborators(db: &Db, repo_id: i64) -> Result<Vec<(String, Level)>
         let login: String = r.try_get(0)?;
         let permission: String = r.try_get(1)?;
         if let Some(level) = Level::parse_permission(&permission) {
-            out.push((login, level));
+            out.push((r.try_get(2)?, login, level));
         }
     }
     Ok(out)

@@ -3,6 +3,7 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use crate::db::cursor::Span;
 use crate::db::{self, Db, now};
 use crate::webhooks;
 
@@ -320,11 +321,7 @@ fn like_pattern(q: &str) -> String {
 
 /// One window of the users matching `filter`, in id order, and how many
 /// match in all. `window` is (limit, offset); `None` returns every match.
-pub async fn search(
-    db: &Db,
-    filter: &Filter,
-    window: Option<(i64, i64)>,
-) -> Result<(u64, Vec<User>)> {
+pub async fn search(db: &Db, filter: &Filter, span: Span) -> Result<(u64, Vec<User>)> {
     let mut clauses = vec!["kind = 0".to_string()];
     let mut n = 0;
     if filter.is_admin.is_some() {
@@ -354,13 +351,18 @@ pub async fn search(
     }
     let total: i64 = count.fetch_one(db.pool()).await?.try_get(0)?;
 
-    let page_sql = match window {
-        Some(_) => format!(
+    let page_sql = match span {
+        Span::All => format!("SELECT {COLUMNS} FROM users {filter_sql} ORDER BY id"),
+        Span::Range { .. } => format!(
             "SELECT {COLUMNS} FROM users {filter_sql} ORDER BY id LIMIT ${} OFFSET ${}",
             n + 1,
             n + 2
         ),
-        None => format!("SELECT {COLUMNS} FROM users {filter_sql} ORDER BY id"),
+        Span::After { .. } => format!(
+            "SELECT {COLUMNS} FROM users {filter_sql} AND id > ${} ORDER BY id LIMIT ${}",
+            n + 1,
+            n + 2
+        ),
     };
     let mut page = sqlx::query(&page_sql);
     if let Some(a) = filter.is_admin {
@@ -369,8 +371,10 @@ pub async fn search(
     if let Some(p) = &pattern {
         page = page.bind(p.clone());
     }
-    if let Some((limit, offset)) = window {
-        page = page.bind(limit).bind(offset);
+    match span {
+        Span::All => {}
+        Span::Range { limit, offset } => page = page.bind(limit).bind(offset),
+        Span::After { id, rows } => page = page.bind(id).bind(rows),
     }
     let rows = page.fetch_all(db.pool()).await?;
     let users = rows

@@ -443,6 +443,328 @@ async fn page_and_size_shapes_and_gitea_arrays() {
     }
 }
 
+/// Each record's `id`, in the order given.
+fn ids(list: &Value) -> Vec<i64> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("a list: {list}"))
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect()
+}
+
+/// Walks one list of `total` records (more than 20, fewer than 100) in each
+/// counted style — page number, limit/offset, cursor by id, custom meta,
+/// detailed, Gitea's array — through the first, a middle and the last page,
+/// past the end and with a capped size; `empty` is a list of the same kind
+/// that holds nothing, and the client that may read it. Every style must
+/// give back the same records.
+async fn walk_every_shape(
+    http: &reqwest::Client,
+    server: &Server,
+    path: &str,
+    empty: (&reqwest::Client, &str),
+    total: usize,
+) {
+    let get = |q: String| {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let url = server.url(&format!("{path}{sep}{q}"));
+        let http = http.clone();
+        async move { json_of(http.get(url).send().await.unwrap()).await }
+    };
+    let backend = &server.backend;
+    let (s, _, all) = get("page_size=100".into()).await;
+    assert_eq!(s, StatusCode::OK, "{backend} {path}: {all}");
+    let order = ids(&all["results"]);
+    assert_eq!(order.len(), total, "{backend} {path}");
+    let pages = total.div_ceil(10);
+    let last_len = total - (pages - 1) * 10;
+
+    // Page number and limit/offset.
+    for (page, want) in [(1, 10), (2, 10), (pages, last_len), (pages + 1, 0)] {
+        let (_, h, b) = get(format!("page={page}&page_size=10")).await;
+        assert_eq!(b["count"], total, "{backend} {path} page {page}");
+        assert_eq!(
+            ids(&b["results"]).len(),
+            want,
+            "{backend} {path} page {page}"
+        );
+        assert_eq!(
+            b["next"].is_null(),
+            page >= pages,
+            "{backend} {path} page {page}"
+        );
+        assert_eq!(h["x-total-count"], total.to_string().as_str());
+        let offset = (page - 1) * 10;
+        let (_, _, o) = get(format!("limit=10&offset={offset}")).await;
+        assert_eq!(
+            o["results"], b["results"],
+            "{backend} {path}: offset {offset}"
+        );
+    }
+    let (_, _, b) = get("page_size=500".into()).await;
+    assert_eq!(ids(&b["results"]), order, "{backend} {path}: capped at 100");
+    let (_, _, b) = get("limit=500&offset=0".into()).await;
+    assert_eq!(ids(&b["results"]), order, "{backend} {path}: capped at 100");
+    let (_, _, b) = get("limit=10&offset=100000".into()).await;
+    assert_eq!(b["results"], json!([]), "{backend} {path}: past the end");
+
+    // Cursor by id: id order, each record once, default limit 10.
+    let mut by_id = order.clone();
+    by_id.sort();
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    let mut turns = 0;
+    loop {
+        let (s, h, b) = get(format!("cursor={cursor}")).await;
+        assert_eq!(s, StatusCode::OK, "{backend} {path}: {b}");
+        let page = ids(&b["data"]);
+        assert!(
+            page.len() <= 10,
+            "{backend} {path}: the default limit is 10"
+        );
+        assert_eq!(b["pagination"]["total_count"], total);
+        assert_eq!(h["x-total-count"], total.to_string().as_str());
+        seen.extend(page);
+        turns += 1;
+        match b["pagination"]["next_cursor"].as_str() {
+            Some(next) => {
+                assert_eq!(b["pagination"]["has_more"], true);
+                assert!(
+                    h["link"].to_str().unwrap().contains("rel=\"next\""),
+                    "{backend} {path}"
+                );
+                cursor = next.to_string();
+            }
+            None => {
+                assert_eq!(b["pagination"]["has_more"], false);
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        seen, by_id,
+        "{backend} {path}: every record once, in id order"
+    );
+    assert_eq!(turns, pages, "{backend} {path}");
+    let (_, _, b) = get(format!("cursor={}&limit=500", by_id[0])).await;
+    assert_eq!(
+        ids(&b["data"]),
+        by_id[1..].to_vec(),
+        "{backend} {path}: capped, after the cursor"
+    );
+    let (_, _, b) = get("cursor=999999999&limit=5".into()).await;
+    assert_eq!(
+        b,
+        json!({"data": [], "pagination": {"next_cursor": null, "has_more": false, "total_count": total}}),
+        "{backend} {path}: past the end"
+    );
+    let (s, _, b) = get("cursor=abc".into()).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{backend} {path}: {b}");
+    let (s, _, b) = get("cursor=3&page=2".into()).await;
+    assert_eq!(
+        s,
+        StatusCode::BAD_REQUEST,
+        "{backend} {path}: one style: {b}"
+    );
+
+    // Custom meta, detailed and Gitea's array, page by page.
+    for page in [1, 2, pages, pages + 1] {
+        let (_, _, all_page) = get(format!("page={page}&page_size=10")).await;
+        let want = all_page["results"].clone();
+        let (_, _, m) = get(format!("page={page}&size=10")).await;
+        assert_eq!(m["data"], want, "{backend} {path} meta {page}");
+        assert_eq!(m["meta"]["total_pages"], pages);
+        assert_eq!(m["meta"]["has_next"], page < pages);
+        let (_, _, d) = get(format!("page={page}&size=10&shape=detailed")).await;
+        assert_eq!(d["results"], want, "{backend} {path} detailed {page}");
+        assert_eq!(d["total_pages"], pages);
+        let (_, _, a) = get(format!("page={page}&limit=10")).await;
+        assert_eq!(a, want, "{backend} {path} array {page}");
+    }
+    let (_, _, m) = get("size=500".into()).await;
+    assert_eq!(m["meta"]["per_page"], 100, "{backend} {path}");
+    let (_, _, a) = get("page=1&limit=500".into()).await;
+    assert_eq!(ids(&a), order, "{backend} {path}: capped");
+
+    // An empty list, in every shape.
+    let (http, empty) = empty;
+    let get = |q: &str| {
+        let sep = if empty.contains('?') { '&' } else { '?' };
+        let url = server.url(&format!("{empty}{sep}{q}"));
+        let http = http.clone();
+        async move { json_of(http.get(url).send().await.unwrap()).await.2 }
+    };
+    let b = get("page=1&page_size=10").await;
+    assert_eq!(
+        (b["count"].clone(), b["results"].clone()),
+        (json!(0), json!([])),
+        "{backend} {empty}"
+    );
+    let b = get("cursor=").await;
+    assert_eq!(b["pagination"]["total_count"], 0, "{backend} {empty}: {b}");
+    assert_eq!(b["data"], json!([]), "{backend} {empty}");
+    let b = get("page=1&size=10").await;
+    assert_eq!(b["meta"]["total"], 0, "{backend} {empty}");
+    let b = get("page=1&size=10&shape=detailed").await;
+    assert_eq!(b["total_pages"], 0, "{backend} {empty}");
+    let b = get("page=1&limit=10").await;
+    assert_eq!(b, json!([]), "{backend} {empty}");
+}
+
+/// Every counted style on two lists: the site's users (paged in SQL) and a
+/// user's tokens (paged in memory, newest first).
+#[tokio::test]
+async fn every_shape_on_two_lists() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        for i in 0..22 {
+            server.create_user(&format!("user{i:02}"), PW, false);
+        }
+        let admin = server.signed_in("root", PW).await;
+        walk_every_shape(
+            &admin,
+            &server,
+            "/api/v1/admin/users",
+            (&admin, "/api/v1/admin/users?q=nobody"),
+            24,
+        )
+        .await;
+
+        for i in 0..23 {
+            let res = client()
+                .post(server.url("/api/v1/users/plain/tokens"))
+                .basic_auth("plain", Some(PW))
+                .json(&json!({"name": format!("t{i:02}"), "scopes": ["read:user"]}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::CREATED, "{backend}");
+        }
+        let plain = server.signed_in("plain", PW).await;
+        let tokenless = server.signed_in("user00", PW).await;
+        walk_every_shape(
+            &plain,
+            &server,
+            "/api/v1/users/plain/tokens",
+            (&tokenless, "/api/v1/users/user00/tokens"),
+            23,
+        )
+        .await;
+    }
+}
+
+/// `[api] V1_LIST_SHAPE = array`: v1 lists asked for without a size answer
+/// Gitea's bare array; v2 keeps the envelope; paging parameters still pick
+/// their own shape. The default is the envelope.
+#[tokio::test]
+async fn v1_list_shape_array_answers_gitea_arrays() {
+    for backend in backends() {
+        let server = start(&backend, "[api]\nV1_LIST_SHAPE = array\n").await;
+        for i in 0..22 {
+            server.create_user(&format!("user{i:02}"), PW, false);
+        }
+        let admin = server.signed_in("root", PW).await;
+        let get = |path: &str| admin.get(server.url(path)).send();
+        let (s, h, b) = json_of(get("/api/v1/admin/users").await.unwrap()).await;
+        assert_eq!(s, StatusCode::OK, "{backend}");
+        assert_eq!(
+            ids(&b).len(),
+            20,
+            "{backend}: an array of the default 20: {b}"
+        );
+        assert_eq!(h["x-total-count"], "24");
+        assert!(
+            h["link"]
+                .to_str()
+                .unwrap()
+                .contains("/api/v1/admin/users?page=2&limit=20>; rel=\"next\""),
+            "{h:?}"
+        );
+        let (_, _, b) = json_of(get("/api/v1/admin/users?page=2").await.unwrap()).await;
+        assert_eq!(
+            ids(&b).len(),
+            4,
+            "{backend}: page alone is Gitea's paging too"
+        );
+        let (_, _, b) = json_of(get("/api/user/keys").await.unwrap()).await;
+        assert_eq!(b, json!([]), "{backend}: unversioned is v1 by default");
+        let (_, _, b) = json_of(get("/api/v2/admin/users").await.unwrap()).await;
+        assert_eq!(b["count"], 24, "{backend}: v2 keeps the envelope: {b}");
+        let (_, _, b) = json_of(get("/api/v1/admin/users?page_size=5").await.unwrap()).await;
+        assert_eq!(b["count"], 24, "{backend}: page_size asks for the envelope");
+        let (_, _, b) = json_of(get("/api/v1/admin/users?cursor=").await.unwrap()).await;
+        assert_eq!(b["pagination"]["total_count"], 24, "{backend}");
+
+        let default = start(&backend, "").await;
+        let (_, _, b) = json_of(
+            default
+                .signed_in("root", PW)
+                .await
+                .get(default.url("/api/v1/admin/users"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(b["count"], 2, "{backend}: the envelope by default: {b}");
+    }
+}
+
+/// Gitea's `GET /version` and `GET /settings/api`, hidden from anonymous
+/// callers under `REQUIRE_SIGNIN_VIEW` as in Gitea.
+#[tokio::test]
+async fn version_and_api_settings_as_gitea_answers_them() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        let (s, _, v) = json_of(
+            client()
+                .get(server.url("/api/v1/version"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{backend}");
+        let version = v["version"].as_str().unwrap();
+        let (gitea, postern) = version.split_once("+postern.").unwrap();
+        assert!(
+            gitea.split('.').count() == 3 && gitea.split('.').all(|n| n.parse::<u32>().is_ok()),
+            "{version}"
+        );
+        assert_eq!(postern, env!("CARGO_PKG_VERSION"), "{version}");
+        let (s, _, a) = json_of(
+            client()
+                .get(server.url("/api/v1/settings/api"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{backend}");
+        assert_eq!(
+            a,
+            json!({"default_paging_num": 20, "max_response_items": 100})
+        );
+
+        let closed = start(&backend, "[service]\nREQUIRE_SIGNIN_VIEW = true\n").await;
+        for path in ["/api/v1/version", "/api/v1/settings/api"] {
+            let (s, _, b) = json_of(client().get(closed.url(path)).send().await.unwrap()).await;
+            assert_eq!(s, StatusCode::UNAUTHORIZED, "{backend} {path}");
+            assert_error(&b, "unauthorized");
+            let (s, _, _) = json_of(
+                client()
+                    .get(closed.url(path))
+                    .basic_auth("plain", Some(PW))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(s, StatusCode::OK, "{backend} {path}");
+        }
+    }
+}
+
 /// A team's members are a paged list like every other, in every style.
 #[tokio::test]
 async fn team_members_are_a_paged_list() {

@@ -99,7 +99,9 @@ async fn a_directory_user_is_created_only_when_auto_register_and_allow_user_crea
                     .json()
                     .await
                     .unwrap();
-                let problem = sources[0]["last_problem"].as_str().unwrap_or_default();
+                let problem = sources["results"][0]["last_problem"]
+                    .as_str()
+                    .unwrap_or_default();
                 assert!(
                     problem.contains("AUTO_REGISTER or ALLOW_USER_CREATE is not true"),
                     "{case}: and the source's status says so: {sources}"
@@ -244,9 +246,10 @@ async fn the_connection_test_says_ldap_connection_failed_for_a_wrong_bind_passwo
             .json()
             .await
             .unwrap();
-        assert_eq!(list[0]["id"], "source.1", "{backend}: {list}");
-        assert_eq!(list[0]["name"], "Example directory", "{backend}");
-        assert_eq!(list[0]["last_sync"], "never", "{backend}");
+        let first = &list["results"][0];
+        assert_eq!(first["id"], "source.1", "{backend}: {list}");
+        assert_eq!(first["name"], "Example directory", "{backend}");
+        assert_eq!(first["last_sync"], "never", "{backend}");
         let tested: serde_json::Value =
             api(reqwest::Method::POST, "/api/v1/admin/sources/source.1/test")
                 .send()
@@ -994,7 +997,7 @@ async fn auto_create_org_makes_organizations_from_groups_and_keeps_membership_in
             .json()
             .await
             .unwrap();
-            teams
+            teams["results"]
                 .as_array()
                 .unwrap()
                 .iter()

@@ -115,7 +115,8 @@ async fn listed(server: &Server) -> Vec<String> {
     let (status, list, text) = api(server, Method::GET, "/api/v1/admin/sources/oauth2", None).await;
     assert_eq!(status, StatusCode::OK, "{}: {text}", server.backend);
     assert!(!text.contains(TAMPER_CLIENT_SECRET), "{text}");
-    list.as_array()
+    list["results"]
+        .as_array()
         .unwrap()
         .iter()
         .map(|s| s["id"].as_str().unwrap().to_string())

@@ -55,9 +55,9 @@ async fn api_list(server: &Server, user: &str) -> Vec<Value> {
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{list}");
-    match list {
-        Value::Array(list) => list,
-        other => panic!("a JSON list: {other}"),
+    match &list["results"] {
+        Value::Array(list) => list.clone(),
+        _ => panic!("a page of applications: {list}"),
     }
 }
 

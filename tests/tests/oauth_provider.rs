@@ -512,7 +512,7 @@ async fn a_confidential_client_runs_the_code_flow_with_pkce_and_rotates_its_refr
         )
         .await;
         assert_eq!(s, StatusCode::OK, "{list}");
-        let listed_app = list
+        let listed_app = list["results"]
             .as_array()
             .unwrap()
             .iter()
@@ -1348,8 +1348,8 @@ async fn organization_owners_register_applications_for_the_organization() {
         )
         .await;
         assert_eq!(s, StatusCode::OK);
-        assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
-        assert!(list[0].get("client_secret").is_none(), "{list}");
+        assert_eq!(list["results"].as_array().map(Vec::len), Some(1), "{list}");
+        assert!(list["results"][0].get("client_secret").is_none(), "{list}");
         // Not the user's own application, and not mike's to manage.
         let (_, mine) = api(
             &server,

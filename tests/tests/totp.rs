@@ -726,7 +726,7 @@ async fn factors_are_listed_and_disabling_the_last_one_ends_the_second_step() {
             .json()
             .await
             .unwrap();
-        let list = list.as_array().unwrap();
+        let list = list["results"].as_array().unwrap();
         assert_eq!(list.len(), 1, "{backend}: {list:?}");
         assert_eq!(list[0]["kind"], "totp", "{backend}");
         assert_eq!(list[0]["name"], "authenticator app", "{backend}");

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
+use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::oauth_provider::apps::{self, Registration};
 use crate::state::App;
@@ -167,8 +168,10 @@ pub(crate) async fn create(
 /// The signed-in user's applications.
 #[utoipa::path(
     get, path = "/api/v1/user/applications/oauth2", tag = "user",
+    params(PageQuery),
     responses(
-        (status = 200, description = "The applications, without secrets", body = Vec<ApplicationView>),
+        (status = 200, description = "A page of applications, without secrets", body = Listed<ApplicationView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
         (status = 404, description = "The OAuth2 provider is off", body = ErrorBody),
@@ -179,15 +182,14 @@ pub(crate) async fn list(
     State(app): State<App>,
     version: ApiVersion,
     who: Principal,
-) -> Result<Json<Vec<ApplicationView>>, ApiError> {
+    paging: Paging,
+) -> Result<Paged<ApplicationView>, ApiError> {
     enabled(&app)?;
     who.require_scope(Access::Read, Area::User)?;
+    let window = paging.window(false)?;
     let list = apps::list(&app.db, Some(who.user.id)).await?;
-    Ok(Json(
-        list.into_iter()
-            .map(|a| view(&user_base(version), a, None))
-            .collect(),
-    ))
+    let base = user_base(version);
+    Ok(paging.answer(window.take(list, |a| a.id).map(|a| view(&base, a, None))))
 }
 
 #[derive(Deserialize)]
@@ -326,9 +328,10 @@ pub(crate) async fn org_create(
 /// An organization's applications. Permission: organization owner.
 #[utoipa::path(
     get, path = "/api/v1/orgs/{org}/applications/oauth2", tag = "organization",
-    params(("org" = String, Path, description = "The organization")),
+    params(("org" = String, Path, description = "The organization"), PageQuery),
     responses(
-        (status = 200, description = "The applications, without secrets", body = Vec<ApplicationView>),
+        (status = 200, description = "A page of applications, without secrets", body = Listed<ApplicationView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),
         (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
@@ -340,14 +343,14 @@ pub(crate) async fn org_list(
     version: ApiVersion,
     who: Principal,
     Path(path): Path<OrgPath>,
-) -> Result<Json<Vec<ApplicationView>>, ApiError> {
+    paging: Paging,
+) -> Result<Paged<ApplicationView>, ApiError> {
     enabled(&app)?;
+    let window = paging.window(false)?;
     let org = super::orgs::owned_org(&app, &who, &path.org).await?;
     let base = org_base(version, &org.name);
     let list = apps::list(&app.db, Some(org.id)).await?;
-    Ok(Json(
-        list.into_iter().map(|a| view(&base, a, None)).collect(),
-    ))
+    Ok(paging.answer(window.take(list, |a| a.id).map(|a| view(&base, a, None))))
 }
 
 /// Changes an organization's application, or regenerates its secret.

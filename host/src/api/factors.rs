@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ErrorBody, Principal};
 use crate::plugins::builtin;
 use crate::second_factor::{self, Factor};
@@ -139,8 +140,10 @@ pub(crate) async fn forget_devices(
 /// security key.
 #[utoipa::path(
     get, path = "/api/v1/user/2fa", tag = "user",
+    params(PageQuery),
     responses(
-        (status = 200, description = "The factors, oldest first", body = [Factor]),
+        (status = 200, description = "A page of factors, oldest first", body = Listed<Factor>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
     ),
@@ -149,9 +152,12 @@ pub(crate) async fn forget_devices(
 pub(crate) async fn list(
     State(app): State<App>,
     who: Principal,
-) -> Result<Json<Vec<Factor>>, ApiError> {
+    paging: Paging,
+) -> Result<Paged<Factor>, ApiError> {
     who.require_scope(Access::Read, Area::User)?;
-    Ok(Json(second_factor::list(&app.db, who.user.id).await?))
+    let window = paging.window(false)?;
+    let list = second_factor::list(&app.db, who.user.id).await?;
+    Ok(paging.answer(window.take(list, |f| f.id)))
 }
 
 /// Named, not positional: the versioned route has `{version}` too.

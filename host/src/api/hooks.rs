@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{CursorPage, CursorQuery, UrlBase, cursor_page};
+use super::pagination::{
+    CursorPage, CursorQuery, Listed, PageQuery, Paged, Paging, UrlBase, cursor_page,
+};
 use super::{ApiError, ApiJson, ApiQuery, ErrorBody, Principal, rfc3339};
 use crate::access::{self, Level};
 use crate::orgs;
@@ -87,6 +89,9 @@ pub struct HookOptions {
     pub secret: Option<String>,
     pub content_type: Option<String>,
     pub http_method: Option<String>,
+    /// Gitea's name for a hook; accepted and not kept.
+    #[allow(dead_code)]
+    pub name: Option<String>,
 }
 
 impl HookOptions {
@@ -324,13 +329,18 @@ fn system_scope(who: &Principal, write: bool) -> Result<Scope, ApiError> {
 
 // The shared bodies of each scope's handlers.
 
-async fn do_list(app: &App, scope: Scope, base: &str) -> Result<Json<Vec<HookView>>, ApiError> {
+async fn do_list(
+    app: &App,
+    scope: Scope,
+    base: &str,
+    paging: Paging,
+) -> Result<Paged<HookView>, ApiError> {
+    let window = paging.window(false)?;
     let hooks = webhooks::list(&app.db, scope).await?;
-    Ok(Json(
-        hooks
-            .into_iter()
-            .map(|h| hook_view(base, h, None))
-            .collect(),
+    Ok(paging.answer(
+        window
+            .take(hooks, |h| h.id)
+            .map(|h| hook_view(base, h, None)),
     ))
 }
 
@@ -544,9 +554,10 @@ macro_rules! scope_handlers {
             use super::*;
 
             /// The hooks.
-            #[utoipa::path(get, path = $base, tag = $tag, params($($param)*),
+            #[utoipa::path(get, path = $base, tag = $tag, params($($param)* PageQuery),
                 responses(
-                    (status = 200, description = "The hooks", body = Vec<HookView>),
+                    (status = 200, description = "A page of hooks", body = Listed<HookView>),
+                    (status = 400, description = "A bad paging value", body = ErrorBody),
                     (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such owner", body = ErrorBody),
@@ -554,10 +565,11 @@ macro_rules! scope_handlers {
                 security(("session" = []), ("basic" = []), ("token" = [])))]
             pub(crate) async fn list(
                 State($app): State<App>, $who: Principal, Path($p): Path<$basepath>,
-            ) -> Result<Json<Vec<HookView>>, ApiError> {
+                paging: Paging,
+            ) -> Result<Paged<HookView>, ApiError> {
                 let $write = false;
                 let (scope, base) = $resolve;
-                do_list(&$app, scope, &base).await
+                do_list(&$app, scope, &base, paging).await
             }
 
             /// Registers a hook; the answer shows its secret this once.

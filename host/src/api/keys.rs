@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
+use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::keys::{self, SshKey};
 use crate::state::App;
@@ -83,8 +84,10 @@ pub(crate) async fn create(
 /// The signed-in user's keys.
 #[utoipa::path(
     get, path = "/api/v1/user/keys", tag = "user",
+    params(PageQuery),
     responses(
-        (status = 200, description = "The keys", body = Vec<KeyView>),
+        (status = 200, description = "A page of keys", body = Listed<KeyView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
     ),
@@ -94,10 +97,12 @@ pub(crate) async fn list(
     State(app): State<App>,
     version: ApiVersion,
     who: Principal,
-) -> Result<Json<Vec<KeyView>>, ApiError> {
+    paging: Paging,
+) -> Result<Paged<KeyView>, ApiError> {
     who.require_scope(Access::Read, Area::User)?;
+    let window = paging.window(false)?;
     let list = keys::list(&app.db, who.user.id).await?;
-    Ok(Json(list.into_iter().map(|k| view(version, k)).collect()))
+    Ok(paging.answer(window.take(list, |k| k.id).map(|k| view(version, k))))
 }
 
 #[derive(Deserialize)]

@@ -7,8 +7,8 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    __path_health, applications, factors, hooks, keys, orgs, plugins, protections, repos, sessions,
-    sources, tokens, users,
+    __path_health, applications, factors, hooks, keys, orgs, plugins, protections, repos,
+    server_info, sessions, sources, tokens, users,
 };
 
 #[derive(OpenApi)]
@@ -21,6 +21,8 @@ use super::{
     ),
     paths(
         health,
+        server_info::version,
+        server_info::api_settings,
         users::me,
         users::admin_list,
         users::admin_get,

@@ -1,15 +1,15 @@
 //! Organizations, teams and members, at Gitea's paths.
 
 use axum::Json;
-use axum::extract::{OriginalUri, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
+use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::repos::{CreateRepo, RepositoryView};
-use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, MaybePrincipal, Principal};
+use super::{ApiError, ApiJson, ApiVersion, ErrorBody, MaybePrincipal, Principal};
 use crate::access::{self, Level};
 use crate::orgs::{self, Org, Team};
 use crate::repos;
@@ -164,6 +164,21 @@ pub struct EditOrg {
     pub full_name: Option<String>,
     /// Policies › Require Two-Factor Authentication.
     pub require_two_factor: Option<bool>,
+    // The rest of Gitea's EditOrgOption, accepted so that Gitea's tools can
+    // send it, and not kept: Postern's organizations have no profile or
+    // visibility of their own (docs/api.md).
+    #[allow(dead_code)]
+    pub description: Option<String>,
+    #[allow(dead_code)]
+    pub email: Option<String>,
+    #[allow(dead_code)]
+    pub location: Option<String>,
+    #[allow(dead_code)]
+    pub website: Option<String>,
+    #[allow(dead_code)]
+    pub visibility: Option<String>,
+    #[allow(dead_code)]
+    pub repo_admin_change_team_access: Option<bool>,
 }
 
 /// Changes an organization. Permission: organization owner.
@@ -243,10 +258,37 @@ pub struct CreateTeam {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    /// `read`, `write` or `admin`.
-    pub permission: super::repos::Permission,
+    /// `read`, `write` or `admin`. When absent, the strongest level of
+    /// `units_map` (Gitea's per-unit form), else `read`.
+    pub permission: Option<super::repos::Permission>,
     #[serde(default)]
     pub includes_all_repositories: bool,
+    /// Gitea's per-unit levels (`repo.code` → `read`, `write`, `admin` or
+    /// `none`); Postern has one level for a whole repository, so only the
+    /// strongest counts.
+    #[serde(default)]
+    pub units_map: std::collections::BTreeMap<String, String>,
+}
+
+impl CreateTeam {
+    fn level(&self) -> Result<Level, ApiError> {
+        if let Some(p) = self.permission {
+            return Ok(p.into());
+        }
+        let mut level = None;
+        for (unit, value) in &self.units_map {
+            let this = match value.as_str() {
+                "none" => continue,
+                v => Level::parse_permission(v).ok_or_else(|| {
+                    ApiError::Unprocessable(format!(
+                        "units_map.{unit}: expected none, read, write or admin, not {v:?}"
+                    ))
+                })?,
+            };
+            level = level.max(Some(this));
+        }
+        Ok(level.unwrap_or(Level::Read))
+    }
 }
 
 /// Creates a team. Permission: organization owner.
@@ -274,12 +316,13 @@ pub(crate) async fn create_team(
     ApiJson(body): ApiJson<CreateTeam>,
 ) -> Result<(StatusCode, Json<TeamView>), ApiError> {
     let org = owned_org(&app, &who, &path.org).await?;
+    let level = body.level()?;
     let team = orgs::create_team(
         &app.db,
         org.id,
         body.name.trim(),
         &body.description,
-        body.permission.into(),
+        level,
         body.includes_all_repositories,
     )
     .await?;
@@ -289,9 +332,10 @@ pub(crate) async fn create_team(
 /// An organization's teams. Permission: organization member.
 #[utoipa::path(
     get, path = "/api/v1/orgs/{org}/teams", tag = "organization",
-    params(("org" = String, Path, description = "The organization's name")),
+    params(("org" = String, Path, description = "The organization's name"), PageQuery),
     responses(
-        (status = 200, description = "The teams", body = Vec<TeamView>),
+        (status = 200, description = "A page of teams", body = Listed<TeamView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 404, description = "No such organization, or not a member", body = ErrorBody),
     ),
@@ -302,8 +346,10 @@ pub(crate) async fn teams(
     version: ApiVersion,
     who: Principal,
     Path(path): Path<OrgPath>,
-) -> Result<Json<Vec<TeamView>>, ApiError> {
+    paging: Paging,
+) -> Result<Paged<TeamView>, ApiError> {
     who.require_scope(Access::Read, Area::Organization)?;
+    let window = paging.window(false)?;
     let org = find_org(&app, &path.org).await?;
     let members = orgs::org_members(&app.db, org.id).await?;
     if !who.user.is_admin
@@ -318,10 +364,10 @@ pub(crate) async fn teams(
     }
     let owner = who.user.is_admin || orgs::is_owner(&app.db, org.id, who.user.id).await?;
     let list = orgs::teams(&app.db, org.id).await?;
-    Ok(Json(
-        list.into_iter()
-            .map(|t| team_view(version, t, owner))
-            .collect(),
+    Ok(paging.answer(
+        window
+            .take(list, |t| t.id)
+            .map(|t| team_view(version, t, owner)),
     ))
 }
 
@@ -375,8 +421,7 @@ pub(crate) async fn team_members(
     State(app): State<App>,
     who: Principal,
     Path(path): Path<TeamPath>,
-    OriginalUri(uri): OriginalUri,
-    ApiQuery(paging): ApiQuery<PageQuery>,
+    paging: Paging,
 ) -> Result<Paged<MemberView>, ApiError> {
     who.require_scope(Access::Read, Area::Organization)?;
     let window = paging.window(false)?;
@@ -392,23 +437,14 @@ pub(crate) async fn team_members(
         return Err(ApiError::NotFound("no such team".into()));
     }
     let all = orgs::member_accounts(&app.db, team.id).await?;
-    let count = all.len() as u64;
-    let (limit, offset) = window.limit_offset().expect("full is refused above");
-    let results = all
-        .into_iter()
-        .skip(offset as usize)
-        .take(limit as usize)
-        .map(|(id, login, full_name)| MemberView {
-            id,
-            login,
-            full_name,
-        })
-        .collect();
-    Ok(paged(
-        &UrlBase::new(&app.config().server.root_url, &uri),
-        window,
-        count,
-        results,
+    Ok(paging.answer(
+        window
+            .take(all, |(id, _, _)| *id)
+            .map(|(id, login, full_name)| MemberView {
+                id,
+                login,
+                full_name,
+            }),
     ))
 }
 
@@ -543,9 +579,10 @@ pub(crate) async fn create_repo(
 /// The organization's repositories the caller may see.
 #[utoipa::path(
     get, path = "/api/v1/orgs/{org}/repos", tag = "organization",
-    params(("org" = String, Path, description = "The organization's name")),
+    params(("org" = String, Path, description = "The organization's name"), PageQuery),
     responses(
-        (status = 200, description = "The repositories", body = Vec<RepositoryView>),
+        (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Sign-in is required to view", body = ErrorBody),
         (status = 404, description = "No such organization", body = ErrorBody),
     ),
@@ -556,18 +593,24 @@ pub(crate) async fn repos(
     version: ApiVersion,
     MaybePrincipal(caller): MaybePrincipal,
     Path(path): Path<OrgPath>,
-) -> Result<Json<Vec<RepositoryView>>, ApiError> {
+    paging: Paging,
+) -> Result<Paged<RepositoryView>, ApiError> {
     if caller.user.is_none() && app.config().service.require_signin_view {
         return Err(ApiError::Unauthorized);
     }
+    let window = paging.window(false)?;
     let org = find_org(&app, &path.org).await?;
     let all = repos::list_for_owner(&app.db, org.id).await?;
-    let mut out = Vec::new();
+    let mut visible = Vec::new();
     for repo in all {
         let level = access::repo_level(&app, caller.user.as_ref(), &repo).await?;
         if level >= Level::Read && caller.token.as_ref().is_none_or(|t| t.covers_repo(repo.id)) {
-            out.push(super::repos::view(&app, version, &repo, level));
+            visible.push((repo, level));
         }
     }
-    Ok(Json(out))
+    Ok(paging.answer(
+        window
+            .take(visible, |(r, _)| r.id)
+            .map(|(repo, level)| super::repos::view(&app, version, &repo, level)),
+    ))
 }

@@ -10,6 +10,11 @@
 //!   previous, results, page, page_size, total_pages}`.
 //! - Gitea's pair, `page` and `limit`: a bare JSON array, as Gitea's
 //!   clients expect.
+//! - Cursor by id: `cursor` (the last id seen; empty or 0 for the first
+//!   page), `limit` (default 10, capped at 100): `{data, pagination
+//!   {next_cursor, has_more, total_count}}`, in id order.
+//! - No paging parameters (or `page` alone): the envelope, or on v1 with
+//!   `[api] V1_LIST_SHAPE = array` Gitea's bare array.
 //!
 //!   Every one of these sends the headers `Link` (rel first/prev/next/last)
 //!   and `X-Total-Count`.
@@ -20,7 +25,9 @@
 //!   and only for site admins; otherwise 400.
 
 use axum::Json;
+use axum::extract::{FromRequestParts, OriginalUri};
 use axum::http::header::{HeaderName, HeaderValue};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, Uri, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
@@ -28,10 +35,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::ApiError;
-pub use crate::db::cursor::{CursorWindow, Position};
+use super::{ApiError, ApiQuery, ApiVersion};
+pub use crate::db::cursor::{CursorWindow, Position, Span};
+use crate::state::App;
 
 pub const DEFAULT_PAGE_SIZE: u64 = 20;
+/// The cursor-by-id style's default `limit`.
+pub const DEFAULT_ID_LIMIT: u64 = 10;
 pub const MAX_PAGE_SIZE: u64 = 100;
 
 /// The paging parameters of a page-number or limit/offset list. Values are
@@ -57,6 +67,10 @@ pub struct PageQuery {
     /// The body of a page-and-size list: `meta` (default) or `detailed`.
     #[param(value_type = Option<String>)]
     shape: Option<String>,
+    /// The cursor-by-id style: the id of the last record of the previous
+    /// page, or empty for the first; pages with `limit` (default 10).
+    #[param(value_type = Option<String>)]
+    cursor: Option<String>,
     /// `true` returns every record unpaged, where the list allows it (site
     /// administrators only).
     #[param(value_type = Option<bool>)]
@@ -66,8 +80,20 @@ pub struct PageQuery {
 /// Which slice of a list to return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {
-    Page { page: u64, size: u64, shape: Shape },
-    Offset { limit: u64, offset: u64 },
+    Page {
+        page: u64,
+        size: u64,
+        shape: Shape,
+    },
+    Offset {
+        limit: u64,
+        offset: u64,
+    },
+    /// Records with an id above `after`, in id order.
+    AfterId {
+        after: i64,
+        limit: u64,
+    },
     Full,
 }
 
@@ -121,8 +147,9 @@ pub(crate) fn flag(name: &str, value: &Option<String>) -> Result<Option<bool>, A
 
 impl PageQuery {
     /// The window asked for. `full_allowed` says whether this caller may have
-    /// the whole list at once.
-    pub fn window(&self, full_allowed: bool) -> Result<Window, ApiError> {
+    /// the whole list at once; `plain` is the shape of a list asked for
+    /// without a size (the envelope, or Gitea's array).
+    pub fn window(&self, full_allowed: bool, plain: Shape) -> Result<Window, ApiError> {
         let page = number("page", &self.page, 1)?;
         let page_size = number("page_size", &self.page_size, 1)?;
         let limit = number("limit", &self.limit, 1)?;
@@ -147,19 +174,20 @@ impl PageQuery {
                 )));
             }
         };
-        let capped = |n: Option<u64>| n.unwrap_or(DEFAULT_PAGE_SIZE).min(MAX_PAGE_SIZE);
+        let capped = |n: Option<u64>, default: u64| n.unwrap_or(default).min(MAX_PAGE_SIZE);
         let asked_page = page.is_some();
-        let page = page.unwrap_or(1);
         // One style per request: page_size; limit/offset (or Gitea's
-        // page/limit); size/shape.
+        // page/limit); size/shape; cursor/limit.
+        let by_id = self.cursor.is_some();
         let styles = [
             page_size.is_some(),
-            limit.is_some() || offset.is_some(),
+            (limit.is_some() && !by_id) || offset.is_some(),
             size.is_some() || shape.is_some(),
+            by_id,
         ];
-        if styles.iter().filter(|s| **s).count() > 1 {
+        if styles.iter().filter(|s| **s).count() > 1 || (by_id && asked_page) {
             return Err(ApiError::BadRequest(
-                "use one paging style: page/page_size, limit/offset, page/limit or page/size"
+                "use one paging style: page/page_size, limit/offset, page/limit, page/size or cursor/limit"
                     .into(),
             ));
         }
@@ -168,45 +196,198 @@ impl PageQuery {
                 "use page/page_size or limit/offset, not both".into(),
             ));
         }
-        Ok(if size.is_some() || shape.is_some() {
+        let page = page.unwrap_or(1);
+        Ok(if let Some(cursor) = &self.cursor {
+            let after = match cursor.trim() {
+                "" => 0,
+                c => c.parse::<i64>().ok().filter(|id| *id >= 0).ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "cursor must be the id of the last record seen (empty for the first page), not {c:?}"
+                    ))
+                })?,
+            };
+            Window::AfterId {
+                after,
+                limit: capped(limit, DEFAULT_ID_LIMIT),
+            }
+        } else if size.is_some() || shape.is_some() {
             Window::Page {
                 page,
-                size: capped(size),
+                size: capped(size, DEFAULT_PAGE_SIZE),
                 shape: shape.unwrap_or(Shape::Meta),
             }
         } else if offset.is_some() || (limit.is_some() && !asked_page) {
             Window::Offset {
-                limit: capped(limit),
+                limit: capped(limit, DEFAULT_PAGE_SIZE),
                 offset: offset.unwrap_or(0),
             }
         } else if limit.is_some() {
             // Gitea's pair: page and limit.
             Window::Page {
                 page,
-                size: capped(limit),
+                size: capped(limit, DEFAULT_PAGE_SIZE),
                 shape: Shape::Array,
+            }
+        } else if page_size.is_some() {
+            Window::Page {
+                page,
+                size: capped(page_size, DEFAULT_PAGE_SIZE),
+                shape: Shape::Envelope,
             }
         } else {
             Window::Page {
                 page,
-                size: capped(page_size),
-                shape: Shape::Envelope,
+                size: DEFAULT_PAGE_SIZE,
+                shape: plain,
             }
         })
     }
 }
 
+/// A list request's paging: its parameters, the URL its links build on, and
+/// the shape a list asked for without a size answers (`[api]
+/// V1_LIST_SHAPE` on v1; always the envelope on v2).
+pub struct Paging {
+    query: PageQuery,
+    base: UrlBase,
+    plain: Shape,
+}
+
+impl FromRequestParts<App> for Paging {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
+        let ApiQuery(query) = ApiQuery::<PageQuery>::from_request_parts(parts, app).await?;
+        let version = ApiVersion::from_request_parts(parts, app).await?;
+        let OriginalUri(uri) = OriginalUri::from_request_parts(parts, app)
+            .await
+            .map_err(|_| ApiError::internal("no request URI"))?;
+        let config = app.config();
+        let plain = if version.0 == 1 && config.api.v1_lists_as_arrays {
+            Shape::Array
+        } else {
+            Shape::Envelope
+        };
+        Ok(Paging {
+            query,
+            base: UrlBase::new(&config.server.root_url, &uri),
+            plain,
+        })
+    }
+}
+
+impl Paging {
+    /// The window asked for; see [`PageQuery::window`].
+    pub fn window(&self, full_allowed: bool) -> Result<Window, ApiError> {
+        self.query.window(full_allowed, self.plain)
+    }
+
+    /// The answer: one slice of a list in the shape asked for, with its
+    /// `Link` and `X-Total-Count` headers.
+    pub fn answer<T: ToSchema>(&self, slice: Slice<T>) -> Paged<T> {
+        paged(&self.base, slice)
+    }
+}
+
+/// One page of a list, cut by a [`Window`]: the records, how many the
+/// whole list holds, and where a cursor-by-id list goes on.
+pub struct Slice<T> {
+    pub items: Vec<T>,
+    count: u64,
+    window: Window,
+    next_id: Option<i64>,
+}
+
+impl<T> Slice<T> {
+    /// The same page with each record turned into `f`'s answer.
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Slice<U> {
+        Slice {
+            items: self.items.into_iter().map(f).collect(),
+            count: self.count,
+            window: self.window,
+            next_id: self.next_id,
+        }
+    }
+
+    /// The same page holding `items`, the records already turned (by an
+    /// async step [`Slice::map`] cannot take).
+    pub fn with<U>(self, items: Vec<U>) -> Slice<U> {
+        Slice {
+            items,
+            count: self.count,
+            window: self.window,
+            next_id: self.next_id,
+        }
+    }
+}
+
 impl Window {
-    /// SQL `LIMIT` and `OFFSET`; `None` for the whole list. An offset past
-    /// what SQL can express is clamped: such a page is simply empty.
-    pub fn limit_offset(&self) -> Option<(i64, i64)> {
+    /// The rows to fetch from a list ordered by id. An offset past what SQL
+    /// can express is clamped: such a page is simply empty. A cursor-by-id
+    /// page fetches one row more than it shows, to learn whether more follow.
+    pub fn span(&self) -> Span {
         let clamp = |n: u64| n.min(i64::MAX as u64) as i64;
         match *self {
-            Window::Page { page, size, .. } => {
-                Some((clamp(size), clamp((page - 1).saturating_mul(size))))
+            Window::Page { page, size, .. } => Span::Range {
+                limit: clamp(size),
+                offset: clamp((page - 1).saturating_mul(size)),
+            },
+            Window::Offset { limit, offset } => Span::Range {
+                limit: clamp(limit),
+                offset: clamp(offset),
+            },
+            Window::AfterId { after, limit } => Span::After {
+                id: after,
+                rows: clamp(limit) + 1,
+            },
+            Window::Full => Span::All,
+        }
+    }
+
+    /// Cuts this window out of a whole list held in memory; `id` gives a
+    /// record's id, the order of the cursor-by-id style.
+    pub fn take<T>(self, mut all: Vec<T>, id: impl Fn(&T) -> i64) -> Slice<T> {
+        let count = all.len() as u64;
+        let rows = match self.span() {
+            Span::All => all,
+            Span::Range { limit, offset } => all
+                .into_iter()
+                .skip(offset as usize)
+                .take(limit as usize)
+                .collect(),
+            Span::After { id: after, rows } => {
+                all.sort_by_key(|t| id(t));
+                all.into_iter()
+                    .filter(|t| id(t) > after)
+                    .take(rows as usize)
+                    .collect()
             }
-            Window::Offset { limit, offset } => Some((clamp(limit), clamp(offset))),
-            Window::Full => None,
+        };
+        self.fetched(count, rows, id)
+    }
+
+    /// Cuts this window out of a list whose records have no numeric id
+    /// (plugins, sources): the cursor-by-id style counts positions from 1.
+    pub fn take_in_order<T>(self, all: Vec<T>) -> Slice<T> {
+        let numbered = all.into_iter().zip(1..).collect();
+        self.take(numbered, |(_, n)| *n).map(|(t, _)| t)
+    }
+
+    /// The page made of rows fetched for [`Window::span`] from a list of
+    /// `count` records.
+    pub fn fetched<T>(self, count: u64, mut rows: Vec<T>, id: impl Fn(&T) -> i64) -> Slice<T> {
+        let mut next_id = None;
+        if let Window::AfterId { limit, .. } = self
+            && rows.len() as u64 > limit
+        {
+            rows.truncate(limit as usize);
+            next_id = rows.last().map(id);
+        }
+        Slice {
+            items: rows,
+            count,
+            window: self,
+            next_id,
         }
     }
 }
@@ -255,16 +436,34 @@ pub struct DetailedPage<T: ToSchema> {
     pub total_pages: u64,
 }
 
+/// `pagination` of the cursor-by-id shape.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IdPagination {
+    /// The `cursor` of the next page (the last id on this one), or null on
+    /// the last page.
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+    pub total_count: u64,
+}
+
+/// The cursor-by-id shape (`cursor`, `limit`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IdPage<T: ToSchema> {
+    pub data: Vec<T>,
+    pub pagination: IdPagination,
+}
+
 /// Any body a paged list answers, by the parameters that asked: the
 /// envelope (`page`/`page_size`, `limit`/`offset`), the custom-meta or the
-/// detailed shape (`page`/`size`), or a bare array (`page`/`limit`, Gitea's
-/// pair). docs/api.md shows each.
+/// detailed shape (`page`/`size`), the cursor-by-id shape (`cursor`/`limit`)
+/// or a bare array (`page`/`limit`, Gitea's pair). docs/api.md shows each.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum Listed<T: ToSchema> {
     Envelope(Page<T>),
     Meta(MetaPage<T>),
     Detailed(DetailedPage<T>),
+    ById(IdPage<T>),
     Array(Vec<T>),
 }
 
@@ -273,6 +472,7 @@ pub enum Listed<T: ToSchema> {
 pub struct Paged<T: ToSchema> {
     page: Page<T>,
     window: Window,
+    next_id: Option<i64>,
     headers: HeaderMap,
 }
 
@@ -307,7 +507,15 @@ impl<T: Serialize + ToSchema> IntoResponse for Paged<T> {
                     }),
                 }
             }
-            _ => Listed::Envelope(self.page),
+            Window::AfterId { .. } => Listed::ById(IdPage {
+                data: self.page.results,
+                pagination: IdPagination {
+                    next_cursor: self.next_id.map(|id| id.to_string()),
+                    has_more: self.next_id.is_some(),
+                    total_count: self.page.count,
+                },
+            }),
+            Window::Offset { .. } | Window::Full => Listed::Envelope(self.page),
         };
         (self.headers, Json(body)).into_response()
     }
@@ -353,12 +561,13 @@ impl UrlBase {
 }
 
 /// Wraps one window of results in the envelope and headers.
-pub(crate) fn paged<T: ToSchema>(
-    base: &UrlBase,
-    window: Window,
-    count: u64,
-    results: Vec<T>,
-) -> Paged<T> {
+fn paged<T: ToSchema>(base: &UrlBase, slice: Slice<T>) -> Paged<T> {
+    let Slice {
+        items: results,
+        count,
+        window,
+        next_id,
+    } = slice;
     let (first, prev, next, last) = match window {
         Window::Page { page, size, shape } => {
             let pages = count.div_ceil(size).max(1);
@@ -387,6 +596,15 @@ pub(crate) fn paged<T: ToSchema>(
                 (offset > 0).then(|| at(offset.saturating_sub(limit))),
                 (offset.saturating_add(limit) < count).then(|| at(offset.saturating_add(limit))),
                 Some(at(last)),
+            )
+        }
+        Window::AfterId { limit, .. } => {
+            let at = |c: String| base.with(&[("cursor", c), ("limit", limit.to_string())]);
+            (
+                Some(at(String::new())),
+                None,
+                next_id.map(|id| at(id.to_string())),
+                None,
             )
         }
         Window::Full => (None, None, None, None),
@@ -418,6 +636,7 @@ pub(crate) fn paged<T: ToSchema>(
             results,
         },
         window,
+        next_id,
         headers,
     }
 }
@@ -544,6 +763,7 @@ mod tests {
             offset: get("offset"),
             size: get("size"),
             shape: get("shape"),
+            cursor: get("cursor"),
             full: get("full"),
         }
     }
@@ -555,22 +775,35 @@ mod tests {
             size,
             shape: Shape::Envelope,
         };
-        assert_eq!(q(&[]).window(false).unwrap(), envelope(1, 20));
         assert_eq!(
-            q(&[("page_size", "500")]).window(false).unwrap(),
+            q(&[]).window(false, Shape::Envelope).unwrap(),
+            envelope(1, 20)
+        );
+        assert_eq!(
+            q(&[("page_size", "500")])
+                .window(false, Shape::Envelope)
+                .unwrap(),
             envelope(1, 100)
         );
         assert_eq!(
-            q(&[("offset", "5")]).window(false).unwrap(),
+            q(&[("offset", "5")])
+                .window(false, Shape::Envelope)
+                .unwrap(),
             Window::Offset {
                 limit: 20,
                 offset: 5
             }
         );
-        assert!(q(&[("page_size", "0")]).window(false).is_err());
-        assert!(q(&[("page", "-1")]).window(false).is_err());
+        assert!(
+            q(&[("page_size", "0")])
+                .window(false, Shape::Envelope)
+                .is_err()
+        );
+        assert!(q(&[("page", "-1")]).window(false, Shape::Envelope).is_err());
         assert_eq!(
-            q(&[("page", "2"), ("limit", "50")]).window(false).unwrap(),
+            q(&[("page", "2"), ("limit", "50")])
+                .window(false, Shape::Envelope)
+                .unwrap(),
             Window::Page {
                 page: 2,
                 size: 50,
@@ -579,7 +812,9 @@ mod tests {
             "Gitea's pair"
         );
         assert_eq!(
-            q(&[("page", "3"), ("size", "5")]).window(false).unwrap(),
+            q(&[("page", "3"), ("size", "5")])
+                .window(false, Shape::Envelope)
+                .unwrap(),
             Window::Page {
                 page: 3,
                 size: 5,
@@ -588,7 +823,7 @@ mod tests {
         );
         assert_eq!(
             q(&[("size", "500"), ("shape", "detailed")])
-                .window(false)
+                .window(false, Shape::Envelope)
                 .unwrap(),
             Window::Page {
                 page: 1,
@@ -596,32 +831,142 @@ mod tests {
                 shape: Shape::Detailed
             }
         );
-        assert!(q(&[("shape", "fancy")]).window(false).is_err());
-        assert!(q(&[("page", "1"), ("offset", "2")]).window(false).is_err());
+        assert!(
+            q(&[("shape", "fancy")])
+                .window(false, Shape::Envelope)
+                .is_err()
+        );
+        assert!(
+            q(&[("page", "1"), ("offset", "2")])
+                .window(false, Shape::Envelope)
+                .is_err()
+        );
         assert!(
             q(&[("page_size", "1"), ("limit", "2")])
-                .window(false)
+                .window(false, Shape::Envelope)
                 .is_err()
         );
         assert!(
             q(&[("size", "1"), ("page_size", "2")])
-                .window(false)
+                .window(false, Shape::Envelope)
                 .is_err()
         );
-        assert!(q(&[("full", "true")]).window(false).is_err());
-        assert_eq!(q(&[("full", "true")]).window(true).unwrap(), Window::Full);
+        assert!(
+            q(&[("full", "true")])
+                .window(false, Shape::Envelope)
+                .is_err()
+        );
+        assert_eq!(
+            q(&[("full", "true")])
+                .window(true, Shape::Envelope)
+                .unwrap(),
+            Window::Full
+        );
+    }
+
+    #[test]
+    fn cursor_by_id_pages_in_id_order() {
+        let w = q(&[("cursor", "")]).window(false, Shape::Envelope).unwrap();
+        assert_eq!(
+            w,
+            Window::AfterId {
+                after: 0,
+                limit: 10
+            }
+        );
+        let w = q(&[("cursor", "3"), ("limit", "500")])
+            .window(false, Shape::Envelope)
+            .unwrap();
+        assert_eq!(
+            w,
+            Window::AfterId {
+                after: 3,
+                limit: 100
+            }
+        );
+        assert!(
+            q(&[("cursor", "x")])
+                .window(false, Shape::Envelope)
+                .is_err()
+        );
+        assert!(
+            q(&[("cursor", "-1")])
+                .window(false, Shape::Envelope)
+                .is_err()
+        );
+        assert!(
+            q(&[("cursor", "1"), ("page", "2")])
+                .window(false, Shape::Envelope)
+                .is_err()
+        );
+        assert!(
+            q(&[("cursor", "1"), ("offset", "2")])
+                .window(false, Shape::Envelope)
+                .is_err()
+        );
+        // Records out of id order come back in it, strictly after the cursor.
+        let all = vec![5i64, 1, 4, 2, 3];
+        let s = Window::AfterId { after: 1, limit: 2 }.take(all.clone(), |n| *n);
+        assert_eq!(
+            (s.items.clone(), s.next_id, s.count),
+            (vec![2, 3], Some(3), 5)
+        );
+        let s = Window::AfterId { after: 3, limit: 2 }.take(all.clone(), |n| *n);
+        assert_eq!((s.items.clone(), s.next_id), (vec![4, 5], None));
+        let base = UrlBase::new("http://h/", &"/l?cursor=1&limit=2".parse().unwrap());
+        let p = paged(
+            &base,
+            Window::AfterId { after: 1, limit: 2 }.take(all, |n| *n),
+        );
+        let link = p.headers[header::LINK].to_str().unwrap();
+        assert!(link.contains("cursor=3&limit=2>; rel=\"next\""), "{link}");
+    }
+
+    #[test]
+    fn a_list_without_a_size_has_the_plain_shape() {
+        let array = |page| Window::Page {
+            page,
+            size: 20,
+            shape: Shape::Array,
+        };
+        assert_eq!(q(&[]).window(false, Shape::Array).unwrap(), array(1));
+        assert_eq!(
+            q(&[("page", "2")]).window(false, Shape::Array).unwrap(),
+            array(2)
+        );
+        assert!(matches!(
+            q(&[("page", "2"), ("page_size", "5")]).window(false, Shape::Array),
+            Ok(Window::Page {
+                shape: Shape::Envelope,
+                ..
+            })
+        ));
     }
 
     #[test]
     fn huge_values_give_empty_pages_not_overflow() {
-        let w = q(&[("page", "9223372036854775808")]).window(false).unwrap();
-        assert_eq!(w.limit_offset(), Some((20, i64::MAX)));
-        let w = q(&[("offset", "18446744073709551615")])
-            .window(false)
+        let w = q(&[("page", "9223372036854775808")])
+            .window(false, Shape::Envelope)
             .unwrap();
-        assert_eq!(w.limit_offset(), Some((20, i64::MAX)));
+        assert_eq!(
+            w.span(),
+            Span::Range {
+                limit: 20,
+                offset: i64::MAX
+            }
+        );
+        let w = q(&[("offset", "18446744073709551615")])
+            .window(false, Shape::Envelope)
+            .unwrap();
+        assert_eq!(
+            w.span(),
+            Span::Range {
+                limit: 20,
+                offset: i64::MAX
+            }
+        );
         let base = UrlBase::new("http://h/", &"/l".parse().unwrap());
-        let p = paged(&base, w, 3, Vec::<u8>::new());
+        let p = paged(&base, w.take(vec![1u8, 2, 3], |n| i64::from(*n)));
         assert!(p.page.next.is_none());
     }
 
@@ -637,9 +982,8 @@ mod tests {
                 page: 2,
                 size: 1,
                 shape: Shape::Envelope,
-            },
-            3,
-            vec![1u8],
+            }
+            .take(vec![1u8, 2, 3], |n| i64::from(*n)),
         );
         assert_eq!(
             p.page.next.as_deref(),

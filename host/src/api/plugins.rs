@@ -1,10 +1,10 @@
 //! The plugin list, as `postern admin plugin list` shows it.
 
-use axum::extract::{OriginalUri, State};
+use axum::extract::State;
 
-use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
+use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::users::require_admin;
-use super::{ApiError, ApiQuery, ErrorBody, Principal};
+use super::{ApiError, ErrorBody, Principal};
 use crate::plugins::PluginInfo;
 use crate::state::App;
 use crate::tokens::{Access, Area};
@@ -25,26 +25,11 @@ use crate::tokens::{Access, Area};
 pub(crate) async fn list(
     State(app): State<App>,
     who: Principal,
-    OriginalUri(uri): OriginalUri,
-    ApiQuery(paging): ApiQuery<PageQuery>,
+    paging: Paging,
 ) -> Result<Paged<PluginInfo>, ApiError> {
     who.require_scope(Access::Read, Area::Admin)?;
     require_admin(&who.user)?;
     let window = paging.window(true)?;
     let all = app.plugin_list().await?;
-    let count = all.len() as u64;
-    let results = match window.limit_offset() {
-        Some((limit, offset)) => all
-            .into_iter()
-            .skip(offset as usize)
-            .take(limit as usize)
-            .collect(),
-        None => all,
-    };
-    Ok(paged(
-        &UrlBase::new(&app.config().server.root_url, &uri),
-        window,
-        count,
-        results,
-    ))
+    Ok(paging.answer(window.take_in_order(all)))
 }

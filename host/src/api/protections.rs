@@ -3,14 +3,14 @@
 //! spec's fields and Gitea's. Permission: repository admin.
 
 use axum::Json;
-use axum::extract::{OriginalUri, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
-use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
+use super::pagination::{Listed, PageQuery, Paged, Paging};
+use super::{ApiError, ApiJson, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::access::{self, Level};
 use crate::orgs;
 use crate::protection::{self, Protection, Rule};
@@ -18,26 +18,13 @@ use crate::repos::Repository;
 use crate::state::App;
 use crate::users;
 
-/// A branch protection rule as the API shows it.
+/// A branch protection rule as the API shows it: Gitea's `BranchProtection`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BranchProtectionView {
     /// The rule's name; equal to `rule_name` (Gitea keeps both).
     pub branch_name: String,
-    pub rule_name: String,
-    pub enable_push: bool,
-    pub enable_push_whitelist: bool,
-    pub push_whitelist_usernames: Vec<String>,
-    pub push_whitelist_teams: Vec<String>,
-    pub enable_merge_whitelist: bool,
-    pub merge_whitelist_usernames: Vec<String>,
-    pub required_approvals: i64,
-    pub enable_status_check: bool,
-    pub status_check_contexts: Vec<String>,
-    pub enable_force_push: bool,
-    pub enable_force_push_allowlist: bool,
-    pub force_push_allowlist_usernames: Vec<String>,
-    pub require_signed_commits: bool,
-    pub protected_file_patterns: String,
+    #[serde(flatten)]
+    pub rule: Rule,
     pub created_at: String,
     pub updated_at: String,
     #[schema(value_type = Object)]
@@ -51,24 +38,9 @@ fn view(version: ApiVersion, repo: &Repository, p: Protection) -> BranchProtecti
         repo.full_name(),
         p.rule.rule_name
     );
-    let r = p.rule;
     BranchProtectionView {
-        branch_name: r.rule_name.clone(),
-        rule_name: r.rule_name,
-        enable_push: r.enable_push,
-        enable_push_whitelist: r.enable_push_whitelist,
-        push_whitelist_usernames: r.push_whitelist_usernames,
-        push_whitelist_teams: r.push_whitelist_teams,
-        enable_merge_whitelist: r.enable_merge_whitelist,
-        merge_whitelist_usernames: r.merge_whitelist_usernames,
-        required_approvals: r.required_approvals,
-        enable_status_check: r.enable_status_check,
-        status_check_contexts: r.status_check_contexts,
-        enable_force_push: r.enable_force_push,
-        enable_force_push_allowlist: r.enable_force_push_allowlist,
-        force_push_allowlist_usernames: r.force_push_allowlist_usernames,
-        require_signed_commits: r.require_signed_commits,
-        protected_file_patterns: r.protected_file_patterns,
+        branch_name: p.rule.rule_name.clone(),
+        rule: p.rule,
         created_at: rfc3339(p.created),
         updated_at: rfc3339(p.updated),
         _links: LinksBuilder::new(href.clone())
@@ -106,6 +78,27 @@ pub struct BranchProtectionOptions {
     pub require_signed_commits: Option<bool>,
     /// `;`-separated globs of files a push may not change.
     pub protected_file_patterns: Option<String>,
+    /// Teams whose members may force-push when the allow-list is enabled.
+    pub force_push_allowlist_teams: Option<Vec<String>>,
+    // Gitea's pull-request, review and deploy-key fields: stored and shown
+    // back, not enforced (docs/api.md).
+    pub merge_whitelist_teams: Option<Vec<String>>,
+    pub enable_approvals_whitelist: Option<bool>,
+    pub approvals_whitelist_username: Option<Vec<String>>,
+    pub approvals_whitelist_teams: Option<Vec<String>>,
+    pub block_on_rejected_reviews: Option<bool>,
+    pub block_on_official_review_requests: Option<bool>,
+    pub block_on_outdated_branch: Option<bool>,
+    pub block_admin_merge_override: Option<bool>,
+    pub dismiss_stale_approvals: Option<bool>,
+    pub ignore_stale_approvals: Option<bool>,
+    pub enable_bypass_allowlist: Option<bool>,
+    pub bypass_allowlist_usernames: Option<Vec<String>>,
+    pub bypass_allowlist_teams: Option<Vec<String>>,
+    pub push_whitelist_deploy_keys: Option<bool>,
+    pub force_push_allowlist_deploy_keys: Option<bool>,
+    pub unprotected_file_patterns: Option<String>,
+    pub priority: Option<i64>,
 }
 
 impl BranchProtectionOptions {
@@ -128,7 +121,25 @@ impl BranchProtectionOptions {
             enable_force_push_allowlist,
             force_push_allowlist_usernames,
             require_signed_commits,
-            protected_file_patterns
+            protected_file_patterns,
+            force_push_allowlist_teams,
+            merge_whitelist_teams,
+            enable_approvals_whitelist,
+            approvals_whitelist_username,
+            approvals_whitelist_teams,
+            block_on_rejected_reviews,
+            block_on_official_review_requests,
+            block_on_outdated_branch,
+            block_admin_merge_override,
+            dismiss_stale_approvals,
+            ignore_stale_approvals,
+            enable_bypass_allowlist,
+            bypass_allowlist_usernames,
+            bypass_allowlist_teams,
+            push_whitelist_deploy_keys,
+            force_push_allowlist_deploy_keys,
+            unprotected_file_patterns,
+            priority
         );
     }
 }
@@ -146,17 +157,28 @@ async fn check_names(app: &App, repo: &Repository, rule: &Rule) -> Result<(), Ap
             return Err(ApiError::Unprocessable(format!("no user named {name:?}")));
         }
     }
-    if !rule.push_whitelist_teams.is_empty() {
+    // The enforced team lists name real teams; the stored-only ones are
+    // taken as given, as Gitea's tools send them.
+    for (field, names) in [
+        ("push_whitelist_teams", &rule.push_whitelist_teams),
+        (
+            "force_push_allowlist_teams",
+            &rule.force_push_allowlist_teams,
+        ),
+    ] {
+        if names.is_empty() {
+            continue;
+        }
         if !repo.owner_is_org {
-            return Err(ApiError::Unprocessable(
-                "push_whitelist_teams: only repositories of an organization have teams".into(),
-            ));
+            return Err(ApiError::Unprocessable(format!(
+                "{field}: only repositories of an organization have teams"
+            )));
         }
         let teams = orgs::teams(&app.db, repo.owner_id).await?;
-        for name in &rule.push_whitelist_teams {
+        for name in names {
             if !teams.iter().any(|t| t.name.eq_ignore_ascii_case(name)) {
                 return Err(ApiError::Unprocessable(format!(
-                    "push_whitelist_teams: no team named {name:?}"
+                    "{field}: no team named {name:?}"
                 )));
             }
         }
@@ -257,26 +279,12 @@ pub(crate) async fn list(
     version: ApiVersion,
     who: Principal,
     Path(path): Path<RepoPath>,
-    OriginalUri(uri): OriginalUri,
-    ApiQuery(paging): ApiQuery<PageQuery>,
+    paging: Paging,
 ) -> Result<Paged<BranchProtectionView>, ApiError> {
     let repo = admin_repo(&app, &who, &path.owner, &path.repo).await?;
     let window = paging.window(false)?;
     let all = protection::list(&app.db, repo.id).await?;
-    let count = all.len() as u64;
-    let (limit, offset) = window.limit_offset().expect("full is refused above");
-    let results = all
-        .into_iter()
-        .skip(offset as usize)
-        .take(limit as usize)
-        .map(|p| view(version, &repo, p))
-        .collect();
-    Ok(paged(
-        &UrlBase::new(&app.config().server.root_url, &uri),
-        window,
-        count,
-        results,
-    ))
+    Ok(paging.answer(window.take(all, |p| p.id).map(|p| view(version, &repo, p))))
 }
 
 async fn find(app: &App, repo: &Repository, name: &str) -> Result<Protection, ApiError> {

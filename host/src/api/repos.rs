@@ -1,16 +1,14 @@
 //! Repositories and their collaborators, at Gitea's paths.
 
 use axum::Json;
-use axum::extract::{OriginalUri, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
-use super::{
-    ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, MaybePrincipal, Principal, rfc3339,
-};
+use super::pagination::{Listed, PageQuery, Paged, Paging};
+use super::{ApiError, ApiJson, ApiVersion, ErrorBody, MaybePrincipal, Principal, rfc3339};
 use crate::access::{self, Level};
 use crate::repos::{self, Repository};
 use crate::state::App;
@@ -183,8 +181,7 @@ pub(crate) async fn list_mine(
     State(app): State<App>,
     version: ApiVersion,
     who: Principal,
-    OriginalUri(uri): OriginalUri,
-    ApiQuery(paging): ApiQuery<PageQuery>,
+    paging: Paging,
 ) -> Result<Paged<RepositoryView>, ApiError> {
     who.require_scope(Access::Read, Area::Repository)?;
     let window = paging.window(false)?;
@@ -198,19 +195,13 @@ pub(crate) async fn list_mine(
                 .is_none_or(|t| t.covers_repo(r.id))
         })
         .collect();
-    let count = all.len() as u64;
-    let (limit, offset) = window.limit_offset().expect("full is refused above");
+    let slice = window.take(all, |r| r.id);
     let mut results = Vec::new();
-    for repo in all.iter().skip(offset as usize).take(limit as usize) {
+    for repo in &slice.items {
         let level = access::repo_level(&app, Some(&who.user), repo).await?;
         results.push(view(&app, version, repo, level));
     }
-    Ok(paged(
-        &UrlBase::new(&app.config().server.root_url, &uri),
-        window,
-        count,
-        results,
-    ))
+    Ok(paging.answer(slice.with(results)))
 }
 
 #[derive(Deserialize)]
@@ -287,6 +278,7 @@ pub(crate) async fn delete(
 /// A collaborator.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CollaboratorView {
+    pub id: i64,
     pub login: String,
     /// `read`, `write` or `admin`.
     pub permission: String,
@@ -295,9 +287,10 @@ pub struct CollaboratorView {
 /// A repository's collaborators. Permission: repository admin.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}/collaborators", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), PageQuery),
     responses(
-        (status = 200, description = "The collaborators", body = Vec<CollaboratorView>),
+        (status = 200, description = "A page of collaborators", body = Listed<CollaboratorView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
@@ -308,7 +301,9 @@ pub(crate) async fn collaborators(
     State(app): State<App>,
     who: Principal,
     Path(path): Path<RepoPath>,
-) -> Result<Json<Vec<CollaboratorView>>, ApiError> {
+    paging: Paging,
+) -> Result<Paged<CollaboratorView>, ApiError> {
+    let window = paging.window(false)?;
     let repo = access::require_repo(
         &app,
         &who.caller,
@@ -319,13 +314,14 @@ pub(crate) async fn collaborators(
     )
     .await?;
     let list = repos::collaborators(&app.db, repo.id).await?;
-    Ok(Json(
-        list.into_iter()
-            .map(|(login, level)| CollaboratorView {
+    Ok(paging.answer(
+        window
+            .take(list, |(id, _, _)| *id)
+            .map(|(id, login, level)| CollaboratorView {
+                id,
                 login,
                 permission: level.permission_name().into(),
-            })
-            .collect(),
+            }),
     ))
 }
 

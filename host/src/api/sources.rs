@@ -11,6 +11,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::users::require_admin;
 use super::{ApiError, ApiJson, ErrorBody, Principal};
 use crate::identity::sync::Summary;
@@ -28,8 +29,10 @@ pub(crate) struct SourcePath {
 /// Permission: site administrator.
 #[utoipa::path(
     get, path = "/api/v1/admin/sources", tag = "admin",
+    params(PageQuery),
     responses(
-        (status = 200, description = "The directory sources", body = [DirectorySourceView]),
+        (status = 200, description = "A page of directory sources", body = Listed<DirectorySourceView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a site administrator", body = ErrorBody),
     ),
@@ -38,10 +41,13 @@ pub(crate) struct SourcePath {
 pub(crate) async fn list(
     State(app): State<App>,
     who: Principal,
-) -> Result<Json<Vec<DirectorySourceView>>, ApiError> {
+    paging: Paging,
+) -> Result<Paged<DirectorySourceView>, ApiError> {
     who.require_scope(Access::Read, Area::Admin)?;
     require_admin(&who.user)?;
-    Ok(Json(identity::directory_sources(&app).await?))
+    let window = paging.window(true)?;
+    let list = identity::directory_sources(&app).await?;
+    Ok(paging.answer(window.take_in_order(list)))
 }
 
 /// What a connection test found.
@@ -222,8 +228,10 @@ pub(crate) struct OAuth2Path {
 /// Permission: site administrator.
 #[utoipa::path(
     get, path = "/api/v1/admin/sources/oauth2", tag = "admin",
+    params(PageQuery),
     responses(
-        (status = 200, description = "The OAuth 2.0 sources", body = [OAuth2SourceView]),
+        (status = 200, description = "A page of OAuth 2.0 sources", body = Listed<OAuth2SourceView>),
+        (status = 400, description = "A bad paging value", body = ErrorBody),
         (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a site administrator", body = ErrorBody),
     ),
@@ -232,10 +240,13 @@ pub(crate) struct OAuth2Path {
 pub(crate) async fn oauth2_list(
     State(app): State<App>,
     who: Principal,
-) -> Result<Json<Vec<OAuth2SourceView>>, ApiError> {
+    paging: Paging,
+) -> Result<Paged<OAuth2SourceView>, ApiError> {
     who.require_scope(Access::Read, Area::Admin)?;
     require_admin(&who.user)?;
-    Ok(Json(identity::oauth2_sources(&app).await?))
+    let window = paging.window(true)?;
+    let list = identity::oauth2_sources(&app).await?;
+    Ok(paging.answer(window.take_in_order(list)))
 }
 
 /// One OAuth 2.0 source. Permission: site administrator.

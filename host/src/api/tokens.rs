@@ -1,14 +1,14 @@
 //! Personal access tokens at `/api/v1/users/{username}/tokens`, as in Gitea.
 
 use axum::Json;
-use axum::extract::{OriginalUri, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{Listed, PageQuery, Paged, UrlBase, paged};
-use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
+use super::pagination::{Listed, PageQuery, Paged, Paging};
+use super::{ApiError, ApiJson, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::state::App;
 use crate::tokens::{self, Access, Area, Token};
 use crate::users::User;
@@ -165,26 +165,16 @@ pub(crate) async fn list(
     version: ApiVersion,
     who: Principal,
     Path(path): Path<UserPath>,
-    OriginalUri(uri): OriginalUri,
-    ApiQuery(paging): ApiQuery<PageQuery>,
+    paging: Paging,
 ) -> Result<Paged<TokenView>, ApiError> {
     who.require_scope(Access::Read, Area::User)?;
     let owner = owner(&app, &who, &path.username).await?;
     let window = paging.window(false)?;
     let all = tokens::list(&app.db, owner.id).await?;
-    let count = all.len() as u64;
-    let (limit, offset) = window.limit_offset().expect("full is refused above");
-    let results = all
-        .into_iter()
-        .skip(offset as usize)
-        .take(limit as usize)
-        .map(|t| view(version, &owner.login, t, None))
-        .collect();
-    Ok(paged(
-        &UrlBase::new(&app.config().server.root_url, &uri),
-        window,
-        count,
-        results,
+    Ok(paging.answer(
+        window
+            .take(all, |t| t.id)
+            .map(|t| view(version, &owner.login, t, None)),
     ))
 }
 

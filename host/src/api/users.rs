@@ -5,13 +5,14 @@
 //! `created_at`/`updated_at`.
 
 use axum::Json;
-use axum::extract::{OriginalUri, Path, State};
+use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
-use super::pagination::{Listed, PageQuery, Paged, UrlBase, flag, paged};
+use super::pagination::{Listed, PageQuery, Paged, Paging, flag};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
+use crate::identity;
 use crate::state::App;
 use crate::tokens::{Access, Area};
 use crate::users::{self, LOCAL_SOURCE, User};
@@ -205,9 +206,8 @@ pub(crate) async fn admin_list(
     State(app): State<App>,
     version: ApiVersion,
     who: Principal,
-    OriginalUri(uri): OriginalUri,
     ApiQuery(filter): ApiQuery<UserFilter>,
-    ApiQuery(paging): ApiQuery<PageQuery>,
+    paging: Paging,
 ) -> Result<Paged<UserBody>, ApiError> {
     who.require_scope(Access::Read, Area::Admin)?;
     let caller = who.user;
@@ -217,17 +217,13 @@ pub(crate) async fn admin_list(
         is_admin: flag("is_admin", &filter.is_admin)?,
         q: filter.q,
     };
-    let (count, found) = users::search(&app.db, &filter, window.limit_offset()).await?;
-    let mut results = Vec::with_capacity(found.len());
-    for user in &found {
+    let (count, found) = users::search(&app.db, &filter, window.span()).await?;
+    let slice = window.fetched(count, found, |u| u.id);
+    let mut results = Vec::with_capacity(slice.items.len());
+    for user in &slice.items {
         results.push(view(&app, version, user, admin_links(version, &caller, user)).await?);
     }
-    Ok(paged(
-        &UrlBase::new(&app.config().server.root_url, &uri),
-        window,
-        count,
-        results,
-    ))
+    Ok(paging.answer(slice.with(results)))
 }
 
 #[derive(Deserialize)]
@@ -281,6 +277,35 @@ pub struct EditUser {
     /// Restricted: sees only the repositories a team or a collaboration
     /// gives (Gitea's `restricted`).
     pub restricted: Option<bool>,
+    /// Gitea's inverse of `active`.
+    pub prohibit_login: Option<bool>,
+    /// A new password for a local account.
+    pub password: Option<String>,
+    /// Gitea sends the account's source and name at it with every edit;
+    /// they must be the ones the account has (Postern does not move
+    /// accounts between sources).
+    pub source_id: Option<i64>,
+    pub login_name: Option<String>,
+    // The rest of Gitea's EditUserOption: accepted and not kept, as Postern
+    // has no such profile fields or per-user switches (docs/api.md).
+    #[allow(dead_code)]
+    pub must_change_password: Option<bool>,
+    #[allow(dead_code)]
+    pub description: Option<String>,
+    #[allow(dead_code)]
+    pub location: Option<String>,
+    #[allow(dead_code)]
+    pub website: Option<String>,
+    #[allow(dead_code)]
+    pub visibility: Option<String>,
+    #[allow(dead_code)]
+    pub allow_create_organization: Option<bool>,
+    #[allow(dead_code)]
+    pub allow_git_hook: Option<bool>,
+    #[allow(dead_code)]
+    pub allow_import_local: Option<bool>,
+    #[allow(dead_code)]
+    pub max_repo_creation: Option<i64>,
 }
 
 /// Changes a user. Permission: site administrator.
@@ -312,6 +337,27 @@ pub(crate) async fn admin_edit(
     let caller = who.user;
     require_admin(&caller)?;
     let user = find(&app, &path.username).await?;
+    let source = source_of(&app, &user).await?;
+    if edit.source_id.is_some_and(|id| id != source.id)
+        || edit
+            .login_name
+            .as_deref()
+            .is_some_and(|n| !n.is_empty() && n != source.login_name)
+    {
+        return Err(ApiError::Unprocessable(format!(
+            "source_id/login_name: {} signs in at source {} as {:?}; moving an account between sources is not supported",
+            user.login, source.id, source.login_name
+        )));
+    }
+    let active = match (edit.active, edit.prohibit_login) {
+        (Some(a), Some(p)) if a == p => {
+            return Err(ApiError::Unprocessable(
+                "active and prohibit_login disagree".into(),
+            ));
+        }
+        (Some(a), _) => Some(a),
+        (None, p) => p.map(|p| !p),
+    };
     if let Some(email) = &edit.email {
         let email = email.trim();
         if !users::looks_like_email(email) {
@@ -320,7 +366,7 @@ pub(crate) async fn admin_edit(
             )));
         }
     }
-    if user.id == caller.id && (edit.admin == Some(false) || edit.active == Some(false)) {
+    if user.id == caller.id && (edit.admin == Some(false) || active == Some(false)) {
         return Err(ApiError::Unprocessable(
             "an administrator cannot remove their own administrator rights or deactivate themselves".into(),
         ));
@@ -328,10 +374,18 @@ pub(crate) async fn admin_edit(
     let changes = users::Changes {
         full_name: edit.full_name,
         email: edit.email.map(|e| e.trim().to_string()),
-        is_active: edit.active,
+        is_active: active,
         is_admin: edit.admin,
         is_restricted: edit.restricted,
     };
+    if let Some(password) = &edit.password {
+        identity::set_local_password(&app, &user, password)
+            .await
+            .map_err(|e| match e {
+                identity::Error::Refused(m) => ApiError::Unprocessable(format!("password: {m}")),
+                other => ApiError::from(other),
+            })?;
+    }
     let user = users::update(&app.db, &user, &changes).await?;
     Ok(Json(
         view(&app, version, &user, admin_links(version, &caller, &user)).await?,

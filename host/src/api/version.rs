@@ -267,6 +267,7 @@ mod tests {
             allowed_versions: vec![1, 2],
             deprecated_versions: vec![],
             max_body_size: 1024,
+            v1_lists_as_arrays: false,
         }
     }
 

@@ -948,6 +948,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "1048576",
                 "Largest API request body in bytes; larger ones get 413.",
             ),
+            k(
+                "V1_LIST_SHAPE",
+                Kind::Enum(&["envelope", "array"]),
+                "envelope",
+                "Body of a v1 list asked for without paging parameters (or with page alone): envelope, or array as Gitea answers (with X-Total-Count and Link). v2 always answers envelopes.",
+            ),
         ],
     ),
     (
@@ -1021,6 +1027,7 @@ pub static RUNTIME_KEYS: &[(&str, &str)] = &[
     ("repository", "MAX_PUSH_FILES"),
     ("repository", "DEFAULT_DISABLE_PUSH"),
     ("repository", "DEFAULT_REQUIRE_SIGNED_COMMITS"),
+    ("api", "V1_LIST_SHAPE"),
 ];
 
 /// Whether `key` of `section` may be changed at run time: a key of

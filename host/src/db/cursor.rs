@@ -65,3 +65,14 @@ impl CursorWindow {
         }
     }
 }
+
+/// Which rows of a list ordered by id a page holds, as SQL sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    /// Every row.
+    All,
+    /// `LIMIT limit OFFSET offset`.
+    Range { limit: i64, offset: i64 },
+    /// Rows with an id above `id`, in id order, at most `rows` of them.
+    After { id: i64, rows: i64 },
+}

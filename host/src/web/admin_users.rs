@@ -15,6 +15,7 @@ use serde::Deserialize;
 use super::admin::{admin_only, admin_post};
 use super::settings::capital;
 use super::{CsrfForm, Viewer, WebError, Who, nothing_here, render, when};
+use crate::db::cursor::Span;
 use crate::identity;
 use crate::state::App;
 use crate::users::{self, User};
@@ -97,7 +98,10 @@ pub(crate) async fn list(
     let (total, found) = users::search(
         &app.db,
         &filter,
-        Some((PER_PAGE, (query.page() - 1) * PER_PAGE)),
+        Span::Range {
+            limit: PER_PAGE,
+            offset: (query.page() - 1) * PER_PAGE,
+        },
     )
     .await?;
     let (csrf, jar) = viewer.csrf(&app);

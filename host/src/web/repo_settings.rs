@@ -63,7 +63,7 @@ async fn page(
     let collaborators = repos::collaborators(&app.db, repo.id)
         .await?
         .into_iter()
-        .map(|(login, level)| (login, level.permission_name()))
+        .map(|(_, login, level)| (login, level.permission_name()))
         .collect();
     let rules = protection::list(&app.db, repo.id)
         .await
@@ -332,7 +332,9 @@ fn names(text: &str) -> Vec<String> {
 }
 
 impl RuleForm {
-    fn rule(&self) -> Result<Rule, String> {
+    /// The rule the form describes, over `base`: the fields the form does
+    /// not show (Gitea's, set over the API) keep their stored values.
+    fn rule(&self, base: Rule) -> Result<Rule, String> {
         let required_approvals = match self.required_approvals.trim() {
             "" => 0,
             n => n
@@ -355,6 +357,7 @@ impl RuleForm {
             force_push_allowlist_usernames: names(&self.force_push_allowlist_usernames),
             require_signed_commits: self.require_signed_commits.is_some(),
             protected_file_patterns: self.protected_file_patterns.trim().to_string(),
+            ..base
         })
     }
 }
@@ -370,17 +373,25 @@ pub(crate) async fn save_rule(
 ) -> Result<Response, WebError> {
     check_csrf(&viewer, &app, &form.csrf)?;
     let repo = administered(&app, &viewer, &owner, &name).await?;
-    let outcome = match form.rule() {
+    let existing = match &query.rule {
+        Some(r) => match protection::find(&app.db, repo.id, r)
+            .await
+            .map_err(WebError::internal)?
+        {
+            Some(existing) => Some(existing),
+            None => return Err(nothing_here(&viewer, &app)),
+        },
+        None => None,
+    };
+    let base = existing
+        .as_ref()
+        .map(|p| p.rule.clone())
+        .unwrap_or_default();
+    let outcome = match form.rule(base.clone()) {
         Err(why) => Err(why),
         Ok(rule) => {
-            let stored = match &query.rule {
-                Some(r) => match protection::find(&app.db, repo.id, r)
-                    .await
-                    .map_err(WebError::internal)?
-                {
-                    Some(existing) => protection::update(&app.db, &existing, &rule).await,
-                    None => return Err(nothing_here(&viewer, &app)),
-                },
+            let stored = match &existing {
+                Some(existing) => protection::update(&app.db, existing, &rule).await,
                 None => protection::create(&app.db, repo.id, &rule).await,
             };
             match stored {
@@ -395,9 +406,9 @@ pub(crate) async fn save_rule(
     match outcome {
         Ok(()) => Ok(Redirect::to(&settings_url(&repo)).into_response()),
         Err(why) => {
-            let typed = form.rule().unwrap_or_else(|_| Rule {
+            let typed = form.rule(base.clone()).unwrap_or_else(|_| Rule {
                 rule_name: form.rule_name.clone(),
-                ..Rule::default()
+                ..base
             });
             rule_page(
                 &app,

