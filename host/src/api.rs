@@ -10,6 +10,7 @@ mod applications;
 mod error;
 mod factors;
 mod hooks;
+mod issues;
 mod keys;
 pub mod links;
 mod openapi;
@@ -251,6 +252,44 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         ),
         ("/admin/hooks/{id}/test", post(hooks::system::test)),
         ("/admin/webhooks/dead", get(hooks::dead)),
+        (
+            "/repos/{owner}/{repo}/issues",
+            get(issues::list).post(issues::create),
+        ),
+        (
+            "/repos/{owner}/{repo}/issues/{index}",
+            get(issues::get).patch(issues::edit).delete(issues::delete),
+        ),
+        (
+            "/repos/{owner}/{repo}/issues/{index}/lock",
+            put(issues::lock).delete(issues::unlock),
+        ),
+        (
+            "/repos/{owner}/{repo}/issues/{index}/comments",
+            get(issues::comments).post(issues::add_comment),
+        ),
+        (
+            "/repos/{owner}/{repo}/issues/comments/{id}",
+            patch(issues::edit_comment).delete(issues::delete_comment),
+        ),
+        (
+            "/repos/{owner}/{repo}/issues/{index}/labels",
+            post(issues::add_labels),
+        ),
+        (
+            "/repos/{owner}/{repo}/issues/{index}/labels/{id}",
+            delete(issues::remove_label),
+        ),
+        (
+            "/repos/{owner}/{repo}/labels",
+            get(issues::labels).post(issues::create_label),
+        ),
+        (
+            "/repos/{owner}/{repo}/labels/{id}",
+            get(issues::get_label)
+                .patch(issues::edit_label)
+                .delete(issues::delete_label),
+        ),
     ];
     let mut versioned = Router::new();
     for (path, handler) in resources {

@@ -17,6 +17,7 @@ pub mod db;
 pub mod directory;
 pub mod git;
 pub mod identity;
+pub mod issues;
 pub mod keys;
 pub mod oauth_provider;
 pub mod orgs;

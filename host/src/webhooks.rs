@@ -57,6 +57,11 @@ pub const EVENT_TYPES: &[&str] = &[
     "team.member_added",
     "team.member_removed",
     "branch_protection.changed",
+    "issue.opened",
+    "issue.closed",
+    "issue.reopened",
+    "issue.commented",
+    "issue.labeled",
 ];
 
 /// The event a hook's test sends; not in [`EVENT_TYPES`]: it is sent to

@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "orgs",
             "access",
             "protection",
+            "issues",
             "webhooks",
             "second_factor",
             "identity",

@@ -300,6 +300,94 @@ async def main():
         expect([t.name for t in tokens] == ["renovate"], f"tokens: {tokens}")
         await call("userDeleteAccessToken", plain_users.user_delete_access_token, user_name, "renovate", status=204)
 
+        # Issues, comments and labels, in the repository the plain user
+        # collaborates on (write).
+        issues = g.IssueApi(admin)
+        plain_issues = g.IssueApi(plain)
+        bug = (
+            await call(
+                "issueCreateLabel",
+                issues.issue_create_label,
+                admin_name,
+                "tools",
+                body=g.CreateLabelOption(name="bug", color="#e11d21", description="Something is wrong"),
+                status=201,
+            )
+        ).data
+        expect(bug.name == "bug" and bug.color == "e11d21", f"label: {bug}")
+        await call("issueGetLabel", issues.issue_get_label, admin_name, "tools", bug.id, status=200)
+        await call(
+            "issueEditLabel",
+            issues.issue_edit_label,
+            admin_name,
+            "tools",
+            bug.id,
+            body=g.EditLabelOption(description="A defect"),
+            status=200,
+        )
+        labels = (await call("issueListLabels", issues.issue_list_labels, admin_name, "tools", page=1, limit=10, status=200)).data
+        expect([label.name for label in labels] == ["bug"], f"labels: {labels}")
+        opened = (
+            await call(
+                "issueCreateIssue",
+                plain_issues.issue_create_issue,
+                admin_name,
+                "tools",
+                body=g.CreateIssueOption(title="It breaks", body="**Steps**", assignees=[user_name], labels=[bug.id]),
+                status=201,
+            )
+        ).data
+        expect(
+            opened.number == 1 and opened.state == "open" and opened.user.login == user_name
+            and [a.login for a in opened.assignees] == [user_name] and [label.name for label in opened.labels] == ["bug"],
+            f"issue: {opened}",
+        )
+        listed_issues = (
+            await call("issueListIssues", issues.issue_list_issues, admin_name, "tools", state="open", page=1, limit=10, status=200)
+        ).data
+        expect([i.number for i in listed_issues] == [1], f"issues: {listed_issues}")
+        await call("issueGetIssue", issues.issue_get_issue, admin_name, "tools", 1, status=200)
+        comment = (
+            await call(
+                "issueCreateComment",
+                plain_issues.issue_create_comment,
+                admin_name,
+                "tools",
+                1,
+                body=g.CreateIssueCommentOption(body="Seen on main too."),
+                status=201,
+            )
+        ).data
+        await call(
+            "issueEditComment",
+            plain_issues.issue_edit_comment,
+            admin_name,
+            "tools",
+            comment.id,
+            body=g.EditIssueCommentOption(body="Seen on main and release."),
+            status=200,
+        )
+        comments = (await call("issueGetComments", issues.issue_get_comments, admin_name, "tools", 1, status=200)).data
+        expect([c.body for c in comments] == ["Seen on main and release."], f"comments: {comments}")
+        await call("issueRemoveLabel", issues.issue_remove_label, admin_name, "tools", 1, bug.id, status=204)
+        closed = (
+            await call(
+                "issueEditIssue",
+                plain_issues.issue_edit_issue,
+                admin_name,
+                "tools",
+                1,
+                body=g.EditIssueOption(state="closed"),
+                status=201,
+            )
+        ).data
+        expect(closed.state == "closed" and closed.closed_at is not None, f"closed: {closed}")
+        await call("issueLockIssue", issues.issue_lock_issue, admin_name, "tools", 1, status=204)
+        await call("issueUnlockIssue", issues.issue_unlock_issue, admin_name, "tools", 1, status=204)
+        await call("issueDeleteComment", plain_issues.issue_delete_comment, admin_name, "tools", comment.id, status=204)
+        await call("issueDelete", issues.issue_delete, admin_name, "tools", 1, status=204)
+        await call("issueDeleteLabel", issues.issue_delete_label, admin_name, "tools", bug.id, status=204)
+
         await call("repoDelete", repos.repo_delete, admin_name, "tools", status=204)
 
     print(f"gitea client conformance: {len(checked)} calls, {len(set(checked))} operations, all accepted and valid")

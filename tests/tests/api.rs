@@ -924,6 +924,96 @@ async fn cursor_lists_stay_stable_while_rows_are_added() {
     }
 }
 
+/// The opaque cursor on a second list, a hook's deliveries: pages stay
+/// stable while deliveries are added, `previous` walks back, there is no
+/// count, and `full` is refused.
+#[tokio::test]
+async fn delivery_cursor_pages_stay_stable_while_deliveries_are_added() {
+    for backend in backends() {
+        let server = start(&backend, "[webhook]\nALLOWED_HOST_LIST = loopback\n").await;
+        let admin = server.signed_in("root", PW).await;
+        let (s, _, hook) = json_of(
+            admin
+                .post(server.url("/api/v1/admin/hooks"))
+                .json(&json!({"type": "gitea", "events": ["user"],
+                              "config": {"url": "http://127.0.0.1:9/hook", "content_type": "json"}}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CREATED, "{backend}: {hook}");
+        let id = hook["id"].as_i64().unwrap();
+        let ping = || async {
+            let res = admin
+                .post(server.url(&format!("/api/v1/admin/hooks/{id}/test")))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::ACCEPTED, "{backend}");
+        };
+        for _ in 0..5 {
+            ping().await;
+        }
+        let list = |url: String| {
+            let admin = admin.clone();
+            async move { json_of(admin.get(url).send().await.unwrap()).await.2 }
+        };
+        let relative = |abs: &Value| {
+            abs.as_str()
+                .unwrap()
+                .replace("http://127.0.0.1", &server.base)
+        };
+        let ids_of = |page: &Value| ids(&page["results"]);
+        let first =
+            list(server.url(&format!("/api/v1/admin/hooks/{id}/deliveries?page_size=2"))).await;
+        assert!(first.get("count").is_none(), "{backend}: no count: {first}");
+        assert_eq!(first["previous"], Value::Null);
+        let mut seen = ids_of(&first);
+        for _ in 0..2 {
+            ping().await;
+        }
+        let mut next = first["next"].clone();
+        let mut last = first.clone();
+        while !next.is_null() {
+            let page = list(relative(&next)).await;
+            seen.extend(ids_of(&page));
+            next = page["next"].clone();
+            last = page;
+        }
+        assert_eq!(seen.len(), 5, "{backend}: the five that existed: {seen:?}");
+        assert!(
+            seen.windows(2).all(|w| w[0] > w[1]),
+            "{backend}: newest first: {seen:?}"
+        );
+        let back = list(relative(&last["previous"])).await;
+        assert_eq!(
+            ids_of(&back),
+            seen[2..4].to_vec(),
+            "{backend}: previous walks back"
+        );
+        let fresh = list(server.url(&format!(
+            "/api/v1/admin/hooks/{id}/deliveries?page_size=100"
+        )))
+        .await;
+        assert_eq!(
+            ids_of(&fresh).len(),
+            7,
+            "{backend}: a fresh walk sees the new ones"
+        );
+        let (s, _, b) = json_of(
+            admin
+                .get(server.url(&format!("/api/v1/admin/hooks/{id}/deliveries?full=true")))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{backend}");
+        assert_error(&b, "bad_request");
+    }
+}
+
 #[tokio::test]
 async fn links_follow_permissions() {
     for backend in backends() {
@@ -1081,11 +1171,10 @@ async fn v1_is_flat_and_v2_nests() {
         assert!(b["message"].as_str().unwrap().contains("v1, v2"), "{b}");
         // The host name's prefix: v2.<host> reaches the same server.
         let port = reqwest::Url::parse(&server.base).unwrap().port().unwrap();
+        let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
         let by_host = reqwest::Client::builder()
-            .resolve(
-                "v2.postern.test",
-                std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-            )
+            .resolve("v2.postern.test", local)
+            .resolve("v7.postern.test", local)
             .build()
             .unwrap();
         let res = by_host
@@ -1096,6 +1185,32 @@ async fn v1_is_flat_and_v2_nests() {
             .unwrap();
         let (_, _, b) = json_of(res).await;
         assert_eq!(b, v2, "the host name's prefix");
+        let (s, _, b) = json_of(
+            by_host
+                .get(format!("http://v7.postern.test:{port}/api/user"))
+                .basic_auth("root", Some(PW))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "an unlisted host prefix: {b}");
+        assert!(b["message"].as_str().unwrap().contains("v1, v2"), "{b}");
+        let (s, _, b) = json_of(
+            by_host
+                .get(format!("http://v2.postern.test:{port}/api/v1/user"))
+                .basic_auth("root", Some(PW))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            s,
+            StatusCode::BAD_REQUEST,
+            "the host prefix and the path disagree: {b}"
+        );
+        assert_error(&b, "bad_request");
         let (_, _, list) = json_of(get("/api/v2/admin/users", None).await.unwrap()).await;
         assert_eq!(
             list["results"][0]["source"]["name"], "local",

@@ -1,9 +1,7 @@
 //! The spec's role table, every role against every action, on a public and a
 //! private repository of an organization, over the API and the real `git`
 //! client, on every backend.
-//!
-//! Issues do not exist yet; the issue-level write of the table is the same
-//! `write` level as a push, and is exercised by the push column.
+//! Issues have a table of their own: every role against every issue action.
 
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
@@ -283,6 +281,164 @@ async fn every_role_against_every_action() {
         assert!(
             mismatches.is_empty(),
             "the role table does not hold:\n{}",
+            mismatches.join("\n")
+        );
+    }
+}
+
+/// Expected outcome per role (rows in ROLES order) for the issue actions
+/// [view, comment, create, close own, close other, label, manage labels,
+/// delete]; `-` where the role could not open an issue of its own.
+const ISSUES_PRIVATE: &[[&str; 8]] = &[
+    ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "403", "-", "403", "403", "403", "403"],
+    ["ok", "ok", "ok", "ok", "ok", "ok", "403", "403"],
+    ["ok", "ok", "403", "-", "403", "403", "403", "403"],
+    ["ok", "ok", "ok", "ok", "ok", "ok", "403", "403"],
+    ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
+    ["404", "404", "404", "-", "404", "404", "404", "404"],
+    // Anonymous writes are asked to sign in before any lookup (401), as
+    // everywhere in the API, so they tell nothing about the repository.
+    ["404", "401", "401", "-", "401", "401", "401", "401"],
+];
+
+const ISSUES_PUBLIC: &[[&str; 8]] = &[
+    ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "403", "-", "403", "403", "403", "403"],
+    ["ok", "ok", "403", "-", "403", "403", "403", "403"],
+    ["ok", "ok", "403", "-", "403", "403", "403", "403"],
+    ["ok", "ok", "ok", "ok", "ok", "ok", "403", "403"],
+    ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "403", "-", "403", "403", "403", "403"],
+    ["ok", "401", "401", "-", "401", "401", "401", "401"],
+];
+
+/// The issue number in a created issue's answer.
+async fn opened(server: &Server, repo: &str, user: Option<&str>) -> (StatusCode, Option<i64>) {
+    let mut req = reqwest::Client::new()
+        .post(server.url(&format!("/api/v1/repos/corp/{repo}/issues")))
+        .json(&json!({"title": format!("by {}", user.unwrap_or("anonymous"))}));
+    if let Some(u) = user {
+        req = req.basic_auth(u, Some(PW));
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status();
+    let body: Value = res.json().await.unwrap_or(Value::Null);
+    (status, body["number"].as_i64())
+}
+
+#[tokio::test]
+async fn every_role_against_every_issue_action() {
+    for backend in backends() {
+        let (server, _) = setup(&backend).await;
+        let s = &server;
+        let mut mismatches = Vec::new();
+        for (repo, table) in [("private", ISSUES_PRIVATE), ("public", ISSUES_PUBLIC)] {
+            let res = reqwest::Client::new()
+                .post(s.url(&format!("/api/v1/repos/corp/{repo}/labels")))
+                .basic_auth("orgowner", Some(PW))
+                .json(&json!({"name": "bug", "color": "#e11d21"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::CREATED, "{backend}");
+            let bug = res.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+            for ((role, user), expected) in ROLES.iter().zip(table.iter()) {
+                let base = format!("/api/v1/repos/corp/{repo}/issues");
+                // Someone else's issue, fresh for each role.
+                let (st, other) = opened(s, repo, Some("orgowner")).await;
+                assert_eq!(st, StatusCode::CREATED, "{backend}");
+                let other = other.unwrap();
+                let view = code(
+                    call(s, Method::GET, &format!("{base}/{other}"), *user, None).await,
+                    &[StatusCode::OK],
+                );
+                let comment = code(
+                    call(
+                        s,
+                        Method::POST,
+                        &format!("{base}/{other}/comments"),
+                        *user,
+                        Some(json!({"body": format!("from {role}")})),
+                    )
+                    .await,
+                    &[StatusCode::CREATED],
+                );
+                let (st, own) = opened(s, repo, *user).await;
+                let create = code(st, &[StatusCode::CREATED]);
+                let close_own = match own {
+                    Some(n) => code(
+                        call(
+                            s,
+                            Method::PATCH,
+                            &format!("{base}/{n}"),
+                            *user,
+                            Some(json!({"state": "closed"})),
+                        )
+                        .await,
+                        &[StatusCode::CREATED],
+                    ),
+                    None => "-",
+                };
+                let close_other = code(
+                    call(
+                        s,
+                        Method::PATCH,
+                        &format!("{base}/{other}"),
+                        *user,
+                        Some(json!({"state": "closed"})),
+                    )
+                    .await,
+                    &[StatusCode::CREATED],
+                );
+                let label = code(
+                    call(
+                        s,
+                        Method::POST,
+                        &format!("{base}/{other}/labels"),
+                        *user,
+                        Some(json!({"labels": [bug]})),
+                    )
+                    .await,
+                    &[StatusCode::OK],
+                );
+                let manage = code(
+                    call(
+                        s,
+                        Method::POST,
+                        &format!("/api/v1/repos/corp/{repo}/labels"),
+                        *user,
+                        Some(json!({"name": format!("l-{}", user.unwrap_or("anon")), "color": "00aabb"})),
+                    )
+                    .await,
+                    &[StatusCode::CREATED],
+                );
+                let delete = code(
+                    call(s, Method::DELETE, &format!("{base}/{other}"), *user, None).await,
+                    &[StatusCode::NO_CONTENT],
+                );
+                let got = [
+                    view,
+                    comment,
+                    create,
+                    close_own,
+                    close_other,
+                    label,
+                    manage,
+                    delete,
+                ];
+                if got != *expected {
+                    mismatches.push(format!(
+                        "{backend} {repo} {role}: expected {expected:?}, got {got:?}"
+                    ));
+                }
+            }
+        }
+        assert!(
+            mismatches.is_empty(),
+            "the issue rights do not hold:\n{}",
             mismatches.join("\n")
         );
     }

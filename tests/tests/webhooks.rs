@@ -427,6 +427,78 @@ async fn a_push_reaches_a_repository_hook() {
     }
 }
 
+/// Opening and closing an issue deliver `issue.opened` and `issue.closed`
+/// to a repository hook that asked for the `issue` family.
+#[tokio::test]
+async fn opening_and_closing_an_issue_reach_a_repository_hook() {
+    for backend in backends() {
+        let s = server(&backend, "").await;
+        s.create_user("owner", PW, false);
+        let (st, b) = post(
+            &s,
+            "/api/v1/user/repos",
+            "owner",
+            json!({"name": "app", "private": true}),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        let r = Receiver::start().await;
+        hook(
+            &s,
+            "/api/v1/repos/owner/app/hooks",
+            "owner",
+            &r.url,
+            &["issue"],
+        )
+        .await;
+        let (st, b) = post(
+            &s,
+            "/api/v1/repos/owner/app/issues",
+            "owner",
+            json!({"title": "It breaks", "body": "steps"}),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{backend}: {b}");
+        let (st, b) = call(
+            &s,
+            reqwest::Method::PATCH,
+            "/api/v1/repos/owner/app/issues/1",
+            "owner",
+            Some(json!({"state": "closed"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{backend}: {b}");
+        let got = r
+            .wait_for(&s, "issue events delivered", 30, |g| {
+                g.iter().filter(|g| g.status == 200).count() >= 2
+            })
+            .await;
+        let mut kinds: Vec<(String, Value)> = got
+            .iter()
+            .filter(|g| g.status == 200)
+            .map(|g| {
+                let b = body_of(g);
+                (
+                    b["event_type"].as_str().unwrap().to_string(),
+                    b["data"].clone(),
+                )
+            })
+            .collect();
+        kinds.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            kinds.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            ["issue.closed", "issue.opened"],
+            "{backend}"
+        );
+        for (_, data) in &kinds {
+            assert_eq!(data["issue"]["number"], 1, "{backend}: {data}");
+            assert_eq!(data["repository"]["full_name"], "owner/app", "{data}");
+            assert_eq!(data["sender"]["login"], "owner", "{data}");
+        }
+        assert_eq!(kinds[0].1["issue"]["state"], "closed");
+    }
+}
+
 #[tokio::test]
 async fn failures_are_retried_with_the_same_event_then_dead_then_redelivered() {
     for backend in backends() {

@@ -7,7 +7,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    __path_health, applications, factors, hooks, keys, orgs, plugins, protections, repos,
+    __path_health, applications, factors, hooks, issues, keys, orgs, plugins, protections, repos,
     server_info, sessions, sources, tokens, users,
 };
 
@@ -90,6 +90,24 @@ use super::{
         orgs::add_repo,
         orgs::create_repo,
         orgs::repos,
+        issues::list,
+        issues::create,
+        issues::get,
+        issues::edit,
+        issues::delete,
+        issues::lock,
+        issues::unlock,
+        issues::comments,
+        issues::add_comment,
+        issues::edit_comment,
+        issues::delete_comment,
+        issues::labels,
+        issues::create_label,
+        issues::get_label,
+        issues::edit_label,
+        issues::delete_label,
+        issues::add_labels,
+        issues::remove_label,
         hooks::repo::list,
         hooks::repo::create,
         hooks::repo::get,
@@ -130,6 +148,7 @@ use super::{
         (name = "admin", description = "Site administration"),
         (name = "repository", description = "Repositories and collaborators"),
         (name = "organization", description = "Organizations, teams and members"),
+        (name = "issue", description = "Issues, comments and labels"),
         (name = "meta", description = "The service itself"),
     )
 )]
