@@ -25,6 +25,7 @@ mod create;
 mod error;
 mod external;
 mod hooks;
+mod issues;
 mod oauth;
 mod orgs;
 mod panel;
@@ -299,6 +300,34 @@ pub(crate) fn routes() -> Router<App> {
         .route(
             "/{owner}/{repo}/settings/delete",
             post(repo_settings::delete),
+        )
+        .route("/{owner}/{repo}/issues", get(issues::list))
+        .route(
+            "/{owner}/{repo}/issues/new",
+            get(issues::new_form).post(issues::create),
+        )
+        .route("/{owner}/{repo}/issues/{index}", get(issues::show))
+        .route(
+            "/{owner}/{repo}/issues/{index}/delete",
+            post(issues::delete),
+        )
+        .route(
+            "/{owner}/{repo}/labels",
+            get(issues::labels).post(issues::create_label),
+        )
+        .route(
+            "/{owner}/{repo}/labels/{id}/delete",
+            post(issues::delete_label),
+        )
+        .route(
+            "/{owner}/{repo}/issues/{index}/comment",
+            post(issues::comment),
+        )
+        .route("/{owner}/{repo}/issues/{index}/state", post(issues::state))
+        .route("/{owner}/{repo}/issues/{index}/labels", post(issues::label))
+        .route(
+            "/{owner}/{repo}/issues/{index}/assignees",
+            post(issues::assign),
         )
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))

@@ -1359,7 +1359,7 @@ async fn organization_owners_register_applications_for_the_organization() {
             None,
         )
         .await;
-        assert_eq!(mine, json!([]));
+        assert_eq!(mine["results"], json!([]));
         let (s, _) = api(
             &server,
             reqwest::Method::POST,

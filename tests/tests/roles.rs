@@ -444,6 +444,153 @@ async fn every_role_against_every_issue_action() {
     }
 }
 
+/// A page's or a form's answer as the role tables write it: a sign-in
+/// redirect is "401", any other redirect (a form's success) or 200 is "ok".
+fn web_code(res: &reqwest::Response) -> &'static str {
+    let to_login = res
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .is_some_and(|l| l.starts_with("/user/login"));
+    match res.status() {
+        StatusCode::OK => "ok",
+        StatusCode::SEE_OTHER if to_login => "401",
+        StatusCode::SEE_OTHER => "ok",
+        StatusCode::FORBIDDEN => "403",
+        StatusCode::NOT_FOUND => "404",
+        _ => "unexpected",
+    }
+}
+
+/// The `_csrf` of a page, if it has a form.
+fn csrf_in(html: &str) -> Option<String> {
+    let marker = "name=\"_csrf\" value=\"";
+    let start = html.find(marker)? + marker.len();
+    Some(html[start..].split('"').next()?.to_string())
+}
+
+/// The same issue table over the pages: the pages answer "Not found" where
+/// the API answers 403, so that a page never confirms what it refuses.
+#[tokio::test]
+async fn every_role_against_every_issue_page() {
+    for backend in backends() {
+        let (server, _) = setup(&backend).await;
+        let s = &server;
+        let mut mismatches = Vec::new();
+        for (repo, table) in [("private", ISSUES_PRIVATE), ("public", ISSUES_PUBLIC)] {
+            let res = reqwest::Client::new()
+                .post(s.url(&format!("/api/v1/repos/corp/{repo}/labels")))
+                .basic_auth("orgowner", Some(PW))
+                .json(&json!({"name": "bug", "color": "#e11d21"}))
+                .send()
+                .await
+                .unwrap();
+            let bug = res.json::<Value>().await.unwrap()["id"]
+                .as_i64()
+                .unwrap()
+                .to_string();
+            for ((role, user), expected) in ROLES.iter().zip(table.iter()) {
+                let expected = expected.map(|c| if c == "403" { "404" } else { c });
+                let http = match user {
+                    Some(u) => s.signed_in(u, PW).await,
+                    None => postern_tests::client(),
+                };
+                let login_page = postern_tests::get_text(&http, &s.url("/user/login")).await;
+                let page = postern_tests::get_text(&http, &s.url("/")).await;
+                let csrf = csrf_in(&page)
+                    .or_else(|| csrf_in(&login_page))
+                    .unwrap_or_else(|| panic!("{role}: no CSRF token on offer"));
+                let post = |path: String, fields: Vec<(&'static str, String)>| {
+                    let http = http.clone();
+                    let csrf = csrf.clone();
+                    async move {
+                        let mut form = fields;
+                        form.push(("_csrf", csrf));
+                        http.post(s.url(&path)).form(&form).send().await.unwrap()
+                    }
+                };
+                let base = format!("/corp/{repo}/issues");
+                let (st, other) = opened(s, repo, Some("orgowner")).await;
+                assert_eq!(st, StatusCode::CREATED, "{backend}");
+                let other = other.unwrap();
+                let view = web_code(
+                    &http
+                        .get(s.url(&format!("{base}/{other}")))
+                        .send()
+                        .await
+                        .unwrap(),
+                );
+                let comment = web_code(
+                    &post(
+                        format!("{base}/{other}/comment"),
+                        vec![("body", format!("from {role}"))],
+                    )
+                    .await,
+                );
+                let res = post(format!("{base}/new"), vec![("title", format!("by {role}"))]).await;
+                let create = web_code(&res);
+                let own = res
+                    .headers()
+                    .get("location")
+                    .and_then(|l| l.to_str().ok())
+                    .and_then(|l| l.strip_prefix(&format!("{base}/")))
+                    .and_then(|n| n.parse::<i64>().ok());
+                let close_own = match own {
+                    Some(n) => web_code(
+                        &post(format!("{base}/{n}/state"), vec![("state", "close".into())]).await,
+                    ),
+                    None => "-",
+                };
+                let close_other = web_code(
+                    &post(
+                        format!("{base}/{other}/state"),
+                        vec![("state", "close".into())],
+                    )
+                    .await,
+                );
+                let label = web_code(
+                    &post(
+                        format!("{base}/{other}/labels"),
+                        vec![("label", bug.clone())],
+                    )
+                    .await,
+                );
+                let manage = web_code(
+                    &post(
+                        format!("/corp/{repo}/labels"),
+                        vec![
+                            ("name", format!("w-{}", user.unwrap_or("anon"))),
+                            ("color", "#00aabb".into()),
+                        ],
+                    )
+                    .await,
+                );
+                let delete = web_code(&post(format!("{base}/{other}/delete"), vec![]).await);
+                let got = [
+                    view,
+                    comment,
+                    create,
+                    close_own,
+                    close_other,
+                    label,
+                    manage,
+                    delete,
+                ];
+                if got != expected {
+                    mismatches.push(format!(
+                        "{backend} {repo} {role}: expected {expected:?}, got {got:?}"
+                    ));
+                }
+            }
+        }
+        assert!(
+            mismatches.is_empty(),
+            "the issue pages do not hold the rights:\n{}",
+            mismatches.join("\n")
+        );
+    }
+}
+
 #[tokio::test]
 async fn organization_creation_follows_the_service_switches() {
     for backend in backends() {
