@@ -464,8 +464,14 @@ pub async fn update(
 
 /// Deletes an issue with its comments and links.
 pub async fn delete(db: &Db, issue: &Issue) -> Result<()> {
-    sqlx::query("DELETE FROM issues WHERE id = $1")
-        .bind(issue.id)
+    delete_row(db, "issues", issue.id).await
+}
+
+/// Deletes row `id` of `table` (one of this module's tables; the rows that
+/// refer to it go by the schema's ON DELETE CASCADE).
+async fn delete_row(db: &Db, table: &'static str, id: i64) -> Result<()> {
+    sqlx::query(&format!("DELETE FROM {table} WHERE id = $1"))
+        .bind(id)
         .execute(db.pool())
         .await?;
     Ok(())
@@ -576,11 +582,7 @@ pub async fn edit_comment(db: &Db, repo_id: i64, comment: &Comment, body: &str) 
 }
 
 pub async fn delete_comment(db: &Db, comment: &Comment) -> Result<()> {
-    sqlx::query("DELETE FROM issue_comments WHERE id = $1")
-        .bind(comment.id)
-        .execute(db.pool())
-        .await?;
-    Ok(())
+    delete_row(db, "issue_comments", comment.id).await
 }
 
 // Labels.
@@ -725,11 +727,7 @@ pub async fn edit_label(
 }
 
 pub async fn delete_label(db: &Db, label: &Label) -> Result<()> {
-    sqlx::query("DELETE FROM issue_labels WHERE id = $1")
-        .bind(label.id)
-        .execute(db.pool())
-        .await?;
-    Ok(())
+    delete_row(db, "issue_labels", label.id).await
 }
 
 /// Adds labels to an issue (those it has stay) and emits `issue.labeled`

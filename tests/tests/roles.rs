@@ -329,6 +329,19 @@ async fn opened(server: &Server, repo: &str, user: Option<&str>) -> (StatusCode,
     (status, body["number"].as_i64())
 }
 
+/// The `bug` label of `corp/{repo}`, made by the organization's owner.
+async fn bug_label(server: &Server, repo: &str) -> i64 {
+    let res = reqwest::Client::new()
+        .post(server.url(&format!("/api/v1/repos/corp/{repo}/labels")))
+        .basic_auth("orgowner", Some(PW))
+        .json(&json!({"name": "bug", "color": "#e11d21"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED, "{}", server.backend);
+    res.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
+}
+
 #[tokio::test]
 async fn every_role_against_every_issue_action() {
     for backend in backends() {
@@ -336,15 +349,7 @@ async fn every_role_against_every_issue_action() {
         let s = &server;
         let mut mismatches = Vec::new();
         for (repo, table) in [("private", ISSUES_PRIVATE), ("public", ISSUES_PUBLIC)] {
-            let res = reqwest::Client::new()
-                .post(s.url(&format!("/api/v1/repos/corp/{repo}/labels")))
-                .basic_auth("orgowner", Some(PW))
-                .json(&json!({"name": "bug", "color": "#e11d21"}))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status(), StatusCode::CREATED, "{backend}");
-            let bug = res.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+            let bug = bug_label(s, repo).await;
             for ((role, user), expected) in ROLES.iter().zip(table.iter()) {
                 let base = format!("/api/v1/repos/corp/{repo}/issues");
                 // Someone else's issue, fresh for each role.
@@ -478,17 +483,7 @@ async fn every_role_against_every_issue_page() {
         let s = &server;
         let mut mismatches = Vec::new();
         for (repo, table) in [("private", ISSUES_PRIVATE), ("public", ISSUES_PUBLIC)] {
-            let res = reqwest::Client::new()
-                .post(s.url(&format!("/api/v1/repos/corp/{repo}/labels")))
-                .basic_auth("orgowner", Some(PW))
-                .json(&json!({"name": "bug", "color": "#e11d21"}))
-                .send()
-                .await
-                .unwrap();
-            let bug = res.json::<Value>().await.unwrap()["id"]
-                .as_i64()
-                .unwrap()
-                .to_string();
+            let bug = bug_label(s, repo).await.to_string();
             for ((role, user), expected) in ROLES.iter().zip(table.iter()) {
                 let expected = expected.map(|c| if c == "403" { "404" } else { c });
                 let http = match user {
