@@ -351,7 +351,12 @@ impl FromRequestParts<App> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
-        let caller = authn::authenticate(app, &parts.headers).await?;
+        let caller = authn::authenticate(
+            app,
+            &parts.headers,
+            crate::ratelimit::ClientAddr::from_parts(parts),
+        )
+        .await?;
         let Some(user) = caller.user.clone() else {
             return Err(ApiError::Unauthorized);
         };
@@ -385,7 +390,12 @@ impl FromRequestParts<App> for MaybePrincipal {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         Ok(MaybePrincipal(
-            authn::authenticate(app, &parts.headers).await?,
+            authn::authenticate(
+                app,
+                &parts.headers,
+                crate::ratelimit::ClientAddr::from_parts(parts),
+            )
+            .await?,
         ))
     }
 }

@@ -8,10 +8,12 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
 use crate::access::Caller;
+use crate::ratelimit::ClientAddr;
 use crate::state::App;
 use crate::{identity, oauth_provider, sessions, tokens, users};
 
-/// Why credentials were refused. Every variant is a 401.
+/// Why credentials were refused. Every variant but `TooManyAttempts` and
+/// `Internal` is a 401.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The token is unknown, deleted or expired; the text says which.
@@ -28,6 +30,10 @@ pub enum Error {
     /// The Authorization header cannot be read.
     #[error("the Authorization header is malformed")]
     Malformed,
+    /// A sign-in rate limit is reached (429, not 401): retry after this
+    /// many seconds.
+    #[error("too many failed sign-in attempts; try again in {0} seconds")]
+    TooManyAttempts(u64),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -104,7 +110,12 @@ fn looks_like_token(password: &str) -> bool {
     tokens::is_personal_shape(password) || oauth
 }
 
-async fn by_password(app: &App, login: &str, password: &str) -> Result<Caller, Error> {
+async fn by_password(
+    app: &App,
+    login: &str,
+    password: &str,
+    from: ClientAddr,
+) -> Result<Caller, Error> {
     // A token in the password field (as git credential helpers send it)
     // counts when it belongs to the named user.
     if looks_like_token(password) {
@@ -127,9 +138,10 @@ async fn by_password(app: &App, login: &str, password: &str) -> Result<Caller, E
     }
     // No browser here: a second step cannot be asked for, so a user who
     // owes one uses a token instead.
-    let user = match identity::sign_in(app, login, password, None, None).await {
+    let user = match identity::sign_in(app, login, password, None, None, from.0).await {
         Ok(identity::Outcome::SignedIn(user)) => user,
         Ok(identity::Outcome::SecondStep { .. }) => return Err(Error::SecondFactorRequired),
+        Err(identity::Error::TooManyAttempts(secs)) => return Err(Error::TooManyAttempts(secs)),
         Err(identity::Error::Store(e)) => return Err(internal(e)),
         Err(identity::Error::SourceUnavailable { reason, .. }) => {
             return Err(Error::Internal(reason));
@@ -143,9 +155,13 @@ async fn by_password(app: &App, login: &str, password: &str) -> Result<Caller, E
     })
 }
 
-/// Authenticates a request. No credentials at all is an anonymous caller,
-/// not an error; wrong credentials are an error.
-pub async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Caller, Error> {
+/// Authenticates a request from `from`. No credentials at all is an
+/// anonymous caller, not an error; wrong credentials are an error.
+pub async fn authenticate(
+    app: &App,
+    headers: &HeaderMap,
+    from: ClientAddr,
+) -> Result<Caller, Error> {
     if let Some(value) = headers.get(header::AUTHORIZATION) {
         let value = value.to_str().map_err(|_| Error::Malformed)?.trim();
         let (scheme, rest) = value.split_once(' ').ok_or(Error::Malformed)?;
@@ -156,7 +172,7 @@ pub async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Caller, Erro
                 let decoded = STANDARD.decode(rest).map_err(|_| Error::Malformed)?;
                 let decoded = String::from_utf8(decoded).map_err(|_| Error::Malformed)?;
                 let (login, password) = decoded.split_once(':').ok_or(Error::Malformed)?;
-                by_password(app, login, password).await
+                by_password(app, login, password, from).await
             }
             _ => Err(Error::Malformed),
         };

@@ -183,6 +183,12 @@ pub struct Security {
     pub enable_remember_me_2fa: bool,
     pub remember_me_2fa_days: i64,
     pub min_password_length: u32,
+    /// Sign-in rate limits (`ratelimit`); 0 is no limit.
+    pub login_rate_limit: u32,
+    pub login_rate_limit_per_address: u32,
+    /// Seconds.
+    pub login_rate_limit_window: u64,
+    pub reverse_proxy_trusted_proxies: Vec<AddressRule>,
 }
 
 #[derive(Debug, Clone)]
@@ -666,6 +672,17 @@ impl Config {
                 enable_remember_me_2fa: flag("security", "ENABLE_REMEMBER_ME_2FA"),
                 remember_me_2fa_days: int("security", "REMEMBER_ME_2FA_DAYS"),
                 min_password_length: int("security", "MIN_PASSWORD_LENGTH") as u32,
+                login_rate_limit: int("security", "LOGIN_RATE_LIMIT") as u32,
+                login_rate_limit_per_address: int("security", "LOGIN_RATE_LIMIT_PER_ADDRESS")
+                    as u32,
+                login_rate_limit_window: int("security", "LOGIN_RATE_LIMIT_WINDOW") as u64,
+                reverse_proxy_trusted_proxies: schema::parse_list(&get(
+                    "security",
+                    "REVERSE_PROXY_TRUSTED_PROXIES",
+                ))
+                .iter()
+                .filter_map(|w| AddressRule::parse(w))
+                .collect(),
             },
             log: Log {
                 level: get("log", "LEVEL"),

@@ -42,6 +42,9 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrati
 pub struct Db {
     pool: AnyPool,
     backend: DbType,
+    /// PostgreSQL's URL, for the connection that listens for other hosts'
+    /// changes (`cluster::listen`), which is not one of the pool's.
+    postgres_url: Option<std::sync::Arc<str>>,
 }
 
 /// Seconds since the Unix epoch, UTC.
@@ -81,6 +84,7 @@ impl Db {
         let db = Db {
             pool,
             backend: cfg.db_type.clone(),
+            postgres_url: (cfg.db_type == DbType::Postgres).then(|| url.as_str().into()),
         };
         if db.backend == DbType::Sqlite {
             // WAL lets readers and the one writer proceed together.
@@ -112,6 +116,11 @@ impl Db {
 
     pub fn backend(&self) -> &DbType {
         &self.backend
+    }
+
+    /// The PostgreSQL server's URL; `None` on SQLite.
+    pub fn postgres_url(&self) -> Option<&str> {
+        self.postgres_url.as_deref()
     }
 
     pub async fn kv_get(&self, plugin: &str, key: &str) -> Result<Option<Vec<u8>>> {

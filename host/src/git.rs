@@ -29,6 +29,7 @@ pub mod ssh;
 
 use crate::access::{self, Denied, Level};
 use crate::authn;
+use crate::ratelimit::ClientAddr;
 use crate::state::App;
 
 pub(crate) fn routes() -> Router<App> {
@@ -103,6 +104,7 @@ async fn info_refs(
     Path((owner, repo)): Path<(String, String)>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
+    from: ClientAddr,
 ) -> Response {
     let service = match query
         .as_deref()
@@ -126,6 +128,7 @@ async fn info_refs(
         service,
         true,
         headers,
+        from,
         Body::empty(),
         query,
     )
@@ -136,6 +139,7 @@ async fn upload_pack(
     State(app): State<App>,
     Path((owner, repo)): Path<(String, String)>,
     headers: HeaderMap,
+    from: ClientAddr,
     body: Body,
 ) -> Response {
     serve(
@@ -145,6 +149,7 @@ async fn upload_pack(
         Service::UploadPack,
         false,
         headers,
+        from,
         body,
         None,
     )
@@ -155,6 +160,7 @@ async fn receive_pack(
     State(app): State<App>,
     Path((owner, repo)): Path<(String, String)>,
     headers: HeaderMap,
+    from: ClientAddr,
     body: Body,
 ) -> Response {
     serve(
@@ -164,6 +170,7 @@ async fn receive_pack(
         Service::ReceivePack,
         false,
         headers,
+        from,
         body,
         None,
     )
@@ -178,12 +185,22 @@ async fn serve(
     service: Service,
     discovery: bool,
     headers: HeaderMap,
+    from: ClientAddr,
     body: Body,
     query: Option<String>,
 ) -> Response {
     let name = repo.strip_suffix(".git").unwrap_or(&repo).to_string();
-    let auth = match authn::authenticate(&app, &headers).await {
+    let auth = match authn::authenticate(&app, &headers, from).await {
         Ok(a) => a,
+        Err(authn::Error::TooManyAttempts(secs)) => {
+            let mut res = text(
+                StatusCode::TOO_MANY_REQUESTS,
+                &authn::Error::TooManyAttempts(secs).to_string(),
+            );
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            return res;
+        }
         Err(authn::Error::Internal(e)) => {
             tracing::error!("git authentication failed: {e}");
             return text(StatusCode::INTERNAL_SERVER_ERROR, "internal error");

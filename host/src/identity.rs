@@ -11,6 +11,7 @@
 //! closed: a source that traps or is unavailable fails the sign-in, it never
 //! lets anybody in.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
@@ -28,8 +29,8 @@ pub use sources::{
     CertificateView, DirectorySourceView, KeysUpdate, METADATA_KEY, OAuth2SourceView, SourceError,
     add_directory_source, add_oauth2_source, directory_sources, is_oauth2_id, oauth2_name,
     oauth2_source, oauth2_source_keys, oauth2_sources, password_sources, probe_oauth2_source,
-    redirect_sources, remove_directory_source, remove_oauth2_source, test_oauth2_source,
-    test_source, update_directory_source, update_oauth2_source,
+    reconcile_stored_sources, redirect_sources, remove_directory_source, remove_oauth2_source,
+    test_oauth2_source, test_source, update_directory_source, update_oauth2_source,
 };
 
 pub use crate::plugins::contract::{
@@ -83,8 +84,20 @@ pub enum Error {
         "No account is linked to this identity, and accounts are not created automatically here; ask a site administrator."
     )]
     NotRegistered,
+    /// A sign-in rate limit is reached: retry after this many seconds.
+    #[error("Too many failed sign-in attempts; try again in {0} seconds.")]
+    TooManyAttempts(u64),
     #[error("internal error")]
     Store(#[source] users::Error),
+}
+
+impl From<crate::ratelimit::Error> for Error {
+    fn from(e: crate::ratelimit::Error) -> Self {
+        match e {
+            crate::ratelimit::Error::Limited(secs) => Error::TooManyAttempts(secs),
+            crate::ratelimit::Error::Db(e) => Error::Store(users::Error::Db(e.into())),
+        }
+    }
 }
 
 impl From<users::Error> for Error {
@@ -113,6 +126,7 @@ impl Error {
             Error::SignInExpired | Error::Unverified | Error::InvalidSignature => {
                 StatusCode::BAD_REQUEST
             }
+            Error::TooManyAttempts(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -181,8 +195,9 @@ pub async fn sign_in(
     password: &str,
     only: Option<&str>,
     device: RememberedDevice<'_>,
+    from: Option<IpAddr>,
 ) -> Result<Outcome> {
-    let user = check_password(app, login, password, only).await?;
+    let user = check_password(app, login, password, only, from).await?;
     let due = policy::due(app, &user, Proof::Password { device })
         .await
         .map_err(second_factor_failed)?;
@@ -214,7 +229,7 @@ pub async fn change_password(app: &App, user: &User, current: &str, new: &str) -
             "Your password is kept by your sign-in source; change it there.".into(),
         ));
     }
-    match check_password(app, &user.login, current, Some(LOCAL_SOURCE)).await {
+    match check_password(app, &user.login, current, Some(LOCAL_SOURCE), None).await {
         Ok(found) if found.id == user.id => {}
         Ok(_) | Err(Error::InvalidCredentials) => {
             return Err(Error::Refused("The current password is wrong.".into()));
@@ -250,8 +265,28 @@ pub async fn set_local_password(app: &App, user: &User, new: &str) -> Result<()>
     Ok(())
 }
 
-/// The first step of [`sign_in`]: the user whose password this is.
+/// The first step of [`sign_in`]: the user whose password this is, under
+/// the sign-in rate limits of the login and of the client's address `from`:
+/// past a limit the password is not even checked, and a wrong one counts.
 async fn check_password(
+    app: &App,
+    login: &str,
+    password: &str,
+    only: Option<&str>,
+    from: Option<IpAddr>,
+) -> Result<User> {
+    let mut buckets = vec![crate::ratelimit::Bucket::Account(login.to_string())];
+    buckets.extend(from.map(crate::ratelimit::Bucket::Address));
+    let limits = app.config().security.clone();
+    crate::ratelimit::check(&app.db, &limits, &buckets).await?;
+    let checked = check_password_once(app, login, password, only).await;
+    if let Err(Error::InvalidCredentials) = checked {
+        crate::ratelimit::record_failure(&app.db, &limits, &buckets).await?;
+    }
+    checked
+}
+
+async fn check_password_once(
     app: &App,
     login: &str,
     password: &str,

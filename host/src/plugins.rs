@@ -38,7 +38,7 @@ use serde::Serialize;
 pub use capabilities::Capability;
 pub(crate) use capabilities::Route;
 pub use engine::WASMTIME_VERSION;
-pub use registry::{Plugin, PluginInfo, Plugins};
+pub use registry::{Plugin, PluginInfo, Plugins, settings_print};
 
 /// Why a plugin could not be loaded or called.
 #[derive(Debug, thiserror::Error)]

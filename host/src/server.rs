@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::config::Config;
+use crate::ratelimit::ClientAddr;
 use crate::state::App;
 
 /// Everything Postern serves over HTTP.
@@ -26,10 +27,31 @@ pub fn router(app: App) -> Router {
         .merge(crate::git::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(app)
+        .with_state(app.clone())
         .merge(swagger)
         .layer(CatchPanicLayer::custom(crate::api::panic_response))
         .layer(axum::middleware::from_fn(crate::api::request_id))
+        .layer(axum::middleware::from_fn_with_state(app, client_addr))
+}
+
+/// Puts the client's address on the request (the peer, or whom a trusted
+/// proxy names) for the sign-in rate limits.
+async fn client_addr(
+    axum::extract::State(app): axum::extract::State<App>,
+    mut req: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip());
+    let addr = ClientAddr::of(
+        peer,
+        req.headers(),
+        &app.config().security.reverse_proxy_trusted_proxies,
+    );
+    req.extensions_mut().insert(addr);
+    next.run(req).await
 }
 
 fn is_api(req: &Request) -> bool {
@@ -132,31 +154,24 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         });
     }
 
+    let host = crate::cluster::host_name();
     // [server] CRON_SYNC_LDAP: the directory sources with ENABLE_SYNC, on
     // the schedule. The first run is one period after start, as in Gitea.
-    let sync_app = app.clone();
-    let every = app.config().server.cron_sync_ldap;
-    let syncer = tokio::spawn(async move {
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        loop {
-            tick.tick().await;
-            for (source, s) in
-                crate::identity::sync::sync_all(&sync_app, false, &|_, _, _| {}).await
-            {
-                tracing::info!(
-                    %source,
-                    "scheduled sync: created {}, updated {}, deactivated {}, unchanged {}, errors {}{}",
-                    s.created,
-                    s.updated,
-                    s.deactivated,
-                    s.unchanged,
-                    s.errors,
-                    if s.complete { "" } else { " (incomplete, nobody deactivated)" }
-                );
-            }
-        }
-    });
+    // Of several hosts, one runs each period's sync.
+    let syncer = tokio::spawn(periodic(
+        app.clone(),
+        host.clone(),
+        "sync_ldap",
+        app.config().server.cron_sync_ldap,
+        scheduled_sync,
+    ));
+    let cleaner = tokio::spawn(periodic(
+        app.clone(),
+        host.clone(),
+        "clean_up",
+        CLEAN_UP_EVERY,
+        clean_up,
+    ));
     let plugins = app.plugins.clone();
     let flusher = tokio::spawn(async move {
         let mut tick = tokio::time::interval(STATS_FLUSH);
@@ -165,30 +180,109 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             plugins.flush_stats().await;
         }
     });
-    // Run-time settings another process (the CLI, another server) changed.
-    let watched = app.clone();
-    let settings = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(crate::settings::REFRESH_EVERY);
-        loop {
-            tick.tick().await;
-            if let Err(e) = crate::settings::refresh(&watched).await {
-                tracing::warn!("reading the run-time settings failed: {e}");
-            }
-        }
-    });
+    // What another process (the CLI, another host) changed: heard at once
+    // on PostgreSQL, looked for every few seconds in any case.
+    let watcher = tokio::spawn(watch_changes(app.clone()));
     // The webhook queue: this process's share of the due deliveries.
     let queue = tokio::spawn(crate::webhooks::worker::run(app.clone()));
     let plugins = app.plugins.clone();
-    axum::serve(listener, router(app))
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    axum::serve(
+        listener,
+        router(app).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown())
+    .await?;
     // Attempts cut short here are claimed again once their lease runs out.
     queue.abort();
-    settings.abort();
+    watcher.abort();
     flusher.abort();
     syncer.abort();
+    cleaner.abort();
     plugins.flush_stats().await;
     Ok(())
+}
+
+/// How often expired sessions and old failed sign-ins are deleted.
+const CLEAN_UP_EVERY: Duration = Duration::from_secs(600);
+
+/// Runs `job` every `every`, the first time one period after start, on
+/// whichever host claims the period (`cluster::run_periodic`).
+async fn periodic<F, Fut>(app: App, host: String, name: &'static str, every: Duration, job: F)
+where
+    F: Fn(App) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+        match crate::cluster::run_periodic(&app.db, &host, name, every, job(app.clone())).await {
+            Ok(true) => {}
+            Ok(false) => tracing::debug!(job = name, "another host has this period's run"),
+            Err(e) => tracing::warn!(job = name, "claiming the periodic job failed: {e}"),
+        }
+    }
+}
+
+async fn scheduled_sync(app: App) {
+    for (source, s) in crate::identity::sync::sync_all(&app, false, &|_, _, _| {}).await {
+        tracing::info!(
+            %source,
+            "scheduled sync: created {}, updated {}, deactivated {}, unchanged {}, errors {}{}",
+            s.created,
+            s.updated,
+            s.deactivated,
+            s.unchanged,
+            s.errors,
+            if s.complete { "" } else { " (incomplete, nobody deactivated)" }
+        );
+    }
+}
+
+async fn clean_up(app: App) {
+    match crate::sessions::purge_expired(&app.db).await {
+        Ok(n) if n > 0 => tracing::info!("clean-up: {n} expired sessions deleted"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("clean-up of expired sessions: {e}"),
+    }
+    if let Err(e) = crate::ratelimit::forget_old(&app.db, &app.config().security).await {
+        tracing::warn!("clean-up of old failed sign-ins: {e}");
+    }
+}
+
+/// Puts in force what other processes changed: run-time settings and the
+/// identity sources stored in the database.
+async fn watch_changes(app: App) {
+    use crate::cluster::Change;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let hear = async {
+        match app.db.postgres_url() {
+            Some(url) => crate::cluster::listen(url.to_string(), tx).await,
+            None => std::future::pending().await,
+        }
+    };
+    let apply = async {
+        let mut tick = tokio::time::interval(crate::settings::REFRESH_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            // A notice names what changed; the periodic check looks at all.
+            let only = tokio::select! {
+                _ = tick.tick() => None,
+                Some(change) = rx.recv() => Some(change),
+            };
+            if only.is_none_or(|c| c == Change::Settings)
+                && let Err(e) = crate::settings::refresh(&app).await
+            {
+                tracing::warn!("reading the run-time settings failed: {e}");
+            }
+            if only.is_none_or(|c| c == Change::Sources)
+                && let Err(e) = crate::identity::reconcile_stored_sources(&app).await
+            {
+                tracing::warn!("reading the stored identity sources failed: {e}");
+            }
+        }
+    };
+    tokio::join!(hear, apply);
 }
 
 async fn shutdown() {

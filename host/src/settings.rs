@@ -206,6 +206,7 @@ pub async fn set(
     tx.commit().await?;
     app.plugins.apply_switches(&next);
     app.replace_config(next);
+    crate::cluster::announce(&app.db, crate::cluster::Change::Settings).await;
     tracing::info!(key = %name, actor, "run-time setting changed");
     Ok(Some(Change {
         key: name,

@@ -9,7 +9,7 @@ use axum::Form;
 use axum::Router;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum_extra::extract::CookieJar;
@@ -652,6 +652,7 @@ async fn login(
     State(app): State<App>,
     viewer: Viewer,
     headers: HeaderMap,
+    from: crate::ratelimit::ClientAddr,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, WebError> {
     check_csrf(&viewer, &app, &form.csrf)?;
@@ -667,6 +668,7 @@ async fn login(
         &form.password,
         only,
         device.as_deref(),
+        from.0,
     )
     .await
     {
@@ -688,7 +690,12 @@ async fn login(
                 source: form.source,
                 providers: identity::redirect_sources(&app),
             };
-            Ok((jar, render(e.status(), page)?).into_response())
+            let mut res = (jar, render(e.status(), page)?).into_response();
+            if let identity::Error::TooManyAttempts(secs) = e {
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            Ok(res)
         }
     }
 }

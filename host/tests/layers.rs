@@ -45,6 +45,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "oauth_provider",
             "authn",
             "settings",
+            "ratelimit",
+            "cluster",
         ],
     ),
     ("transports", &["api", "web", "git"]),

@@ -251,6 +251,11 @@ impl Server {
         format!("{}{}", self.base, path)
     }
 
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Runs `postern --config <this server's ini> <args>`.
     pub fn cli(&self, args: &[&str]) -> Output {
         run_cli(&self.ini, &self.env, args)

@@ -55,6 +55,9 @@ pub enum ApiError {
     /// 422: well-formed JSON whose content is invalid.
     #[error("{0}")]
     Unprocessable(String),
+    /// 429, with `Retry-After` (seconds): a sign-in rate limit is reached.
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after: u64 },
     /// 500: the cause is logged with the request id, never echoed.
     #[error("internal server error")]
     Internal(String),
@@ -86,6 +89,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -102,6 +106,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Unprocessable(_) => "unprocessable_entity",
+            ApiError::TooManyRequests { .. } => "too_many_requests",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -129,6 +134,11 @@ impl IntoResponse for ApiError {
             }
             ApiError::Internal(cause) => {
                 response.extensions_mut().insert(InternalCause(cause));
+            }
+            ApiError::TooManyRequests { retry_after, .. } => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
             }
             _ => {}
         }
@@ -260,6 +270,12 @@ impl From<crate::second_factor::Error> for ApiError {
 impl From<crate::identity::Error> for ApiError {
     fn from(e: crate::identity::Error) -> Self {
         use axum::http::StatusCode;
+        if let crate::identity::Error::TooManyAttempts(retry_after) = e {
+            return ApiError::TooManyRequests {
+                message: e.to_string(),
+                retry_after,
+            };
+        }
         match e.status() {
             StatusCode::UNAUTHORIZED => ApiError::Credentials(e.to_string()),
             StatusCode::FORBIDDEN => ApiError::Forbidden(e.to_string()),
@@ -313,12 +329,17 @@ impl From<crate::oauth_provider::Error> for ApiError {
     }
 }
 
-/// `authn::Error`: `Internal` → 500; every other variant → 401 with
-/// `WWW-Authenticate` and the error's text.
+/// `authn::Error`: `Internal` → 500; `TooManyAttempts` → 429 with
+/// `Retry-After`; every other variant → 401 with `WWW-Authenticate` and
+/// the error's text.
 impl From<crate::authn::Error> for ApiError {
     fn from(e: crate::authn::Error) -> Self {
         match e {
             crate::authn::Error::Internal(cause) => ApiError::Internal(cause),
+            crate::authn::Error::TooManyAttempts(retry_after) => ApiError::TooManyRequests {
+                message: e.to_string(),
+                retry_after,
+            },
             other => ApiError::Credentials(other.to_string()),
         }
     }

@@ -433,6 +433,39 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "8",
                 "Shortest password the local source accepts.",
             ),
+            k(
+                "LOGIN_RATE_LIMIT",
+                Kind::Int {
+                    min: 0,
+                    max: 100_000,
+                },
+                "10",
+                "Wrong passwords one account may try within LOGIN_RATE_LIMIT_WINDOW; the next attempt is answered 429 with Retry-After. 0 turns the limit off.",
+            ),
+            k(
+                "LOGIN_RATE_LIMIT_PER_ADDRESS",
+                Kind::Int {
+                    min: 0,
+                    max: 1_000_000,
+                },
+                "100",
+                "Wrong passwords one client address may try, for any accounts, within LOGIN_RATE_LIMIT_WINDOW. 0 turns the limit off.",
+            ),
+            k(
+                "LOGIN_RATE_LIMIT_WINDOW",
+                Kind::Int {
+                    min: 1,
+                    max: 86_400,
+                },
+                "60",
+                "The sliding window of the sign-in rate limits, in seconds.",
+            ),
+            k(
+                "REVERSE_PROXY_TRUSTED_PROXIES",
+                Kind::AddressList,
+                "127.0.0.0/8,::1/128",
+                "Proxies whose X-Forwarded-For names the client address the per-address rate limit counts; requests from other peers count their own address.",
+            ),
         ],
     ),
     (
@@ -1018,6 +1051,10 @@ pub static RUNTIME_KEYS: &[(&str, &str)] = &[
     ("security", "ENABLE_REMEMBER_ME_2FA"),
     ("security", "REMEMBER_ME_2FA_DAYS"),
     ("security", "MIN_PASSWORD_LENGTH"),
+    ("security", "LOGIN_RATE_LIMIT"),
+    ("security", "LOGIN_RATE_LIMIT_PER_ADDRESS"),
+    ("security", "LOGIN_RATE_LIMIT_WINDOW"),
+    ("security", "REVERSE_PROXY_TRUSTED_PROXIES"),
     ("oauth2", "ACCESS_TOKEN_EXPIRATION"),
     ("oauth2", "REFRESH_TOKEN_EXPIRATION"),
     ("oauth2", "INVALIDATE_REFRESH_TOKENS"),

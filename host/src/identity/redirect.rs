@@ -222,7 +222,7 @@ pub async fn link_with_password(
         .ok_or(Error::SignInExpired)?;
     // The local account's own source checks the password, as at its own
     // sign-in; no second step is asked here, it is asked once, below.
-    let checked = super::check_password(app, &existing.login, password, None).await?;
+    let checked = super::check_password(app, &existing.login, password, None, None).await?;
     if checked.id != existing.id {
         return Err(Error::InvalidCredentials);
     }

@@ -166,6 +166,14 @@ pub async fn add_directory_source(
         .iter()
         .filter_map(|p| p.host_settings.directory_number)
         .chain(app.config().directory_sources.iter().map(|d| d.number))
+        // Another host may have stored one this host has not loaded yet.
+        .chain(
+            crate::directory::stored(&app.db, &app.key)
+                .await
+                .map_err(SourceError::Unavailable)?
+                .into_iter()
+                .map(|(n, _)| n),
+        )
         .max()
         .unwrap_or(0)
         + 1;
@@ -177,6 +185,7 @@ pub async fn add_directory_source(
         .add_directory_source(number, &section)
         .await
         .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+    crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %plugin.id, "directory source added");
     Ok(plugin.id.to_string())
 }
@@ -245,6 +254,7 @@ pub async fn update_directory_source(
         .add_directory_source(number, &section)
         .await
         .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+    crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %id, "directory source changed");
     Ok(())
 }
@@ -272,6 +282,86 @@ pub async fn remove_directory_source(app: &App, id: &str) -> std::result::Result
         .await
         .map_err(SourceError::Unavailable)?;
     app.plugins.remove_directory_source(id);
+    crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %id, "directory source removed");
     Ok(())
+}
+
+/// Serves the sources stored in the database as they are stored now:
+/// another host, or the command line, may have added, changed or removed
+/// one since this host loaded them (`cluster`). Sources of the ini file
+/// are not touched. Answers how many changed here.
+pub async fn reconcile_stored_sources(app: &App) -> std::result::Result<usize, SourceError> {
+    use crate::config::source_settings::{directory_id, redirect_id};
+    use crate::plugins::settings_print;
+    let cfg = app.config();
+    let mut changed = 0;
+    let mut wanted = std::collections::BTreeSet::new();
+    if cfg.source.enable_ldap {
+        let ini: Vec<u32> = cfg.directory_sources.iter().map(|d| d.number).collect();
+        let stored = crate::directory::stored(&app.db, &app.key)
+            .await
+            .map_err(SourceError::Unavailable)?;
+        for (number, section) in stored.into_iter().filter(|(n, _)| !ini.contains(n)) {
+            let id = directory_id(number);
+            wanted.insert(id.clone());
+            if app.plugins.print(&id) == Some(settings_print(&section)) {
+                continue;
+            }
+            app.plugins.remove_directory_source(&id);
+            match app.plugins.add_directory_source(number, &section).await {
+                Ok(_) => {
+                    tracing::info!(source = %id, "directory source loaded as stored by another host")
+                }
+                Err(e) => {
+                    tracing::error!(source = %id, "directory source stored by another host: {e}")
+                }
+            }
+            changed += 1;
+        }
+    }
+    if cfg.source.enable_oauth2 {
+        let ini: Vec<String> = cfg
+            .oauth2_sources
+            .iter()
+            .map(|o| o.name.to_ascii_lowercase())
+            .collect();
+        let stored = crate::plugins::oauth2_sources::stored(&app.db, &app.key)
+            .await
+            .map_err(SourceError::Unavailable)?;
+        for (name, section) in stored
+            .into_iter()
+            .filter(|(n, _)| !ini.contains(&n.to_ascii_lowercase()))
+        {
+            let id = redirect_id(&name);
+            wanted.insert(id.clone());
+            if app.plugins.print(&id) == Some(settings_print(&section)) {
+                continue;
+            }
+            match app.plugins.put_redirect_source(&name, &section).await {
+                Ok(_) => {
+                    tracing::info!(source = %id, "OAuth2 source loaded as stored by another host")
+                }
+                Err(e) => {
+                    tracing::error!(source = %id, "OAuth2 source stored by another host: {e}")
+                }
+            }
+            changed += 1;
+        }
+    }
+    // Those another host removed.
+    for p in app.plugins.extra_identity_sources() {
+        let settings = &p.host_settings;
+        if settings.defined_in != DefinedIn::Database || wanted.contains(&*p.id) {
+            continue;
+        }
+        if settings.is_directory() {
+            app.plugins.remove_directory_source(&p.id);
+        } else {
+            app.plugins.remove_redirect_source(&p.id);
+        }
+        tracing::info!(source = %p.id, "source removed by another host");
+        changed += 1;
+    }
+    Ok(changed)
 }

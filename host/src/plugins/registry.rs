@@ -140,6 +140,18 @@ pub struct Plugins {
     /// Written only when an administrator adds, changes or removes a
     /// directory or OAuth 2.0 source.
     plugins: std::sync::RwLock<Vec<Arc<Plugin>>>,
+    /// The settings each source stored in the database was loaded with, as
+    /// a digest: what another host changed shows as a difference.
+    prints: std::sync::Mutex<std::collections::HashMap<String, [u8; 32]>>,
+}
+
+/// The digest of a source's settings (the bind password or client secret
+/// included). An empty value counts as none, as the stores keep it.
+pub fn settings_print(section: &std::collections::BTreeMap<String, String>) -> [u8; 32] {
+    use sha2::Digest;
+    let set: std::collections::BTreeMap<_, _> =
+        section.iter().filter(|(_, v)| !v.is_empty()).collect();
+    sha2::Sha256::digest(serde_json::to_vec(&set).expect("a map of strings serialises")).into()
 }
 
 impl Plugins {
@@ -152,6 +164,7 @@ impl Plugins {
         key: Arc<crate::secrets::InstanceKey>,
     ) -> Result<Plugins> {
         let mut specs = specs(cfg);
+        let mut prints = std::collections::HashMap::new();
         // Directory sources an administrator added in the panel.
         if cfg.source.enable_ldap {
             let taken: Vec<u32> = cfg.directory_sources.iter().map(|d| d.number).collect();
@@ -164,7 +177,9 @@ impl Plugins {
                             );
                             continue;
                         }
-                        specs.push(directory_spec(number, &settings, DefinedIn::Database));
+                        let spec = directory_spec(number, &settings, DefinedIn::Database);
+                        prints.insert(spec.id.clone(), settings_print(&settings));
+                        specs.push(spec);
                     }
                 }
                 Err(e) => tracing::error!("cannot read the stored directory sources: {e}"),
@@ -188,7 +203,9 @@ impl Plugins {
                             );
                             continue;
                         }
-                        specs.push(redirect_spec(&name, &settings, DefinedIn::Database));
+                        let spec = redirect_spec(&name, &settings, DefinedIn::Database);
+                        prints.insert(spec.id.clone(), settings_print(&settings));
+                        specs.push(spec);
                     }
                 }
                 Err(e) => tracing::error!("cannot read the stored OAuth2 sources: {e}"),
@@ -243,7 +260,25 @@ impl Plugins {
             cache_dir: cfg.server.app_data_path.join("plugin-cache"),
             root_url: cfg.server.root_url.clone(),
             plugins: std::sync::RwLock::new(plugins),
+            prints: std::sync::Mutex::new(prints),
         })
+    }
+
+    /// The digest of the settings a stored source was loaded with.
+    pub fn print(&self, id: &str) -> Option<[u8; 32]> {
+        self.prints
+            .lock()
+            .expect("source digest lock poisoned")
+            .get(id)
+            .copied()
+    }
+
+    fn set_print(&self, id: &str, print: Option<[u8; 32]>) {
+        let mut prints = self.prints.lock().expect("source digest lock poisoned");
+        match print {
+            Some(p) => prints.insert(id.to_string(), p),
+            None => prints.remove(id),
+        };
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Plugin>>> {
@@ -289,6 +324,7 @@ impl Plugins {
             .write()
             .expect("plugin list lock poisoned")
             .push(plugin.clone());
+        self.set_print(&plugin.id, Some(settings_print(section)));
         Ok(plugin)
     }
 
@@ -298,6 +334,7 @@ impl Plugins {
             .write()
             .expect("plugin list lock poisoned")
             .retain(|p| &*p.id != id);
+        self.set_print(id, None);
         self.lender
             .directories
             .write()
@@ -360,11 +397,14 @@ impl Plugins {
         let plugin = self
             .load_redirect_source(name, section, DefinedIn::Database)
             .await?;
-        let mut list = self.plugins.write().expect("plugin list lock poisoned");
-        match list.iter_mut().find(|p| p.id == plugin.id) {
-            Some(slot) => *slot = plugin.clone(),
-            None => list.push(plugin.clone()),
+        {
+            let mut list = self.plugins.write().expect("plugin list lock poisoned");
+            match list.iter_mut().find(|p| p.id == plugin.id) {
+                Some(slot) => *slot = plugin.clone(),
+                None => list.push(plugin.clone()),
+            }
         }
+        self.set_print(&plugin.id, Some(settings_print(section)));
         Ok(plugin)
     }
 
@@ -374,6 +414,7 @@ impl Plugins {
             .write()
             .expect("plugin list lock poisoned")
             .retain(|p| &*p.id != id);
+        self.set_print(id, None);
         self.lender
             .saml
             .write()

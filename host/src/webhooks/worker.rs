@@ -27,22 +27,9 @@ const IDLE: Duration = Duration::from_millis(200);
 /// of it are kept.
 const MAX_RESPONSE: usize = 1024 * 1024;
 
-/// This process's name on the leases it takes: host, process id and a
-/// random part, so two processes never share one.
-pub fn owner_name() -> String {
-    let host = std::fs::read_to_string("/etc/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "host".into());
-    format!(
-        "{host}:{}:{}",
-        std::process::id(),
-        hex::encode(rand::random::<[u8; 4]>())
-    )
-}
-
 /// Runs the queue until the process ends.
 pub async fn run(app: App) {
-    let owner = owner_name();
+    let owner = crate::cluster::host_name();
     tracing::info!(owner, "webhook queue started");
     loop {
         match drain_once(&app, &owner).await {

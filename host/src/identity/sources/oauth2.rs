@@ -517,6 +517,7 @@ pub async fn add_oauth2_source(
         .register_source(&plugin.id, &plugin.id)
         .await
         .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+    crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %plugin.id, "OAuth2 source added");
     Ok(plugin.id.to_string())
 }
@@ -569,6 +570,7 @@ pub async fn update_oauth2_source(
         .put_redirect_source(&name, &section)
         .await
         .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+    crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %plugin.id, "OAuth2 source changed");
     Ok(plugin.id.to_string())
 }
@@ -619,6 +621,7 @@ pub async fn remove_oauth2_source(app: &App, id_or_name: &str) -> Result<String,
         return Err(SourceError::NotFound(id));
     }
     app.plugins.remove_redirect_source(&id);
+    crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %id, "OAuth2 source removed");
     Ok(id)
 }

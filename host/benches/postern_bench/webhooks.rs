@@ -1,92 +1,24 @@
-//! Webhook figures, printed (not a test), each against a baseline run in the
-//! same process, on SQLite and, when `POSTERN_TEST_PG` is set, PostgreSQL:
-//!
-//! 1. Signed, durable deliveries per second: events already in the queue,
-//!    drained by the queue's own loop through the `webhook-http` transport
-//!    plugin to a local receiver that verifies every signature, each
-//!    attempt recorded; against the same number of signed POSTs sent
-//!    straight to the receiver by a plain HTTP client at the same
-//!    concurrency.
-//! 2. The cost of the outbox: a user-creation transaction that also writes
-//!    its `user.created` event (and the delivery for one system hook),
-//!    against the same transaction without it.
-//!
-//! Run: `cargo bench -p postern --bench webhooks`
+//! Webhook figures: signed, durable deliveries per second (events already
+//! in the queue, drained by the queue's own loop through the
+//! `webhook-http` plugin to a local receiver that verifies every
+//! signature) against the same number of signed POSTs sent straight to the
+//! receiver at the same concurrency; and a user-creation transaction that
+//! also writes its outbox event against the same transaction without it.
 
 use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use postern::config::Config;
 use postern::state::App;
 use postern::webhooks::{self, Event, HookChanges, Scope, queue, worker};
-use sqlx::Connection;
+
+use crate::common::Instance;
+use crate::report::Figure;
 
 const DELIVERIES: usize = 3000;
 const TRANSACTIONS: usize = 1500;
 const SECRET: &str = "a-benchmark-secret-of-forty-characters-0";
-
-fn main() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        run_on("SQLite", None).await?;
-        if let Ok(url) = std::env::var("POSTERN_TEST_PG")
-            && !url.is_empty()
-        {
-            run_on("PostgreSQL", Some(url)).await?;
-        }
-        anyhow::Ok(())
-    })
-}
-
-async fn run_on(name: &str, pg: Option<String>) -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!(
-        "postern-bench-webhooks-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir)?;
-    let mut env = vec![
-        (
-            "POSTERN__SERVER__APP_DATA_PATH".to_string(),
-            dir.join("data").display().to_string(),
-        ),
-        (
-            "POSTERN__WEBHOOK__ALLOWED_HOST_LIST".to_string(),
-            "loopback".to_string(),
-        ),
-    ];
-    let mut database = None;
-    if let Some(url) = &pg {
-        let db = format!("postern_bench_{:08x}", rand::random::<u32>());
-        let mut conn = sqlx::PgConnection::connect(url).await?;
-        sqlx::query(&format!("CREATE DATABASE {db}"))
-            .execute(&mut conn)
-            .await?;
-        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
-        let (user, host) = rest.split_once('@').unwrap_or(("postgres", rest));
-        let host = host.split('/').next().unwrap_or("127.0.0.1:5432");
-        for (k, v) in [
-            ("DB_TYPE", "postgres"),
-            ("HOST", host),
-            ("NAME", db.as_str()),
-            ("USER", user),
-        ] {
-            env.push((format!("POSTERN__DATABASE__{k}"), v.to_string()));
-        }
-        database = Some((url.clone(), db));
-    }
-    let config = Config::load_with_env(None, env)?;
-    let result = bench(name, config).await;
-    if let Some((url, db)) = database {
-        let mut conn = sqlx::PgConnection::connect(&url).await?;
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-            .execute(&mut conn)
-            .await?;
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    result
-}
 
 /// A receiver that verifies each delivery's signature and answers 200.
 async fn receiver(verified: Arc<AtomicU64>) -> anyhow::Result<String> {
@@ -122,8 +54,10 @@ fn user_event(i: usize) -> Event {
     }
 }
 
-async fn bench(name: &str, config: Config) -> anyhow::Result<()> {
-    let app = App::open(config).await?;
+pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
+    let instance = Instance::new("webhooks", pg).await?;
+    let app =
+        App::open(instance.config(&[("POSTERN__WEBHOOK__ALLOWED_HOST_LIST", "loopback")])?).await?;
     let verified = Arc::new(AtomicU64::new(0));
     let url = receiver(verified.clone()).await?;
     let transports = vec!["webhook-http".to_string()];
@@ -152,7 +86,7 @@ async fn bench(name: &str, config: Config) -> anyhow::Result<()> {
         }
         tx.commit().await?;
     }
-    let owner = worker::owner_name();
+    let owner = postern::cluster::host_name();
     let start = Instant::now();
     loop {
         worker::drain_once(&app, &owner).await?;
@@ -207,11 +141,15 @@ async fn bench(name: &str, config: Config) -> anyhow::Result<()> {
         t.await?;
     }
     let raw_rate = DELIVERIES as f64 / start.elapsed().as_secs_f64();
-    println!(
-        "{name}: signed durable deliveries {queue_rate:.0}/s vs plain signed POSTs {raw_rate:.0}/s in the same run → {:.3} ({} workers)",
-        queue_rate / raw_rate,
-        app.config().webhook.workers
-    );
+    let workers = app.config().webhook.workers;
+    let mut out = vec![Figure::against(
+        "webhooks",
+        format!("signed durable deliveries through the queue, {workers} workers"),
+        queue_rate,
+        "/s",
+        "signed POSTs sent straight",
+        raw_rate,
+    )];
 
     // 2. The outbox's cost in the user-creation transaction, alternating
     // rounds of each kind so that both see the same database.
@@ -247,12 +185,13 @@ async fn bench(name: &str, config: Config) -> anyhow::Result<()> {
         }
     }
     let per = |d: Duration| d.as_secs_f64() * 1e6 / TRANSACTIONS as f64;
-    println!(
-        "{name}: user creation with its outbox event {:.0} µs vs without {:.0} µs → {:.2}× (the event costs {:.0} µs)",
+    out.push(Figure::against(
+        "webhooks",
+        "user creation with its outbox event",
         per(with),
+        "µs",
+        "the same transaction without it",
         per(without),
-        per(with) / per(without),
-        per(with) - per(without)
-    );
-    Ok(())
+    ));
+    Ok(out)
 }

@@ -1,18 +1,9 @@
-//! Directory figures, each against a baseline run against the same slapd in
-//! the same run (printed, not asserted):
-//!
-//! 1. A full sync of 10 000 directory users (`postern admin auth ldap
-//!    sync-all`: the first run creates them all, the second finds them
-//!    unchanged) against an `ldapsearch` dump of the same entries with the
-//!    same attributes, paged the same way.
-//! 2. Sign-in latency of a directory user through Postern (the sign-in form
-//!    POST: user search, bind check, session) against a bare `ldapwhoami`
-//!    bind of the same user.
-//!
-//! Run: `cargo build --workspace && cargo bench -p postern-tests --bench ldap
-//! --profile dev` measures the build the test suite runs (dependencies
-//! optimised); with a release build of `postern`, `cargo bench -p
-//! postern-tests --bench ldap` measures that.
+//! Directory figures against the same slapd in the same run: a full sync
+//! of 10 000 users (`postern admin auth ldap sync-all`: the first run
+//! creates them all, the second finds them unchanged) against an
+//! `ldapsearch` dump of the same entries with the same attributes, paged
+//! the same way; and a directory user's sign-in (the form POST: search,
+//! bind, session) against a bare `ldapwhoami` bind.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -20,28 +11,18 @@ use std::time::{Duration, Instant};
 use postern_tests::ldap::{PEOPLE, READER_DN, READER_PASSWORD, Slapd, person};
 use postern_tests::{Backend, Options, Server, client, csrf_of, get_text};
 
+use crate::report::{Figure, Goal};
+
 const USERS: usize = 10_000;
 const SIGN_INS: usize = 50;
-
-fn main() {
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(run());
-}
-
-fn secs(d: Duration) -> String {
-    format!("{:.3} s", d.as_secs_f64())
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
 }
 
-async fn run() {
+pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
+    let backend = pg.map_or(Backend::Sqlite, |u| Backend::Postgres(u.to_string()));
     let seed: String = (0..USERS)
         .map(|i| {
             person(
@@ -53,16 +34,14 @@ async fn run() {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let t = Instant::now();
     let slapd = Slapd::start(&seed);
-    println!("slapd seeded with {USERS} users in {}", secs(t.elapsed()));
 
     let ini = slapd.source_ini(
         1,
         "AUTO_REGISTER = true\nALLOW_USER_CREATE = true\nENABLE_SYNC = true",
     );
     let server = Server::start(
-        &Backend::Sqlite,
+        &backend,
         Options {
             ini,
             ..Options::default()
@@ -112,18 +91,39 @@ async fn run() {
         (t.elapsed(), text.trim().to_string())
     };
     let (baseline, entries) = dump();
-    println!("ldapsearch dump of {entries} entries: {}", secs(baseline));
+    anyhow::ensure!(entries >= USERS, "the dump has {entries} entries");
     let (first, text) = sync();
-    println!("first sync (creates every user): {} [{text}]", secs(first));
+    anyhow::ensure!(
+        text.contains(&format!("created {USERS}")),
+        "first sync: {text}"
+    );
     let (baseline2, _) = dump();
     let (second, text) = sync();
-    println!("second sync (nothing changed): {} [{text}]", secs(second));
-    let baseline = baseline.min(baseline2);
-    println!(
-        "ratio to the ldapsearch dump: first sync {:.1}, second sync {:.1}",
-        first.as_secs_f64() / baseline.as_secs_f64(),
-        second.as_secs_f64() / baseline.as_secs_f64()
+    anyhow::ensure!(
+        text.contains(&format!("unchanged {USERS}")),
+        "second sync: {text}"
     );
+    let baseline = baseline.min(baseline2).as_secs_f64();
+    let mut out = vec![
+        Figure::against(
+            "directory",
+            format!("first sync of {USERS} users"),
+            first.as_secs_f64(),
+            "s",
+            "ldapsearch dump of the same entries",
+            baseline,
+        )
+        .goal(Goal::RatioAtMost(10.0)),
+        Figure::against(
+            "directory",
+            "sync with nothing changed",
+            second.as_secs_f64(),
+            "s",
+            "ldapsearch dump of the same entries",
+            baseline,
+        )
+        .goal(Goal::RatioAtMost(3.0)),
+    ];
 
     // 2. Sign-in latency against a bare bind.
     let mut through = Vec::new();
@@ -142,7 +142,7 @@ async fn run() {
             ])
             .send()
             .await
-            .expect("POST");
+            .map_err(|e| anyhow::anyhow!("POST: {e}"))?;
         through.push(t.elapsed());
         assert_eq!(res.status().as_u16(), 303, "sign-in of {login}");
     }
@@ -160,11 +160,13 @@ async fn run() {
         bare.push(t.elapsed());
         assert!(out.status.success(), "ldapwhoami failed");
     }
-    let (through, bare) = (median(through), median(bare));
-    println!(
-        "sign-in through Postern (median of {SIGN_INS}): {}; ldapwhoami bind: {}; ratio {:.1}",
-        ms(through),
-        ms(bare),
-        through.as_secs_f64() / bare.as_secs_f64()
-    );
+    out.push(Figure::against(
+        "directory",
+        "directory sign-in (median)",
+        median(through).as_secs_f64() * 1e3,
+        "ms",
+        "ldapwhoami bind",
+        median(bare).as_secs_f64() * 1e3,
+    ));
+    Ok(out)
 }

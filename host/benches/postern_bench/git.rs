@@ -1,0 +1,172 @@
+//! Clone and fetch of a 1 500-commit repository through Postern over HTTP,
+//! against `git clone --no-local` / `git fetch` of the same repository by
+//! file path: the same pack negotiation without HTTP, authentication or
+//! Postern.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use postern::{identity, repos};
+
+use crate::common::Instance;
+use crate::report::{Figure, Goal};
+
+const COMMITS: usize = 1500;
+/// The fetch figure starts from a clone this many commits behind.
+const BEHIND: usize = 500;
+const FILE_BYTES: usize = 16 * 1024;
+const ROUNDS: usize = 3;
+
+/// Fills a bare repository with `COMMITS` commits, each adding a file of
+/// incompressible bytes, through `git fast-import`; `old` is `BEHIND`
+/// commits before `main`.
+pub fn fill(repo: &Path, commits: usize) -> anyhow::Result<()> {
+    let mut child = Command::new("git")
+        .args(["fast-import", "--quiet"])
+        .env("GIT_DIR", repo)
+        .stdin(Stdio::piped())
+        .spawn()?;
+    let mut input = std::io::BufWriter::new(child.stdin.take().expect("piped"));
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    for i in 0..commits {
+        let data: Vec<u8> = (0..FILE_BYTES)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed & 0xff) as u8
+            })
+            .collect();
+        writeln!(input, "commit refs/heads/main")?;
+        writeln!(input, "mark :{}", i + 1)?;
+        writeln!(
+            input,
+            "committer Bench <bench@example.com> {} +0000",
+            1_700_000_000 + i
+        )?;
+        let message = format!("commit {i}");
+        writeln!(input, "data {}\n{message}", message.len())?;
+        writeln!(input, "M 644 inline files/{i:05}.bin")?;
+        writeln!(input, "data {}", data.len())?;
+        input.write_all(&data)?;
+        writeln!(input)?;
+    }
+    if commits > BEHIND {
+        writeln!(input, "reset refs/heads/old")?;
+        writeln!(input, "from :{}", commits - BEHIND)?;
+    }
+    drop(input);
+    anyhow::ensure!(child.wait()?.success(), "git fast-import failed");
+    Ok(())
+}
+
+fn git(args: &[&str], dir: Option<&Path>) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    let mut cmd = Command::new("git");
+    cmd.args(args).env("GIT_TERMINAL_PROMPT", "0");
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let status = cmd.status()?;
+    anyhow::ensure!(status.success(), "git {args:?} failed");
+    Ok(start.elapsed())
+}
+
+fn clone(url: &str, into: &Path, extra: &[&str]) -> anyhow::Result<Duration> {
+    let _ = std::fs::remove_dir_all(into);
+    let into = into.display().to_string();
+    let mut args = vec!["clone", "--bare", "--quiet"];
+    args.extend_from_slice(extra);
+    args.push(url);
+    args.push(&into);
+    git(&args, None)
+}
+
+/// A bare clone of `old` only (by path), then the timed fetch of `main`
+/// from `url`.
+fn fetch(path: &str, url: &str, into: &Path) -> anyhow::Result<Duration> {
+    let _ = std::fs::remove_dir_all(into);
+    let target = into.display().to_string();
+    git(
+        &[
+            "clone",
+            "--bare",
+            "--quiet",
+            "--no-local",
+            "--single-branch",
+            "--branch",
+            "old",
+            path,
+            &target,
+        ],
+        None,
+    )?;
+    git(&["fetch", "--quiet", url, "main:main"], Some(into))
+}
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64()
+}
+
+pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
+    let instance = Instance::new("git", pg).await?;
+    let (app, addr) = instance.serve(&[]).await?;
+    let user = identity::register(
+        &app,
+        "bench",
+        "bench@example.com",
+        "a-benchmark-password",
+        false,
+        false,
+    )
+    .await?;
+    let repo = repos::create(&app, &(&user).into(), "big", "", false, "main").await?;
+    let repo_path = repo.path(&app);
+    tokio::task::spawn_blocking(move || fill(&repo_path, COMMITS)).await??;
+    let url = format!("http://{addr}/bench/big.git");
+    let path = repo.path(&app).display().to_string();
+    let work = instance.dir.join("work");
+    let (mut http_clone, mut path_clone, mut http_fetch, mut path_fetch) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        // Blocking git runs off the runtime, so the server keeps serving.
+        let (u, p, w) = (url.clone(), path.clone(), work.clone());
+        let round = tokio::task::spawn_blocking(move || -> anyhow::Result<[Duration; 4]> {
+            Ok([
+                clone(&u, &w.join("c1"), &[])?,
+                clone(&p, &w.join("c2"), &["--no-local"])?,
+                fetch(&p, &u, &w.join("f1"))?,
+                fetch(&p, &p, &w.join("f2"))?,
+            ])
+        })
+        .await??;
+        http_clone.push(round[0]);
+        path_clone.push(round[1]);
+        http_fetch.push(round[2]);
+        path_fetch.push(round[3]);
+    }
+    let mb = (COMMITS * FILE_BYTES) as f64 / (1024.0 * 1024.0);
+    Ok(vec![
+        Figure::against(
+            "git",
+            format!("clone over HTTP, {COMMITS} commits, {mb:.0} MB"),
+            median(http_clone),
+            "s",
+            "git clone --no-local by path",
+            median(path_clone),
+        )
+        .goal(Goal::RatioAtMost(1.15)),
+        Figure::against(
+            "git",
+            format!("fetch of {BEHIND} commits over HTTP"),
+            median(http_fetch),
+            "s",
+            "git fetch by path",
+            median(path_fetch),
+        )
+        .goal(Goal::RatioAtMost(1.15)),
+    ])
+}

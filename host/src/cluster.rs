@@ -1,0 +1,197 @@
+//! Several hosts on one database.
+//!
+//! What every request reads (sessions, tokens, OAuth grants, the webhook
+//! queue, failed sign-ins) is in the database already, so any host answers
+//! for any other. Two things are not:
+//!
+//! - what a host holds in memory: the identity sources it serves and the
+//!   run-time settings in force. A host that changes one [`announce`]s it
+//!   (PostgreSQL `NOTIFY`); the others hear it through [`listen`] and read
+//!   the database again. A periodic check in `server` catches a notice
+//!   lost while a connection was down, and serves SQLite, which has none.
+//! - periodic jobs (the directory sync, the clean-up of expired rows):
+//!   [`run_periodic`] runs one on one host at a time (a PostgreSQL advisory
+//!   lock) and once per period across all of them (a claim in
+//!   `periodic_jobs`).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::FutureExt;
+use sha2::Digest;
+
+use crate::config::DbType;
+use crate::db::Db;
+
+/// The PostgreSQL channel changes are announced on.
+pub const CHANNEL: &str = "postern_changes";
+
+/// What changed on another host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// An identity source was added, changed or removed.
+    Sources,
+    /// A run-time setting (a plugin switch among them) changed.
+    Settings,
+}
+
+impl Change {
+    fn as_str(self) -> &'static str {
+        match self {
+            Change::Sources => "sources",
+            Change::Settings => "settings",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Change> {
+        match s {
+            "sources" => Some(Change::Sources),
+            "settings" => Some(Change::Settings),
+            _ => None,
+        }
+    }
+}
+
+/// This process's name on the leases and claims it takes: host, process id
+/// and a random part, so two processes never share one.
+pub fn host_name() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "host".into());
+    format!(
+        "{host}:{}:{}",
+        std::process::id(),
+        hex::encode(rand::random::<[u8; 4]>())
+    )
+}
+
+/// Tells the other hosts that `change` happened. Best effort: a notice that
+/// cannot be sent is logged, and the others' periodic check finds the
+/// change a little later. On SQLite there is nobody to tell but the
+/// periodic check.
+pub async fn announce(db: &Db, change: Change) {
+    if db.backend() != &DbType::Postgres {
+        return;
+    }
+    if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(change.as_str())
+        .execute(db.pool())
+        .await
+    {
+        tracing::warn!(
+            "announcing a change of {} failed (the others see it at their next check): {e}",
+            change.as_str()
+        );
+    }
+}
+
+/// Hears the changes other hosts announce, for as long as `to` is open,
+/// reconnecting after a lost connection. Only PostgreSQL has `LISTEN`.
+pub async fn listen(url: String, to: tokio::sync::mpsc::Sender<Change>) {
+    loop {
+        match listen_once(&url, &to).await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!("listening for other hosts' changes: {e}; again in 1 s");
+                // What was missed meanwhile comes with the periodic check.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+async fn listen_once(url: &str, to: &tokio::sync::mpsc::Sender<Change>) -> Result<(), sqlx::Error> {
+    let mut listener = sqlx::postgres::PgListener::connect(url).await?;
+    listener.listen(CHANNEL).await?;
+    loop {
+        let notice = listener.recv().await?;
+        if let Some(change) = Change::parse(notice.payload())
+            && to.send(change).await.is_err()
+        {
+            return Ok(());
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The advisory lock key of a job: the first eight bytes of its name's
+/// SHA-256, so that no list of keys has to be kept.
+fn lock_key(name: &str) -> i64 {
+    let digest = sha2::Sha256::digest(format!("postern periodic job {name}").as_bytes());
+    i64::from_be_bytes(digest[..8].try_into().expect("eight bytes"))
+}
+
+/// Runs the periodic job `name` on this host if no host runs it now and
+/// none started it within the last nine tenths of `every` (each host ticks
+/// on its own clock, so a whole period would let two ticks a moment apart
+/// both win). Answers whether it ran here.
+pub async fn run_periodic<F>(
+    db: &Db,
+    host: &str,
+    name: &str,
+    every: Duration,
+    job: F,
+) -> Result<bool, sqlx::Error>
+where
+    F: Future<Output = ()>,
+{
+    // The advisory lock belongs to one connection: it is taken, and given
+    // back, on this one, held apart from the pool for the job's length.
+    let mut locked = None;
+    if db.backend() == &DbType::Postgres {
+        let mut conn = db.pool().acquire().await?;
+        let (got,): (bool,) = sqlx::query_as("SELECT pg_try_advisory_lock($1)")
+            .bind(lock_key(name))
+            .fetch_one(&mut *conn)
+            .await?;
+        if !got {
+            return Ok(false);
+        }
+        locked = Some(conn);
+    }
+    let now = now_ms();
+    let claimed = sqlx::query(
+        "INSERT INTO periodic_jobs (name, last_started, host) VALUES ($1, $2, $3) \
+         ON CONFLICT (name) DO UPDATE SET last_started = excluded.last_started, host = excluded.host \
+         WHERE periodic_jobs.last_started <= $4",
+    )
+    .bind(name)
+    .bind(now)
+    .bind(host)
+    .bind(now - (every.as_millis() as i64) * 9 / 10)
+    .execute(db.pool())
+    .await
+    .map(|done| done.rows_affected() == 1);
+    let ran = match claimed {
+        Ok(true) => {
+            // A job that panics must still give the lock back.
+            if std::panic::AssertUnwindSafe(job)
+                .catch_unwind()
+                .await
+                .is_err()
+            {
+                tracing::error!(job = name, "periodic job panicked");
+            }
+            Ok(true)
+        }
+        Ok(false) => Ok(false),
+        Err(e) => Err(e),
+    };
+    if let Some(mut conn) = locked {
+        let unlocked: Result<(bool,), _> = sqlx::query_as("SELECT pg_advisory_unlock($1)")
+            .bind(lock_key(name))
+            .fetch_one(&mut *conn)
+            .await;
+        if !matches!(unlocked, Ok((true,))) {
+            // Closing the session is what surely ends its locks.
+            let _ = conn.detach();
+        }
+    }
+    ran
+}
