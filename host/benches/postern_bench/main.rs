@@ -16,7 +16,7 @@
 //! `directory` (a sync of 10 000 users against an `ldapsearch` dump; needs
 //! Debian's slapd and ldap-utils), `start` (start to the first answer, idle
 //! memory), `load` (200 mixed clients for `--load-secs`, 60 by default).
-//! `docs/performance.md` holds the figures of this machine.
+//! Figures of this machine are not recorded yet (issue 18 is open).
 
 mod api;
 mod common;
