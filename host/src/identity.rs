@@ -277,11 +277,11 @@ async fn check_password(
 ) -> Result<User> {
     let mut buckets = vec![crate::ratelimit::Bucket::Account(login.to_string())];
     buckets.extend(from.map(crate::ratelimit::Bucket::Address));
-    let limits = app.config().security.clone();
-    crate::ratelimit::check(&app.db, &limits, &buckets).await?;
+    let config = app.config();
+    crate::ratelimit::check(&app.db, &config.security, &buckets).await?;
     let checked = check_password_once(app, login, password, only).await;
     if let Err(Error::InvalidCredentials) = checked {
-        crate::ratelimit::record_failure(&app.db, &limits, &buckets).await?;
+        crate::ratelimit::record_failure(&app.db, &config.security, &buckets).await?;
     }
     checked
 }

@@ -88,7 +88,8 @@ pub struct PgDatabase {
 }
 
 impl PgDatabase {
-    async fn create(admin_url: &str) -> PgDatabase {
+    /// Makes a database on the server at `admin_url`; dropped with the value.
+    pub async fn create(admin_url: &str) -> PgDatabase {
         let name = format!("postern_t_{:016x}", rand::random::<u64>());
         let mut conn = sqlx::PgConnection::connect(admin_url)
             .await
@@ -103,8 +104,13 @@ impl PgDatabase {
         }
     }
 
-    /// host:port and user of the admin URL.
-    fn parts(&self) -> (String, String, String) {
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// host:port, user and password of the admin URL.
+    pub fn parts(&self) -> (String, String, String) {
         let rest = self
             .admin_url
             .split_once("://")

@@ -9,14 +9,13 @@ use std::time::{Duration, Instant};
 
 use postern::config::Config;
 use postern::state::App;
-use sqlx::Connection;
+use postern_tests::PgDatabase;
 
-/// A fresh data directory, and database when on PostgreSQL; removed on
-/// drop.
+/// A fresh data directory, and database when on PostgreSQL (the tests'
+/// [`PgDatabase`], dropped with it); the directory is removed on drop.
 pub struct Instance {
     pub dir: PathBuf,
-    /// `(server URL, database)` on PostgreSQL.
-    pg: Option<(String, String)>,
+    _pg: Option<PgDatabase>,
     /// The `POSTERN__…` variables that point a configuration here.
     pub env: Vec<(String, String)>,
 }
@@ -35,27 +34,22 @@ impl Instance {
         )];
         let mut database = None;
         if let Some(url) = pg {
-            let db = format!("postern_bench_{:08x}", rand::random::<u32>());
-            let mut conn = sqlx::PgConnection::connect(url).await?;
-            sqlx::query(&format!("CREATE DATABASE {db}"))
-                .execute(&mut conn)
-                .await?;
-            let rest = url.split_once("://").map_or(url, |(_, r)| r);
-            let (user, host) = rest.split_once('@').unwrap_or(("postgres", rest));
-            let host = host.split('/').next().unwrap_or("127.0.0.1:5432");
+            let db = PgDatabase::create(url).await;
+            let (host, user, passwd) = db.parts();
             for (k, v) in [
                 ("DB_TYPE", "postgres"),
-                ("HOST", host),
-                ("NAME", db.as_str()),
-                ("USER", user),
+                ("HOST", host.as_str()),
+                ("NAME", db.name()),
+                ("USER", user.as_str()),
+                ("PASSWD", passwd.as_str()),
             ] {
                 env.push((format!("POSTERN__DATABASE__{k}"), v.to_string()));
             }
-            database = Some((url.to_string(), db));
+            database = Some(db);
         }
         Ok(Instance {
             dir,
-            pg: database,
+            _pg: database,
             env,
         })
     }
@@ -83,22 +77,6 @@ impl Instance {
 impl Drop for Instance {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-        if let Some((url, db)) = self.pg.take() {
-            let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("runtime");
-                rt.block_on(async {
-                    if let Ok(mut conn) = sqlx::PgConnection::connect(&url).await {
-                        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-                            .execute(&mut conn)
-                            .await;
-                    }
-                });
-            })
-            .join();
-        }
     }
 }
 
