@@ -19,6 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
+use sha2::{Digest, Sha256};
 
 use crate::config::{AddressRule, Security};
 use crate::db::Db;
@@ -44,9 +45,15 @@ pub enum Bucket {
 }
 
 impl Bucket {
+    /// The stored key. A login is stored as its digest: what a client
+    /// types may hold bytes a database refuses in text (PostgreSQL has no
+    /// NUL in `text`) and may be of any length.
     fn key(&self) -> String {
         match self {
-            Bucket::Account(login) => format!("account:{}", login.to_lowercase()),
+            Bucket::Account(login) => {
+                let digest = Sha256::digest(login.to_lowercase().as_bytes());
+                format!("account:{}", hex::encode(digest))
+            }
             Bucket::Address(ip) => format!("address:{ip}"),
         }
     }
