@@ -10,7 +10,8 @@ use base64::engine::general_purpose::STANDARD;
 use crate::access::Caller;
 use crate::ratelimit::ClientAddr;
 use crate::state::App;
-use crate::{identity, oauth_provider, sessions, tokens, users};
+use crate::users::User;
+use crate::{identity, oauth_provider, sessions, tokens};
 
 /// Why credentials were refused. Every variant but `TooManyAttempts` and
 /// `Internal` is a 401.
@@ -52,7 +53,7 @@ async fn by_token(app: &App, secret: &str) -> Result<Caller, Error> {
             .await?
             .ok_or(tokens::Error::Unknown)
     };
-    let token = match found {
+    let (token, user) = match found {
         Ok(t) => t,
         Err(tokens::Error::Unknown) => {
             return Err(Error::BadToken("the token is not valid".into()));
@@ -60,23 +61,20 @@ async fn by_token(app: &App, secret: &str) -> Result<Caller, Error> {
         Err(tokens::Error::Expired) => return Err(Error::BadToken("the token has expired".into())),
         Err(e) => return Err(internal(e)),
     };
-    let user = users::find_by_id(&app.db, token.user_id)
-        .await
-        .map_err(internal)?;
-    match user {
-        Some(user) if user.is_active => Ok(Caller {
-            user: Some(user),
-            token: Some(token),
-            ..Caller::default()
-        }),
-        _ => Err(Error::BadToken("the token's account is deactivated".into())),
+    if !user.is_active {
+        return Err(Error::BadToken("the token's account is deactivated".into()));
     }
+    Ok(Caller {
+        user: Some(user),
+        token: Some(token),
+        ..Caller::default()
+    })
 }
 
 /// An OAuth access token (`Authorization: Bearer`, or as a password), in
 /// the shape the access checks take for personal access tokens: its
 /// scopes, no repository limit. `None` when it is no live access token.
-async fn oauth_token(app: &App, secret: &str) -> Result<Option<tokens::Token>, Error> {
+async fn oauth_token(app: &App, secret: &str) -> Result<Option<(tokens::Token, User)>, Error> {
     if !app.config().oauth2.enable {
         return Ok(None);
     }
@@ -86,9 +84,9 @@ async fn oauth_token(app: &App, secret: &str) -> Result<Option<tokens::Token>, E
     else {
         return Ok(None);
     };
-    Ok(Some(tokens::Token {
+    let token = tokens::Token {
         id: 0,
-        user_id: bearer.user_id,
+        user_id: bearer.user.id,
         name: format!("oauth2: {}", bearer.app_name),
         last_eight: String::new(),
         scopes: oauth_provider::token_scopes(&bearer.scopes),
@@ -96,7 +94,8 @@ async fn oauth_token(app: &App, secret: &str) -> Result<Option<tokens::Token>, E
         expires: Some(bearer.expires),
         created: bearer.created,
         last_used: None,
-    }))
+    };
+    Ok(Some((token, bearer.user)))
 }
 
 /// Whether a password field holds a token rather than a password: a

@@ -355,7 +355,7 @@ async fn run_backend(
         drop(stdin);
     });
 
-    let mut reader = BufReader::new(stdout);
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut builder = Response::builder().status(StatusCode::OK);
     loop {
         let mut line = String::new();
@@ -392,7 +392,12 @@ async fn run_backend(
             tracing::debug!("git http-backend: {status:?}: {}", errors.trim());
         }
     });
+    // Packs are large: 64 KiB frames instead of ReaderStream's 4 KiB keep
+    // the per-frame cost (a poll, a chunk header, a write) off a clone's path.
     builder
-        .body(Body::from_stream(ReaderStream::new(reader)))
+        .body(Body::from_stream(ReaderStream::with_capacity(
+            reader,
+            64 * 1024,
+        )))
         .map_err(std::io::Error::other)
 }

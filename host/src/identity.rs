@@ -427,20 +427,31 @@ pub(crate) async fn provision(
     source: &Plugin,
     identity: &Identity,
 ) -> std::result::Result<User, users::Error> {
-    let user = users::insert(
-        &app.db,
-        NewUser {
-            login: identity.login.clone(),
-            full_name: identity.full_name.clone(),
-            email: identity.email.clone(),
-            password_hash: None,
-            login_source: source.id.to_string(),
-            is_admin: false,
-            self_registered: false,
-        },
-    )
-    .await?;
-    users::link(&app.db, &source.id, &identity.external_id, user.id).await?;
+    // The account and its link land together: a half-made account would
+    // be taken by the next sign-in as a login clash.
+    let mut tx = app.db.begin().await?;
+    let user = provision_on(&mut tx, source, identity).await?;
+    tx.commit().await?;
+    Ok(user)
+}
+
+/// [`provision`] inside the caller's transaction.
+pub(crate) async fn provision_on(
+    conn: &mut sqlx::AnyConnection,
+    source: &Plugin,
+    identity: &Identity,
+) -> std::result::Result<User, users::Error> {
+    let new = NewUser {
+        login: identity.login.clone(),
+        full_name: identity.full_name.clone(),
+        email: identity.email.clone(),
+        password_hash: None,
+        login_source: source.id.to_string(),
+        is_admin: false,
+        self_registered: false,
+    };
+    let user = users::insert_on(&mut *conn, &new).await?;
+    users::link_on(conn, &source.id, &identity.external_id, user.id).await?;
     Ok(user)
 }
 

@@ -1,6 +1,8 @@
 //! Users' public SSH keys: for git over SSH, and as the keys that make an
 //! SSH commit signature count as a Postern user's.
 
+use std::collections::HashMap;
+
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -171,6 +173,36 @@ pub async fn sync_from_source(
     for r in &rows {
         held.push((r.try_get(0)?, r.try_get(1)?));
     }
+    sync_held(db, user_id, source, lines, &held).await
+}
+
+/// The keys `source` gave, by user: `(key id, fingerprint)` of each, in one
+/// query, for a sync that walks a whole directory.
+pub async fn held_from_source(db: &Db, source: &str) -> Result<HashMap<i64, Vec<(i64, String)>>> {
+    let rows = sqlx::query("SELECT user_id, id, fingerprint FROM ssh_keys WHERE source = $1")
+        .bind(source)
+        .fetch_all(db.pool())
+        .await?;
+    let mut held: HashMap<i64, Vec<(i64, String)>> = HashMap::new();
+    for r in &rows {
+        held.entry(r.try_get(0)?)
+            .or_default()
+            .push((r.try_get(1)?, r.try_get(2)?));
+    }
+    Ok(held)
+}
+
+/// [`sync_from_source`] with the user's keys from `source` already read.
+pub async fn sync_held(
+    db: &Db,
+    user_id: i64,
+    source: &str,
+    lines: &[String],
+    held: &[(i64, String)],
+) -> Result<bool> {
+    if lines.is_empty() && held.is_empty() {
+        return Ok(false);
+    }
     let mut wanted = Vec::new();
     for line in lines {
         match parse(line) {
@@ -179,7 +211,7 @@ pub async fn sync_from_source(
         }
     }
     let mut changed = false;
-    for (id, fingerprint) in &held {
+    for (id, fingerprint) in held {
         if !wanted.iter().any(|(_, f, _)| f == fingerprint) {
             sqlx::query("DELETE FROM ssh_keys WHERE id = $1")
                 .bind(id)

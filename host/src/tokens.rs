@@ -10,6 +10,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::db::{self, Db, now};
+use crate::users::{self, User};
 
 /// The areas a scope covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,17 +320,25 @@ pub async fn delete(db: &Db, user_id: i64, id_or_name: &str) -> Result<bool> {
 }
 
 /// The token a secret opens. Records its use.
-pub async fn authenticate(db: &Db, secret: &str) -> Result<Token> {
-    let sql = format!("SELECT {COLUMNS} FROM access_tokens WHERE token_hash = $1");
+///
+/// The token comes with its owner, read in the same query: this is the
+/// path of every API call made with a token.
+pub async fn authenticate(db: &Db, secret: &str) -> Result<(Token, User)> {
+    let columns: Vec<String> = COLUMNS.split(", ").map(|c| format!("t.{c}")).collect();
+    let sql = format!(
+        "SELECT {}, {} FROM access_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1",
+        columns.join(", "),
+        users::columns_as("u")
+    );
     let row = sqlx::query(&sql)
         .bind(digest(secret.trim()))
         .fetch_optional(db.pool())
         .await?;
-    let token = row
-        .as_ref()
-        .map(from_row)
-        .transpose()?
-        .ok_or(Error::Unknown)?;
+    let Some(row) = row else {
+        return Err(Error::Unknown);
+    };
+    let token = from_row(&row)?;
+    let user = users::from_row_at(&row, columns.len())?;
     let t = now();
     if token.expires.is_some_and(|e| e <= t) {
         return Err(Error::Expired);
@@ -343,7 +352,7 @@ pub async fn authenticate(db: &Db, secret: &str) -> Result<Token> {
             .execute(db.pool())
             .await?;
     }
-    Ok(token)
+    Ok((token, user))
 }
 
 #[cfg(test)]

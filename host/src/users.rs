@@ -1,5 +1,8 @@
 //! The user store.
 
+use std::collections::HashMap;
+
+use sqlx::AnyConnection;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -65,21 +68,40 @@ pub struct NewUser {
 const COLUMNS: &str = "id, login, full_name, email, password_hash, login_source, is_admin, is_active, created, updated, is_restricted, self_registered";
 
 fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
+    from_row_at(r, 0)
+}
+
+/// The user's columns under a table alias (`u.id, u.login, …`), for a
+/// query that reads a user together with what refers to it.
+pub(crate) fn columns_as(alias: &str) -> String {
+    COLUMNS
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A user from the row's columns `at..at + 12`, laid out as
+/// [`columns_as`] gives them.
+pub(crate) fn from_row_at(r: &AnyRow, at: usize) -> std::result::Result<User, sqlx::Error> {
     Ok(User {
-        id: r.try_get(0)?,
-        login: r.try_get(1)?,
-        full_name: r.try_get(2)?,
-        email: r.try_get(3)?,
-        password_hash: r.try_get(4)?,
-        login_source: r.try_get(5)?,
-        is_admin: r.try_get::<i64, _>(6)? != 0,
-        is_active: r.try_get::<i64, _>(7)? != 0,
-        created: r.try_get(8)?,
-        updated: r.try_get(9)?,
-        is_restricted: r.try_get::<i64, _>(10)? != 0,
-        self_registered: r.try_get::<i64, _>(11)? != 0,
+        id: r.try_get(at)?,
+        login: r.try_get(at + 1)?,
+        full_name: r.try_get(at + 2)?,
+        email: r.try_get(at + 3)?,
+        password_hash: r.try_get(at + 4)?,
+        login_source: r.try_get(at + 5)?,
+        is_admin: r.try_get::<i64, _>(at + 6)? != 0,
+        is_active: r.try_get::<i64, _>(at + 7)? != 0,
+        created: r.try_get(at + 8)?,
+        updated: r.try_get(at + 9)?,
+        is_restricted: r.try_get::<i64, _>(at + 10)? != 0,
+        self_registered: r.try_get::<i64, _>(at + 11)? != 0,
     })
 }
+
+/// How many columns [`columns_as`] gives.
+pub(crate) const COLUMN_COUNT: usize = 12;
 
 /// The account a sign-in name refers to: by login name, else by e-mail.
 pub async fn find_by_login_or_email(db: &Db, name: &str) -> Result<Option<User>> {
@@ -173,23 +195,35 @@ pub fn check_login(login: &str) -> std::result::Result<(), String> {
 /// Stores a new user. A clash on login or e-mail is [`Error::LoginTaken`] or
 /// [`Error::EmailTaken`], checked first so the message can say which.
 pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
-    if login_taken(db, &new.login).await? {
-        return Err(Error::LoginTaken(new.login));
+    // The account and its `user.created` event land together or not at all.
+    let mut tx = db.begin().await?;
+    let user = insert_on(&mut tx, &new).await?;
+    tx.commit().await?;
+    Ok(user)
+}
+
+/// [`insert`] on a connection the caller holds, inside its transaction: a
+/// directory sync creates a page of users in one.
+pub async fn insert_on(conn: &mut AnyConnection, new: &NewUser) -> Result<User> {
+    let login = sqlx::query("SELECT id FROM users WHERE lower_login = $1")
+        .bind(new.login.trim().to_lowercase())
+        .fetch_optional(&mut *conn)
+        .await?;
+    if login.is_some() {
+        return Err(Error::LoginTaken(new.login.clone()));
     }
     let taken = sqlx::query("SELECT id FROM users WHERE lower_email = $1")
         .bind(new.email.to_lowercase())
-        .fetch_optional(db.pool())
+        .fetch_optional(&mut *conn)
         .await?;
     if taken.is_some() {
-        return Err(Error::EmailTaken(new.email));
+        return Err(Error::EmailTaken(new.email.clone()));
     }
     let t = now();
     let sql = format!(
         "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, created, updated, self_registered) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {COLUMNS}"
     );
-    // The account and its `user.created` event land together or not at all.
-    let mut tx = db.begin().await?;
     let row = sqlx::query(&sql)
         .bind(&new.login)
         .bind(new.login.to_lowercase())
@@ -203,7 +237,7 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
         .bind(t)
         .bind(t)
         .bind(i64::from(new.self_registered))
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut *conn)
         .await
         .map_err(|e| match &e {
             // Two registrations racing past the checks above.
@@ -213,8 +247,7 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
             _ => e.into(),
         })?;
     let user = from_row(&row)?;
-    webhooks::emit(&mut tx, user_event("user.created", &user)).await?;
-    tx.commit().await?;
+    webhooks::emit(conn, user_event("user.created", &user)).await?;
     Ok(user)
 }
 
@@ -260,6 +293,23 @@ pub async fn find_linked(db: &Db, source: &str, external_id: &str) -> Result<Opt
     }
 }
 
+/// Every user linked to `source`, by external id, in one query: a sync of a
+/// large directory looks each listed entry up here instead of asking the
+/// database once per entry.
+pub async fn linked_to_source(db: &Db, source: &str) -> Result<HashMap<String, User>> {
+    let sql = format!(
+        "SELECT {}, e.external_id FROM external_identities e JOIN users u ON u.id = e.user_id WHERE e.source = $1",
+        columns_as("u")
+    );
+    let rows = sqlx::query(&sql).bind(source).fetch_all(db.pool()).await?;
+    let mut linked = HashMap::with_capacity(rows.len());
+    for r in &rows {
+        let external_id: String = r.try_get(COLUMN_COUNT)?;
+        linked.insert(external_id, from_row(r)?);
+    }
+    Ok(linked)
+}
+
 /// The sources a user's account is linked to, with the external id in
 /// each, oldest link first.
 pub async fn links(db: &Db, user_id: i64) -> Result<Vec<(String, String)>> {
@@ -287,12 +337,28 @@ pub async fn unlink(db: &Db, user_id: i64, source: &str) -> Result<bool> {
 
 /// Links (source, external id) to a user.
 pub async fn link(db: &Db, source: &str, external_id: &str, user_id: i64) -> Result<()> {
+    link_on(
+        &mut *db.pool().acquire().await?,
+        source,
+        external_id,
+        user_id,
+    )
+    .await
+}
+
+/// [`link`] on a connection the caller holds.
+pub async fn link_on(
+    conn: &mut AnyConnection,
+    source: &str,
+    external_id: &str,
+    user_id: i64,
+) -> Result<()> {
     sqlx::query("INSERT INTO external_identities (source, external_id, user_id, created) VALUES ($1, $2, $3, $4)")
         .bind(source)
         .bind(external_id)
         .bind(user_id)
         .bind(now())
-        .execute(db.pool())
+        .execute(conn)
         .await?;
     Ok(())
 }

@@ -1,7 +1,7 @@
-//! Clone and fetch of a 1 500-commit repository through Postern over HTTP,
-//! against `git clone --no-local` / `git fetch` of the same repository by
-//! file path: the same pack negotiation without HTTP, authentication or
-//! Postern.
+//! Clone and fetch of a 1 500-commit repository through Postern over HTTP
+//! and over SSH, against `git clone --no-local` / `git fetch` of the same
+//! repository by file path: the same pack negotiation without the
+//! transport, authentication or Postern.
 
 use std::io::Write;
 use std::path::Path;
@@ -62,10 +62,17 @@ pub fn fill(repo: &Path, commits: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The `ssh` command git runs for the SSH figures: the bench's key only,
+/// the server's host key trusted.
+static SSH_COMMAND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 fn git(args: &[&str], dir: Option<&Path>) -> anyhow::Result<Duration> {
     let start = Instant::now();
     let mut cmd = Command::new("git");
     cmd.args(args).env("GIT_TERMINAL_PROMPT", "0");
+    if let Some(ssh) = SSH_COMMAND.get() {
+        cmd.env("GIT_SSH_COMMAND", ssh);
+    }
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
@@ -127,46 +134,75 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
     let repo_path = repo.path(&app);
     tokio::task::spawn_blocking(move || fill(&repo_path, COMMITS)).await??;
     let url = format!("http://{addr}/bench/big.git");
+
+    // Postern's SSH server on a port of its own, and a key of the user's.
+    let ssh = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let ssh_port = ssh.local_addr()?.port();
+    tokio::spawn(postern::git::ssh::serve(app.clone(), ssh));
+    let (key, public) = postern_tests::ssh_keygen(&instance.dir, "bench-key");
+    postern::keys::add(&app.db, user.id, "bench", &public).await?;
+    let _ = SSH_COMMAND.set(format!(
+        "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes",
+        key.display()
+    ));
+    let ssh_url = format!("ssh://git@127.0.0.1:{ssh_port}/bench/big.git");
+
     let path = repo.path(&app).display().to_string();
     let work = instance.dir.join("work");
-    let (mut http_clone, mut path_clone, mut http_fetch, mut path_fetch) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // By transport: HTTP, SSH, by path; each a clone and a fetch.
+    let mut took: [[Vec<Duration>; 2]; 3] = Default::default();
     for _ in 0..ROUNDS {
         // Blocking git runs off the runtime, so the server keeps serving.
-        let (u, p, w) = (url.clone(), path.clone(), work.clone());
-        let round = tokio::task::spawn_blocking(move || -> anyhow::Result<[Duration; 4]> {
+        let (u, s, p, w) = (url.clone(), ssh_url.clone(), path.clone(), work.clone());
+        let round = tokio::task::spawn_blocking(move || -> anyhow::Result<[[Duration; 2]; 3]> {
             Ok([
-                clone(&u, &w.join("c1"), &[])?,
-                clone(&p, &w.join("c2"), &["--no-local"])?,
-                fetch(&p, &u, &w.join("f1"))?,
-                fetch(&p, &p, &w.join("f2"))?,
+                [
+                    clone(&u, &w.join("c1"), &[])?,
+                    fetch(&p, &u, &w.join("f1"))?,
+                ],
+                [
+                    clone(&s, &w.join("c2"), &[])?,
+                    fetch(&p, &s, &w.join("f2"))?,
+                ],
+                [
+                    clone(&p, &w.join("c3"), &["--no-local"])?,
+                    fetch(&p, &p, &w.join("f3"))?,
+                ],
             ])
         })
         .await??;
-        http_clone.push(round[0]);
-        path_clone.push(round[1]);
-        http_fetch.push(round[2]);
-        path_fetch.push(round[3]);
+        for (by, times) in took.iter_mut().zip(round) {
+            for (all, t) in by.iter_mut().zip(times) {
+                all.push(t);
+            }
+        }
     }
+    let [http, ssh, by_path] = took.map(|[c, f]| (median(c), median(f)));
     let mb = (COMMITS * FILE_BYTES) as f64 / (1024.0 * 1024.0);
-    Ok(vec![
-        Figure::against(
-            "git",
-            format!("clone over HTTP, {COMMITS} commits, {mb:.0} MB"),
-            median(http_clone),
-            "s",
-            "git clone --no-local by path",
-            median(path_clone),
-        )
-        .goal(Goal::RatioAtMost(1.15)),
-        Figure::against(
-            "git",
-            format!("fetch of {BEHIND} commits over HTTP"),
-            median(http_fetch),
-            "s",
-            "git fetch by path",
-            median(path_fetch),
-        )
-        .goal(Goal::RatioAtMost(1.15)),
-    ])
+    let mut out = Vec::new();
+    for (name, (clone, fetch)) in [("HTTP", http), ("SSH", ssh)] {
+        out.push(
+            Figure::against(
+                "git",
+                format!("clone over {name}, {COMMITS} commits, {mb:.0} MB"),
+                clone,
+                "s",
+                "git clone --no-local by path",
+                by_path.0,
+            )
+            .goal(Goal::RatioAtMost(1.15)),
+        );
+        out.push(
+            Figure::against(
+                "git",
+                format!("fetch of {BEHIND} commits over {name}"),
+                fetch,
+                "s",
+                "git fetch by path",
+                by_path.1,
+            )
+            .goal(Goal::RatioAtMost(1.15)),
+        );
+    }
+    Ok(out)
 }

@@ -11,12 +11,14 @@
 //! Groups: `api` (`GET /api/v1/user` with a token and a Bearer token at 64
 //! clients against a trivial axum handler; OAuth code exchanges), `plugin`
 //! (a fresh-instance call; sign-in through the plugin against native
-//! argon2id), `git` (clone and fetch over HTTP against git by path),
+//! argon2id), `git` (clone and fetch over HTTP and SSH against git by
+//! path),
 //! `webhooks` (durable deliveries against plain POSTs; the outbox's cost),
 //! `directory` (a sync of 10 000 users against an `ldapsearch` dump; needs
 //! Debian's slapd and ldap-utils), `start` (start to the first answer, idle
 //! memory), `load` (200 mixed clients for `--load-secs`, 60 by default).
-//! Figures of this machine are not recorded yet (issue 18 is open).
+//! The figures of a reference machine, and what was done to reach them,
+//! are in docs/performance.md.
 
 mod api;
 mod common;

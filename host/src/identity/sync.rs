@@ -8,7 +8,7 @@
 //! reactivated when they come back; a user an administrator deactivated stays
 //! so.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use sqlx::Row;
@@ -35,7 +35,9 @@ pub struct Summary {
 
 /// What became of one listed user.
 enum Outcome {
-    Created,
+    /// Not linked yet, and the source may create accounts: created in a
+    /// page with others (see [`create_page`]).
+    ToCreate,
     Updated,
     Deactivated,
     Unchanged,
@@ -69,11 +71,26 @@ pub async fn sync_source(
         }
     };
     let total = listed.len();
+    let known = match Known::read(app, source).await {
+        Ok(known) => known,
+        Err(e) => {
+            summary.errors = 1;
+            summary.message = e.to_string();
+            return finish(app, source, started, summary).await;
+        }
+    };
     let mut seen = HashSet::new();
+    let mut to_create = Vec::new();
     for (i, user) in listed.iter().enumerate() {
         seen.insert(user.identity.external_id.clone());
-        match apply(app, source, user).await {
-            Ok(Outcome::Created) => summary.created += 1,
+        match apply(app, source, user, &known).await {
+            Ok(Outcome::ToCreate) => {
+                to_create.push(user);
+                if to_create.len() == PAGE {
+                    create_page(app, source, &to_create, &mut summary).await;
+                    to_create.clear();
+                }
+            }
             Ok(Outcome::Updated) => summary.updated += 1,
             Ok(Outcome::Deactivated) => summary.deactivated += 1,
             Ok(Outcome::Unchanged) | Ok(Outcome::Skipped) => summary.unchanged += 1,
@@ -84,6 +101,7 @@ pub async fn sync_source(
         }
         progress(i + 1, total);
     }
+    create_page(app, source, &to_create, &mut summary).await;
     // The listing was complete: whoever is linked and was not in it has
     // left the directory.
     summary.complete = true;
@@ -135,21 +153,54 @@ async fn deactivated_by(app: &App, user_id: i64) -> sqlx::Result<String> {
     users::deactivated_by(&app.db, user_id).await
 }
 
+/// What the database holds for a source before its sync, read in two
+/// queries, so that a listed user who is already linked costs no query
+/// unless something about them changed.
+struct Known {
+    /// Linked users, by external id.
+    users: HashMap<String, User>,
+    /// The SSH keys the source gave, by user id.
+    keys: HashMap<i64, Vec<(i64, String)>>,
+}
+
+impl Known {
+    async fn read(app: &App, source: &Plugin) -> anyhow::Result<Known> {
+        Ok(Known {
+            users: users::linked_to_source(&app.db, &source.id).await?,
+            keys: crate::keys::held_from_source(&app.db, &source.id).await?,
+        })
+    }
+}
+
 /// Applies one listed user.
-async fn apply(app: &App, source: &Arc<Plugin>, listed: &ListedUser) -> anyhow::Result<Outcome> {
+async fn apply(
+    app: &App,
+    source: &Arc<Plugin>,
+    listed: &ListedUser,
+    known: &Known,
+) -> anyhow::Result<Outcome> {
     let identity = &listed.identity;
-    let Some(user) =
-        users::find_linked_or_relink(&app.db, &source.id, &identity.external_id, &identity.login)
+    let linked = match known.users.get(&identity.external_id) {
+        Some(user) => Some(user.clone()),
+        // Not linked by this id: perhaps the directory gave the entry a new
+        // one, and the login still finds it.
+        None => {
+            users::find_linked_or_relink(
+                &app.db,
+                &source.id,
+                &identity.external_id,
+                &identity.login,
+            )
             .await?
-    else {
+        }
+    };
+    let Some(user) = linked else {
         if listed.disabled
             || !(source.host_settings.auto_register && source.host_settings.allow_user_create)
         {
             return Ok(Outcome::Skipped);
         }
-        let user = super::provision(app, source, identity).await?;
-        refresh_extras(app, source, &user, identity).await?;
-        return Ok(Outcome::Created);
+        return Ok(Outcome::ToCreate);
     };
     if listed.disabled {
         if user.is_active {
@@ -158,7 +209,8 @@ async fn apply(app: &App, source: &Arc<Plugin>, listed: &ListedUser) -> anyhow::
         }
         return Ok(Outcome::Unchanged);
     }
-    let mut changed = refresh(app, source, &user, identity).await?;
+    let held = known.keys.get(&user.id).map_or(&[][..], Vec::as_slice);
+    let mut changed = refresh_held(app, source, &user, identity, Some(held)).await?;
     if !user.is_active && deactivated_by(app, user.id).await? == *source.id {
         set_active(app, user.id, true, "").await?;
         changed = true;
@@ -170,6 +222,66 @@ async fn apply(app: &App, source: &Arc<Plugin>, listed: &ListedUser) -> anyhow::
     })
 }
 
+/// How many new users one transaction creates: one commit (one flush to
+/// disk) per page instead of two per user is most of a first sync's time.
+const PAGE: usize = 500;
+
+/// Creates the accounts of `page` in one transaction, each under its own
+/// savepoint so that one refused account (a login or e-mail taken) leaves
+/// the others; then their SSH keys, teams and organizations.
+async fn create_page(app: &App, source: &Arc<Plugin>, page: &[&ListedUser], summary: &mut Summary) {
+    if page.is_empty() {
+        return;
+    }
+    let made = match create_in_one(app, source, page).await {
+        Ok(made) => made,
+        Err(e) => {
+            summary.errors += page.len() as u64;
+            tracing::warn!(source = %source.id, "sync: {} users not created: {e}", page.len());
+            return;
+        }
+    };
+    for (listed, made) in page.iter().zip(made) {
+        let identity = &listed.identity;
+        let extras = match made {
+            Ok(user) => refresh_extras(app, source, &user, identity, Some(&[])).await,
+            Err(e) => Err(e.into()),
+        };
+        match extras {
+            Ok(_) => summary.created += 1,
+            Err(e) => {
+                summary.errors += 1;
+                tracing::warn!(source = %source.id, login = %identity.login, "sync: {e}");
+            }
+        }
+    }
+}
+
+async fn create_in_one(
+    app: &App,
+    source: &Plugin,
+    page: &[&ListedUser],
+) -> sqlx::Result<Vec<Result<User, users::Error>>> {
+    use sqlx::Acquire as _;
+    let mut tx = app.db.begin().await?;
+    let mut made = Vec::with_capacity(page.len());
+    for listed in page {
+        let mut one = tx.begin().await?;
+        match super::provision_on(&mut one, source, &listed.identity).await {
+            Ok(user) => {
+                one.commit().await?;
+                made.push(Ok(user));
+            }
+            Err(e) => {
+                one.rollback().await?;
+                made.push(Err(e));
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(made)
+}
+
 /// Brings a linked user up to date with the source: name, e-mail, SSH keys
 /// and (with `SYNC_GROUPS`) team memberships. Used by the sync and, with
 /// `SYNC_ON_LOGIN`, at sign-in. Returns whether anything changed.
@@ -178,6 +290,18 @@ pub async fn refresh(
     source: &Arc<Plugin>,
     user: &User,
     identity: &Identity,
+) -> anyhow::Result<bool> {
+    refresh_held(app, source, user, identity, None).await
+}
+
+/// [`refresh`], with the user's keys from the source already read when
+/// `held` is given.
+async fn refresh_held(
+    app: &App,
+    source: &Arc<Plugin>,
+    user: &User,
+    identity: &Identity,
+    held: Option<&[(i64, String)]>,
 ) -> anyhow::Result<bool> {
     let mut changes = users::Changes::default();
     if !identity.full_name.is_empty() && identity.full_name != user.full_name {
@@ -190,7 +314,7 @@ pub async fn refresh(
     if changed {
         users::update(&app.db, user, &changes).await?;
     }
-    changed |= refresh_extras(app, source, user, identity).await?;
+    changed |= refresh_extras(app, source, user, identity, held).await?;
     Ok(changed)
 }
 
@@ -199,11 +323,15 @@ async fn refresh_extras(
     source: &Arc<Plugin>,
     user: &User,
     identity: &Identity,
+    held: Option<&[(i64, String)]>,
 ) -> anyhow::Result<bool> {
     let mut changed = false;
     if source.host_settings.syncs_ssh_keys {
-        changed |=
-            crate::keys::sync_from_source(&app.db, user.id, &source.id, &identity.ssh_keys).await?;
+        let (db, id) = (&app.db, &source.id);
+        changed |= match held {
+            Some(held) => crate::keys::sync_held(db, user.id, id, &identity.ssh_keys, held).await?,
+            None => crate::keys::sync_from_source(db, user.id, id, &identity.ssh_keys).await?,
+        };
     }
     if source.host_settings.sync_groups {
         changed |= sync_teams(app, source, user, &identity.groups).await?;

@@ -292,7 +292,9 @@ pub async fn refresh(
 /// An access token the API and git accept: whose it is and what it may do.
 #[derive(Debug, Clone)]
 pub struct Bearer {
-    pub user_id: i64,
+    /// The token's owner, read with the token: a Bearer call costs one
+    /// query.
+    pub user: crate::users::User,
     pub scopes: Vec<String>,
     pub app_name: String,
     pub created: i64,
@@ -301,27 +303,30 @@ pub struct Bearer {
 
 /// The live access token with this secret, if there is one.
 pub async fn bearer(db: &Db, secret: &str) -> Result<Option<Bearer>> {
-    let row = sqlx::query(
-        "SELECT t.user_id, t.scope, a.name, t.created, t.expires FROM oauth_tokens t JOIN oauth_apps a ON a.id = t.app_id \
+    let sql = format!(
+        "SELECT t.scope, a.name, t.created, t.expires, {} FROM oauth_tokens t JOIN oauth_apps a ON a.id = t.app_id \
+         JOIN users u ON u.id = t.user_id \
          WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked = 0 AND t.expires > $2",
-    )
-    .bind(digest(secret.trim()))
-    .bind(now())
-    .fetch_optional(db.pool())
-    .await?;
+        crate::users::columns_as("u")
+    );
+    let row = sqlx::query(&sql)
+        .bind(digest(secret.trim()))
+        .bind(now())
+        .fetch_optional(db.pool())
+        .await?;
     let Some(r) = row else {
         return Ok(None);
     };
     Ok(Some(Bearer {
-        user_id: r.try_get(0)?,
         scopes: r
-            .try_get::<String, _>(1)?
+            .try_get::<String, _>(0)?
             .split_whitespace()
             .map(str::to_string)
             .collect(),
-        app_name: r.try_get(2)?,
-        created: r.try_get(3)?,
-        expires: r.try_get(4)?,
+        app_name: r.try_get(1)?,
+        created: r.try_get(2)?,
+        expires: r.try_get(3)?,
+        user: crate::users::from_row_at(&r, 4)?,
     }))
 }
 

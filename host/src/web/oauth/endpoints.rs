@@ -14,7 +14,6 @@ use base64::Engine as _;
 use super::enabled;
 use crate::oauth_provider::{self, Error, apps, device, grants, keys};
 use crate::state::App;
-use crate::users;
 use crate::web::WebError;
 
 /// An RFC 6749 §5.2 error answer.
@@ -267,12 +266,11 @@ pub(super) async fn userinfo(
 ) -> Result<Response, Response> {
     enabled(&app).map_err(IntoResponse::into_response)?;
     let token = bearer(&app, &headers).await?;
-    let user = users::find_by_id(&app.db, token.user_id)
-        .await
-        .map_err(|e| OAuthError(Error::Internal(e.to_string())).into_response())?
-        .filter(|u| u.is_active)
-        .ok_or_else(|| StatusCode::UNAUTHORIZED.into_response())?;
-    let profile = grants::profile(&app.db, &user, &token.scopes)
+    let user = &token.user;
+    if !user.is_active {
+        return Err(StatusCode::UNAUTHORIZED.into_response());
+    }
+    let profile = grants::profile(&app.db, user, &token.scopes)
         .await
         .map_err(|e| OAuthError(e).into_response())?;
     let mut body = serde_json::to_value(profile).unwrap_or_default();
