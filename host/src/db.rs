@@ -255,3 +255,26 @@ pub struct PluginCounts {
     pub traps: u64,
     pub http_refusals: u64,
 }
+
+/// The placeholders of a multi-row `VALUES`: `($1, $2), ($3, $4)` for two
+/// rows of two columns.
+pub fn row_placeholders(rows: usize, columns: usize) -> String {
+    (0..rows)
+        .map(|row| {
+            let marks: Vec<String> = (1..=columns)
+                .map(|c| format!("${}", row * columns + c))
+                .collect();
+            format!("({})", marks.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_number_row_by_row() {
+        assert_eq!(super::row_placeholders(2, 2), "($1, $2), ($3, $4)");
+        assert_eq!(super::row_placeholders(1, 3), "($1, $2, $3)");
+    }
+}

@@ -255,10 +255,15 @@ pub async fn set_local_password(app: &App, user: &User, new: &str) -> Result<()>
             "The new password must be at least {min} characters long."
         )));
     }
-    let hash = crate::credentials::hash(new).map_err(|reason| Error::SourceUnavailable {
-        source_id: LOCAL_SOURCE.into(),
-        reason,
-    })?;
+    let new = new.to_string();
+    let hash = tokio::task::spawn_blocking(move || crate::credentials::hash(&new))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|hashed| hashed)
+        .map_err(|reason| Error::SourceUnavailable {
+            source_id: LOCAL_SOURCE.into(),
+            reason,
+        })?;
     users::set_password_hash(&app.db, user.id, &hash)
         .await
         .map_err(|e| Error::Store(e.into()))?;
@@ -430,18 +435,15 @@ pub(crate) async fn provision(
     // The account and its link land together: a half-made account would
     // be taken by the next sign-in as a login clash.
     let mut tx = app.db.begin().await?;
-    let user = provision_on(&mut tx, source, identity).await?;
+    let user = users::insert_on(&mut tx, &new_account(source, identity)).await?;
+    users::link_on(&mut tx, &source.id, &identity.external_id, user.id).await?;
     tx.commit().await?;
     Ok(user)
 }
 
-/// [`provision`] inside the caller's transaction.
-pub(crate) async fn provision_on(
-    conn: &mut sqlx::AnyConnection,
-    source: &Plugin,
-    identity: &Identity,
-) -> std::result::Result<User, users::Error> {
-    let new = NewUser {
+/// The account a source's identity is given when it is first seen.
+pub(crate) fn new_account(source: &Plugin, identity: &Identity) -> NewUser {
+    NewUser {
         login: identity.login.clone(),
         full_name: identity.full_name.clone(),
         email: identity.email.clone(),
@@ -449,10 +451,7 @@ pub(crate) async fn provision_on(
         login_source: source.id.to_string(),
         is_admin: false,
         self_registered: false,
-    };
-    let user = users::insert_on(&mut *conn, &new).await?;
-    users::link_on(conn, &source.id, &identity.external_id, user.id).await?;
-    Ok(user)
+    }
 }
 
 /// Creates a local account with a password: the `local` plugin applies its

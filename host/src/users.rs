@@ -202,53 +202,127 @@ pub async fn insert(db: &Db, new: NewUser) -> Result<User> {
     Ok(user)
 }
 
-/// [`insert`] on a connection the caller holds, inside its transaction: a
-/// directory sync creates a page of users in one.
+/// [`insert`] on a connection the caller holds, inside its transaction.
 pub async fn insert_on(conn: &mut AnyConnection, new: &NewUser) -> Result<User> {
-    let login = sqlx::query("SELECT id FROM users WHERE lower_login = $1")
-        .bind(new.login.trim().to_lowercase())
-        .fetch_optional(&mut *conn)
-        .await?;
-    if login.is_some() {
-        return Err(Error::LoginTaken(new.login.clone()));
-    }
-    let taken = sqlx::query("SELECT id FROM users WHERE lower_email = $1")
-        .bind(new.email.to_lowercase())
-        .fetch_optional(&mut *conn)
-        .await?;
-    if taken.is_some() {
-        return Err(Error::EmailTaken(new.email.clone()));
+    insert_many(conn, std::slice::from_ref(new))
+        .await?
+        .pop()
+        .expect("one answer for one user")
+}
+
+/// How many users one statement inserts: 12 values each, well under both
+/// databases' limit on a statement's parameters.
+const ROWS_PER_INSERT: usize = 500;
+
+/// Stores new users on the caller's connection, inside its transaction,
+/// with their `user.created` events: a directory sync creates a page of
+/// users with a handful of statements instead of several per user. One
+/// answer per user, in order: the user, or why it was refused (a login or
+/// e-mail already taken, by another account or earlier in `news`).
+pub async fn insert_many(conn: &mut AnyConnection, news: &[NewUser]) -> Result<Vec<Result<User>>> {
+    let mut logins = taken(
+        conn,
+        "lower_login",
+        news.iter().map(|n| n.login.trim().to_lowercase()),
+    )
+    .await?;
+    let mut emails = taken(
+        conn,
+        "lower_email",
+        news.iter().map(|n| n.email.to_lowercase()),
+    )
+    .await?;
+    let mut answers: Vec<Option<Result<User>>> = Vec::with_capacity(news.len());
+    let mut accepted = Vec::new();
+    for (i, new) in news.iter().enumerate() {
+        let (login, email) = (new.login.trim().to_lowercase(), new.email.to_lowercase());
+        if logins.contains(&login) {
+            answers.push(Some(Err(Error::LoginTaken(new.login.clone()))));
+        } else if emails.contains(&email) {
+            answers.push(Some(Err(Error::EmailTaken(new.email.clone()))));
+        } else {
+            logins.insert(login);
+            emails.insert(email);
+            answers.push(None);
+            accepted.push(i);
+        }
     }
     let t = now();
-    let sql = format!(
-        "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, created, updated, self_registered) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {COLUMNS}"
-    );
-    let row = sqlx::query(&sql)
-        .bind(&new.login)
-        .bind(new.login.to_lowercase())
-        .bind(&new.full_name)
-        .bind(&new.email)
-        .bind(new.email.to_lowercase())
-        .bind(&new.password_hash)
-        .bind(&new.login_source)
-        .bind(i64::from(new.is_admin))
-        .bind(1_i64)
-        .bind(t)
-        .bind(t)
-        .bind(i64::from(new.self_registered))
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(|e| match &e {
+    let mut made: HashMap<String, User> = HashMap::with_capacity(accepted.len());
+    for chunk in accepted.chunks(ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, created, updated, self_registered) \
+             VALUES {} RETURNING {COLUMNS}",
+            crate::db::row_placeholders(chunk.len(), 12)
+        );
+        let mut query = sqlx::query(&sql);
+        for &i in chunk {
+            let new = &news[i];
+            query = query
+                .bind(&new.login)
+                .bind(new.login.to_lowercase())
+                .bind(&new.full_name)
+                .bind(&new.email)
+                .bind(new.email.to_lowercase())
+                .bind(&new.password_hash)
+                .bind(&new.login_source)
+                .bind(i64::from(new.is_admin))
+                .bind(1_i64)
+                .bind(t)
+                .bind(t)
+                .bind(i64::from(new.self_registered));
+        }
+        let rows = query.fetch_all(&mut *conn).await.map_err(|e| match &e {
             // Two registrations racing past the checks above.
-            sqlx::Error::Database(d) if d.is_unique_violation() => {
-                Error::LoginTaken(new.login.clone())
+            sqlx::Error::Database(d) if d.is_unique_violation() && chunk.len() == 1 => {
+                Error::LoginTaken(news[chunk[0]].login.clone())
             }
             _ => e.into(),
         })?;
-    let user = from_row(&row)?;
-    webhooks::emit(conn, user_event("user.created", &user)).await?;
-    Ok(user)
+        // The order of RETURNING rows is not promised: by login.
+        for r in &rows {
+            let user = from_row(r)?;
+            made.insert(user.login.to_lowercase(), user);
+        }
+    }
+    let mut events = Vec::with_capacity(accepted.len());
+    for &i in &accepted {
+        let user = made
+            .remove(&news[i].login.to_lowercase())
+            .ok_or_else(|| sqlx::Error::RowNotFound)?;
+        events.push(user_event("user.created", &user));
+        answers[i] = Some(Ok(user));
+    }
+    webhooks::emit_many(conn, events).await?;
+    Ok(answers
+        .into_iter()
+        .map(|a| a.expect("every user answered"))
+        .collect())
+}
+
+/// Which of `values` of the column `column` some user already has.
+async fn taken(
+    conn: &mut AnyConnection,
+    column: &'static str,
+    values: impl Iterator<Item = String>,
+) -> Result<std::collections::HashSet<String>> {
+    let values: Vec<String> = values.collect();
+    let mut found = std::collections::HashSet::new();
+    for chunk in values.chunks(ROWS_PER_INSERT) {
+        let marks: Vec<String> = (1..=chunk.len()).map(|k| format!("${k}")).collect();
+        let sql = format!(
+            "SELECT {column} FROM users WHERE {column} IN ({})",
+            marks.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for v in chunk {
+            query = query.bind(v);
+        }
+        for r in query.fetch_all(&mut *conn).await? {
+            found.insert(r.try_get(0)?);
+        }
+    }
+    Ok(found)
 }
 
 /// A `user.*` event about `user`.
@@ -310,6 +384,18 @@ pub async fn linked_to_source(db: &Db, source: &str) -> Result<HashMap<String, U
     Ok(linked)
 }
 
+/// The logins (lower-cased) of the accounts `source` made: the only ones
+/// a listed entry the sync does not know by its id can be relinked to.
+pub async fn logins_of_source(db: &Db, source: &str) -> Result<std::collections::HashSet<String>> {
+    let rows = sqlx::query("SELECT lower_login FROM users WHERE login_source = $1")
+        .bind(source)
+        .fetch_all(db.pool())
+        .await?;
+    rows.iter()
+        .map(|r| r.try_get(0).map_err(Into::into))
+        .collect()
+}
+
 /// The sources a user's account is linked to, with the external id in
 /// each, oldest link first.
 pub async fn links(db: &Db, user_id: i64) -> Result<Vec<(String, String)>> {
@@ -344,6 +430,31 @@ pub async fn link(db: &Db, source: &str, external_id: &str, user_id: i64) -> Res
         user_id,
     )
     .await
+}
+
+/// Links many (external id, user) pairs of `source` at once, on the
+/// caller's connection: a directory sync's page of new users.
+pub async fn link_many(
+    conn: &mut AnyConnection,
+    source: &str,
+    links: &[(&str, i64)],
+) -> Result<()> {
+    let t = now();
+    for chunk in links.chunks(ROWS_PER_INSERT) {
+        let values: Vec<String> = (0..chunk.len())
+            .map(|k| format!("($1, ${}, ${}, $2)", k * 2 + 3, k * 2 + 4))
+            .collect();
+        let sql = format!(
+            "INSERT INTO external_identities (source, external_id, user_id, created) VALUES {}",
+            values.join(", ")
+        );
+        let mut query = sqlx::query(&sql).bind(source).bind(t);
+        for (external_id, user_id) in chunk {
+            query = query.bind(*external_id).bind(*user_id);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
 }
 
 /// [`link`] on a connection the caller holds.

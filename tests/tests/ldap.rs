@@ -317,6 +317,7 @@ async fn sync_all_creates_updates_deactivates_and_reactivates_and_a_dying_direct
     let seed = [
         person("erin", "Erin", "Brockovich", "erin-pw-123"),
         person("frank", "Frank", "Poole", "frank-pw-123"),
+        person("gina", "Gina", "Local", "gina-pw-123"),
     ]
     .join("\n");
     let settings = "AUTO_REGISTER = true\nALLOW_USER_CREATE = true\nENABLE_SYNC = true";
@@ -324,14 +325,24 @@ async fn sync_all_creates_updates_deactivates_and_reactivates_and_a_dying_direct
         // A directory of its own per backend: the test changes it.
         let slapd = Slapd::start(&seed);
         let server = server_with(&backend, slapd.source_ini(1, settings)).await;
+        // A local account holds one directory entry's login: that entry is
+        // refused, the others are created in the same page.
+        server.create_user("gina", "a-local-password", false);
 
         let (ok, text) = sync_all(&server);
         assert!(ok, "{backend}: {text}");
         assert!(
-            text.contains("source.1: created 2, updated 0, deactivated 0, unchanged 0, errors 0"),
+            text.contains("source.1: created 2, updated 0, deactivated 0, unchanged 0, errors 1"),
             "{backend}: {text}"
         );
         assert_eq!(active(&server, "erin"), Some(true), "{backend}");
+        assert_eq!(
+            sign_in(&client(), &server, "gina", "a-local-password")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: the local gina is untouched"
+        );
 
         // A changed attribute is an update; the rest is unchanged.
         slapd.modify("dn: uid=erin,ou=people,dc=example,dc=org\nchangetype: modify\nreplace: sn\nsn: Hopper\n");

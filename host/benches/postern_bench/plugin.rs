@@ -39,11 +39,17 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
         let _ = app.plugins.register(&local, &request).await?;
     }
     let mut trivial = Vec::with_capacity(TRIVIAL_CALLS);
+    // What every call pays before the plugin is touched: the hop to a
+    // blocking thread and back, interleaved with the calls.
+    let mut hop = Vec::with_capacity(TRIVIAL_CALLS);
     for _ in 0..TRIVIAL_CALLS {
         let start = Instant::now();
         let answer = app.plugins.register(&local, &request).await?;
         trivial.push(start.elapsed());
         anyhow::ensure!(answer.is_err(), "the login '-' must be refused");
+        let start = Instant::now();
+        tokio::task::spawn_blocking(|| ()).await?;
+        hop.push(start.elapsed());
     }
 
     identity::register(&app, "bench", "bench@example.com", PASSWORD, false, false).await?;
@@ -74,6 +80,12 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
             "µs",
         )
         .goal(Goal::AtMost(20.0)),
+        Figure::plain(
+            "plugin",
+            "of which the hop to a blocking thread (median)",
+            median(hop) * 1e6,
+            "µs",
+        ),
         Figure::against(
             "plugin",
             "local sign-in through the plugin (median)",

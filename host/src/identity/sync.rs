@@ -161,6 +161,8 @@ struct Known {
     users: HashMap<String, User>,
     /// The SSH keys the source gave, by user id.
     keys: HashMap<i64, Vec<(i64, String)>>,
+    /// The logins of the accounts the source made, lower-cased.
+    logins: HashSet<String>,
 }
 
 impl Known {
@@ -168,6 +170,7 @@ impl Known {
         Ok(Known {
             users: users::linked_to_source(&app.db, &source.id).await?,
             keys: crate::keys::held_from_source(&app.db, &source.id).await?,
+            logins: users::logins_of_source(&app.db, &source.id).await?,
         })
     }
 }
@@ -182,6 +185,9 @@ async fn apply(
     let identity = &listed.identity;
     let linked = match known.users.get(&identity.external_id) {
         Some(user) => Some(user.clone()),
+        // Neither linked by this id nor an account of the source by its
+        // login: new, without asking the database.
+        None if !known.logins.contains(&identity.login.trim().to_lowercase()) => None,
         // Not linked by this id: perhaps the directory gave the entry a new
         // one, and the login still finds it.
         None => {
@@ -222,13 +228,14 @@ async fn apply(
     })
 }
 
-/// How many new users one transaction creates: one commit (one flush to
-/// disk) per page instead of two per user is most of a first sync's time.
+/// How many new users one transaction creates: a commit (a flush to disk)
+/// and several statements per user were most of a first sync's time.
 const PAGE: usize = 500;
 
-/// Creates the accounts of `page` in one transaction, each under its own
-/// savepoint so that one refused account (a login or e-mail taken) leaves
-/// the others; then their SSH keys, teams and organizations.
+/// Creates the accounts of `page` in one transaction with a few multi-row
+/// statements ([`users::insert_many`]); an account refused (a login or
+/// e-mail taken) leaves the others. Then their SSH keys, teams and
+/// organizations.
 async fn create_page(app: &App, source: &Arc<Plugin>, page: &[&ListedUser], summary: &mut Summary) {
     if page.is_empty() {
         return;
@@ -261,23 +268,22 @@ async fn create_in_one(
     app: &App,
     source: &Plugin,
     page: &[&ListedUser],
-) -> sqlx::Result<Vec<Result<User, users::Error>>> {
-    use sqlx::Acquire as _;
+) -> Result<Vec<Result<User, users::Error>>, users::Error> {
+    let news: Vec<users::NewUser> = page
+        .iter()
+        .map(|listed| super::new_account(source, &listed.identity))
+        .collect();
     let mut tx = app.db.begin().await?;
-    let mut made = Vec::with_capacity(page.len());
-    for listed in page {
-        let mut one = tx.begin().await?;
-        match super::provision_on(&mut one, source, &listed.identity).await {
-            Ok(user) => {
-                one.commit().await?;
-                made.push(Ok(user));
-            }
-            Err(e) => {
-                one.rollback().await?;
-                made.push(Err(e));
-            }
-        }
-    }
+    let made = users::insert_many(&mut tx, &news).await?;
+    let links: Vec<(&str, i64)> = page
+        .iter()
+        .zip(&made)
+        .filter_map(|(listed, made)| {
+            let user = made.as_ref().ok()?;
+            Some((listed.identity.external_id.as_str(), user.id))
+        })
+        .collect();
+    users::link_many(&mut tx, &source.id, &links).await?;
     tx.commit().await?;
     Ok(made)
 }
