@@ -187,7 +187,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let queue = tokio::spawn(crate::webhooks::worker::run(app.clone()));
     let plugins = app.plugins.clone();
     axum::serve(
-        listener,
+        no_delay(listener),
         router(app).into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown())
@@ -298,4 +298,21 @@ async fn shutdown() {
         }
     };
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+/// The listener with Nagle's algorithm off on every connection. With it on,
+/// a response written in more than one piece (headers, then a body; git's
+/// pkt-lines) waited for the client's delayed acknowledgement, some 40 ms,
+/// before its second piece left: a `git ls-remote` over HTTP took 70 ms
+/// against 5 ms by path.
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
+    use axum::serve::ListenerExt as _;
+    fn set(tcp: &mut tokio::net::TcpStream) {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY: {e}");
+        }
+    }
+    listener.tap_io(set as fn(&mut tokio::net::TcpStream))
 }

@@ -69,7 +69,7 @@ impl Instance {
         let _ = app.pushes.url.set(format!("http://{addr}"));
         let router = postern::server::router(app.clone())
             .into_make_service_with_connect_info::<SocketAddr>();
-        tokio::spawn(axum::serve(listener, router).into_future());
+        tokio::spawn(axum::serve(postern::server::no_delay(listener), router).into_future());
         Ok((app, addr))
     }
 }
@@ -81,7 +81,7 @@ impl Drop for Instance {
 }
 
 /// A trivial axum handler (GET answers "ok", POST the body's length),
-/// served like Postern: the floor of every HTTP figure.
+/// served like Postern (`TCP_NODELAY` too): the floor of every HTTP figure.
 pub async fn trivial_server() -> anyhow::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
@@ -90,7 +90,7 @@ pub async fn trivial_server() -> anyhow::Result<SocketAddr> {
         axum::routing::get(|| async { "ok" })
             .post(|body: String| async move { body.len().to_string() }),
     );
-    tokio::spawn(axum::serve(listener, router).into_future());
+    tokio::spawn(axum::serve(postern::server::no_delay(listener), router).into_future());
     Ok(addr)
 }
 

@@ -18,6 +18,7 @@ const COMMITS: usize = 1500;
 const BEHIND: usize = 500;
 const FILE_BYTES: usize = 16 * 1024;
 const ROUNDS: usize = 3;
+const LISTINGS: usize = 9;
 
 /// Fills a bare repository with `COMMITS` commits, each adding a file of
 /// incompressible bytes, through `git fast-import`; `old` is `BEHIND`
@@ -69,7 +70,9 @@ static SSH_COMMAND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 fn git(args: &[&str], dir: Option<&Path>) -> anyhow::Result<Duration> {
     let start = Instant::now();
     let mut cmd = Command::new("git");
-    cmd.args(args).env("GIT_TERMINAL_PROMPT", "0");
+    cmd.args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdout(Stdio::null());
     if let Some(ssh) = SSH_COMMAND.get() {
         cmd.env("GIT_SSH_COMMAND", ssh);
     }
@@ -177,6 +180,18 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
             }
         }
     }
+    // The transports' fixed cost: a ref listing, which moves no pack.
+    let mut listing: [Vec<Duration>; 3] = Default::default();
+    for _ in 0..LISTINGS {
+        for (all, remote) in listing.iter_mut().zip([&url, &ssh_url, &path]) {
+            let remote = remote.clone();
+            all.push(
+                tokio::task::spawn_blocking(move || git(&["ls-remote", "--quiet", &remote], None))
+                    .await??,
+            );
+        }
+    }
+    let [http_list, ssh_list, path_list] = listing.map(median);
     let [http, ssh, by_path] = took.map(|[c, f]| (median(c), median(f)));
     let mb = (COMMITS * FILE_BYTES) as f64 / (1024.0 * 1024.0);
     let mut out = Vec::new();
@@ -203,6 +218,16 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
             )
             .goal(Goal::RatioAtMost(1.15)),
         );
+    }
+    for (name, list) in [("HTTP", http_list), ("SSH", ssh_list)] {
+        out.push(Figure::against(
+            "git",
+            format!("ls-remote over {name} (median)"),
+            list * 1e3,
+            "ms",
+            "git ls-remote by path",
+            path_list * 1e3,
+        ));
     }
     Ok(out)
 }

@@ -52,6 +52,8 @@ pub async fn serve(app: App, listener: tokio::net::TcpListener) -> anyhow::Resul
         auth_rejection_time: std::time::Duration::from_millis(200),
         auth_rejection_time_initial: Some(std::time::Duration::from_millis(0)),
         inactivity_timeout: Some(std::time::Duration::from_secs(600)),
+        // Nagle's algorithm off, as for HTTP (see `server::no_delay`).
+        nodelay: true,
         ..Default::default()
     };
     let mut server = SshServer { app };
