@@ -256,6 +256,16 @@ pub struct PluginCounts {
     pub http_refusals: u64,
 }
 
+/// `columns` (`"id, name"`) under a table alias: `"t.id, t.name"`, for a
+/// query that joins tables.
+pub fn qualified(columns: &str, alias: &str) -> String {
+    columns
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The placeholders of a multi-row `VALUES`: `($1, $2), ($3, $4)` for two
 /// rows of two columns.
 pub fn row_placeholders(rows: usize, columns: usize) -> String {
@@ -276,5 +286,10 @@ mod tests {
     fn placeholders_number_row_by_row() {
         assert_eq!(super::row_placeholders(2, 2), "($1, $2), ($3, $4)");
         assert_eq!(super::row_placeholders(1, 3), "($1, $2, $3)");
+    }
+
+    #[test]
+    fn qualified_prefixes_every_column() {
+        assert_eq!(super::qualified("id, name", "t"), "t.id, t.name");
     }
 }

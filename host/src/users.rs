@@ -74,11 +74,7 @@ fn from_row(r: &AnyRow) -> std::result::Result<User, sqlx::Error> {
 /// The user's columns under a table alias (`u.id, u.login, …`), for a
 /// query that reads a user together with what refers to it.
 pub(crate) fn columns_as(alias: &str) -> String {
-    COLUMNS
-        .split(", ")
-        .map(|c| format!("{alias}.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    crate::db::qualified(COLUMNS, alias)
 }
 
 /// A user from the row's columns `at..at + 12`, laid out as
@@ -309,10 +305,9 @@ async fn taken(
     let values: Vec<String> = values.collect();
     let mut found = std::collections::HashSet::new();
     for chunk in values.chunks(ROWS_PER_INSERT) {
-        let marks: Vec<String> = (1..=chunk.len()).map(|k| format!("${k}")).collect();
         let sql = format!(
-            "SELECT {column} FROM users WHERE {column} IN ({})",
-            marks.join(", ")
+            "SELECT {column} FROM users WHERE {column} IN {}",
+            crate::db::row_placeholders(1, chunk.len())
         );
         let mut query = sqlx::query(&sql);
         for v in chunk {

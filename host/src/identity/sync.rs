@@ -153,7 +153,7 @@ async fn deactivated_by(app: &App, user_id: i64) -> sqlx::Result<String> {
     users::deactivated_by(&app.db, user_id).await
 }
 
-/// What the database holds for a source before its sync, read in two
+/// What the database holds for a source before its sync, read in three
 /// queries, so that a listed user who is already linked costs no query
 /// unless something about them changed.
 struct Known {

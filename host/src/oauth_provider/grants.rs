@@ -303,13 +303,16 @@ pub struct Bearer {
 
 /// The live access token with this secret, if there is one.
 pub async fn bearer(db: &Db, secret: &str) -> Result<Option<Bearer>> {
-    let sql = format!(
-        "SELECT t.scope, a.name, t.created, t.expires, {} FROM oauth_tokens t JOIN oauth_apps a ON a.id = t.app_id \
-         JOIN users u ON u.id = t.user_id \
-         WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked = 0 AND t.expires > $2",
-        crate::users::columns_as("u")
-    );
-    let row = sqlx::query(&sql)
+    // Built once: this runs on every API call made with a Bearer token.
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT t.scope, a.name, t.created, t.expires, {} FROM oauth_tokens t JOIN oauth_apps a ON a.id = t.app_id \
+             JOIN users u ON u.id = t.user_id \
+             WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked = 0 AND t.expires > $2",
+            crate::users::columns_as("u")
+        )
+    });
+    let row = sqlx::query(&SQL)
         .bind(digest(secret.trim()))
         .bind(now())
         .fetch_optional(db.pool())
