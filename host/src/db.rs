@@ -10,6 +10,7 @@ pub mod cursor;
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use sqlx::AnyConnection;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 
@@ -58,6 +59,9 @@ pub fn now() -> i64 {
 impl Db {
     /// Opens the configured database and applies the pending migrations.
     pub async fn connect(cfg: &config::Database) -> Result<Db> {
+        /// How long a PostgreSQL connection may sit idle before it is pinged
+        /// on its way out of the pool.
+        const IDLE_BEFORE_PING: std::time::Duration = std::time::Duration::from_secs(30);
         install_default_drivers();
         if cfg.db_type == DbType::Sqlite
             && let Some(dir) = cfg.path.parent().filter(|d| !d.as_os_str().is_empty())
@@ -73,8 +77,25 @@ impl Db {
         } else {
             url.replace(&cfg.passwd, "***")
         };
+        let sqlite = cfg.db_type == DbType::Sqlite;
         let pool = AnyPoolOptions::new()
-            .max_connections(if cfg.db_type == DbType::Sqlite { 4 } else { 16 })
+            .max_connections(if sqlite { 4 } else { 16 })
+            // sqlx pings every connection it hands out by default: one more
+            // round trip per query (to SQLite's worker thread, or over the
+            // network to PostgreSQL), which doubled the cost of a token call.
+            // A file cannot hang up; a server connection is pinged only
+            // after it sat idle, when a restart or a firewall may have cut
+            // it. One cut while in steady use fails its next query, which
+            // drops it from the pool.
+            .test_before_acquire(false)
+            .before_acquire(move |conn, meta| {
+                Box::pin(async move {
+                    if !sqlite && meta.idle_for >= IDLE_BEFORE_PING {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect(&url)
             .await
             .map_err(|source| Error::Connect {
@@ -267,12 +288,26 @@ pub fn qualified(columns: &str, alias: &str) -> String {
 }
 
 /// The placeholders of a multi-row `VALUES`: `($1, $2), ($3, $4)` for two
-/// rows of two columns.
-pub fn row_placeholders(rows: usize, columns: usize) -> String {
+/// rows of two columns on PostgreSQL, `(?, ?), (?, ?)` on SQLite (`conn`
+/// tells which). SQLite keeps a numbered name such as `$3` in a list that
+/// sqlx searches once per parameter, so a statement of n numbered
+/// parameters costs n² to bind; a plain `?` has no name to search. The
+/// arguments are bound in order either way.
+pub fn row_placeholders(conn: &AnyConnection, rows: usize, columns: usize) -> String {
+    placeholders(!is_sqlite(conn), rows, columns)
+}
+
+fn placeholders(numbered: bool, rows: usize, columns: usize) -> String {
     (0..rows)
         .map(|row| {
             let marks: Vec<String> = (1..=columns)
-                .map(|c| format!("${}", row * columns + c))
+                .map(|c| {
+                    if numbered {
+                        format!("${}", row * columns + c)
+                    } else {
+                        "?".to_string()
+                    }
+                })
                 .collect();
             format!("({})", marks.join(", "))
         })
@@ -280,12 +315,18 @@ pub fn row_placeholders(rows: usize, columns: usize) -> String {
         .join(", ")
 }
 
+/// Whether `conn` is an SQLite connection.
+pub fn is_sqlite(conn: &AnyConnection) -> bool {
+    conn.backend_name() == "SQLite"
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
-    fn placeholders_number_row_by_row() {
-        assert_eq!(super::row_placeholders(2, 2), "($1, $2), ($3, $4)");
-        assert_eq!(super::row_placeholders(1, 3), "($1, $2, $3)");
+    fn placeholders_number_row_by_row_or_stay_plain() {
+        assert_eq!(super::placeholders(true, 2, 2), "($1, $2), ($3, $4)");
+        assert_eq!(super::placeholders(true, 1, 3), "($1, $2, $3)");
+        assert_eq!(super::placeholders(false, 2, 2), "(?, ?), (?, ?)");
     }
 
     #[test]

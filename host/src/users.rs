@@ -249,7 +249,7 @@ pub async fn insert_many(conn: &mut AnyConnection, news: &[NewUser]) -> Result<V
         let sql = format!(
             "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, created, updated, self_registered) \
              VALUES {} RETURNING {COLUMNS}",
-            crate::db::row_placeholders(chunk.len(), 12)
+            crate::db::row_placeholders(conn, chunk.len(), 12)
         );
         let mut query = sqlx::query(&sql);
         for &i in chunk {
@@ -307,7 +307,7 @@ async fn taken(
     for chunk in values.chunks(ROWS_PER_INSERT) {
         let sql = format!(
             "SELECT {column} FROM users WHERE {column} IN {}",
-            crate::db::row_placeholders(1, chunk.len())
+            crate::db::row_placeholders(conn, 1, chunk.len())
         );
         let mut query = sqlx::query(&sql);
         for v in chunk {
@@ -436,16 +436,13 @@ pub async fn link_many(
 ) -> Result<()> {
     let t = now();
     for chunk in links.chunks(ROWS_PER_INSERT) {
-        let values: Vec<String> = (0..chunk.len())
-            .map(|k| format!("($1, ${}, ${}, $2)", k * 2 + 3, k * 2 + 4))
-            .collect();
         let sql = format!(
             "INSERT INTO external_identities (source, external_id, user_id, created) VALUES {}",
-            values.join(", ")
+            crate::db::row_placeholders(conn, chunk.len(), 4)
         );
-        let mut query = sqlx::query(&sql).bind(source).bind(t);
+        let mut query = sqlx::query(&sql);
         for (external_id, user_id) in chunk {
-            query = query.bind(*external_id).bind(*user_id);
+            query = query.bind(source).bind(*external_id).bind(*user_id).bind(t);
         }
         query.execute(&mut *conn).await?;
     }

@@ -643,7 +643,7 @@ pub async fn emit_many(conn: &mut AnyConnection, events: Vec<Event>) -> sqlx::Re
     for chunk in all.chunks(EVENTS_PER_INSERT) {
         let sql = format!(
             "INSERT INTO webhook_events (event_id, event_type, timestamp, data, repo_id, org_id) VALUES {} RETURNING id, event_id",
-            crate::db::row_placeholders(chunk.len(), 6)
+            crate::db::row_placeholders(conn, chunk.len(), 6)
         );
         let mut query = sqlx::query(&sql);
         for &i in chunk {
