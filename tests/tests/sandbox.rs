@@ -90,6 +90,12 @@ async fn a_trapping_plugin_fails_only_its_own_call() {
         // A later call to the same plugin runs in a fresh instance and works.
         let res = sign_in(&client(), &server, "someone-else", "whatever-password").await;
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{backend}");
+        // Nothing a call leaves in the instance's memory reaches the next
+        // one: `panicky` traps if it finds its own mark from before.
+        for _ in 0..3 {
+            let res = sign_in(&client(), &server, "twice", "whatever-password").await;
+            assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{backend}");
+        }
     }
 }
 

@@ -380,12 +380,27 @@ impl Plugins {
             State::Disabled => return Err(unavailable("disabled".into())),
         };
         let (p, lender, engine) = (plugin.clone(), self.lender.clone(), self.engine.clone());
-        let outcome = tokio::task::spawn_blocking(move || {
+        // A call may block (on a capability's database or network use), so
+        // it never runs on an async worker as such. A delivery is handed to
+        // a blocking thread, where the caller's time-out can leave it
+        // behind. Any other call runs where it is, after this worker hands
+        // its other tasks to another thread (`block_in_place`): the caller
+        // does not wait for a blocking thread to wake up, which was more
+        // than half of a short call.
+        let inline = route.is_none()
+            && tokio::runtime::Handle::current().runtime_flavor()
+                == tokio::runtime::RuntimeFlavor::MultiThread;
+        let run = move || {
             let mut store = engine::new_store(p.id.clone(), &p.limits, lender, &engine, route);
             f(&prepared, &mut store).map_err(|e| engine::describe_failure(&p.limits, &e))
-        })
-        .await
-        .map_err(|e| Error::Runtime(format!("plugin call did not finish: {e}")))?;
+        };
+        let outcome = if inline {
+            tokio::task::block_in_place(run)
+        } else {
+            tokio::task::spawn_blocking(run)
+                .await
+                .map_err(|e| Error::Runtime(format!("plugin call did not finish: {e}")))?
+        };
         plugin.stats.calls.fetch_add(1, Ordering::Relaxed);
         plugin.stats.pending_calls.fetch_add(1, Ordering::Relaxed);
         match outcome {
