@@ -306,7 +306,7 @@ async fn run_backend(
             .unwrap_or("")
             .to_string()
     };
-    let mut cmd = tokio::process::Command::new("git");
+    let mut cmd = tokio::process::Command::new(bare::program());
     cmd.arg("http-backend")
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())

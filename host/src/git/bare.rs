@@ -8,6 +8,30 @@ use std::path::Path;
 /// The hook script every repository gets.
 const SCRIPT: &str = "#!/bin/sh\n# Installed by Postern: branch protection and push limits are checked by the host.\nexec \"$POSTERN_BIN\" hook pre-receive\n";
 
+/// The `git` program, as a path: found on `PATH` once, at first use.
+///
+/// A child whose environment is cleared or names its own `PATH` is started
+/// by the standard library with `fork` unless the program is given as a
+/// path; with a path it uses `posix_spawn`, which does not copy the
+/// server's page tables. The plugin engine's reserved memory makes those
+/// large, and a fork per git request over HTTP cost 20 ms or more once
+/// plugins had run. Falls back to the bare name when `PATH` has no git.
+pub fn program() -> &'static Path {
+    static GIT: std::sync::LazyLock<std::path::PathBuf> = std::sync::LazyLock::new(|| {
+        use std::os::unix::fs::PermissionsExt;
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join("git"))
+            .find(|p| {
+                std::fs::metadata(p)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+            .unwrap_or_else(|| "git".into())
+    });
+    &GIT
+}
+
 /// Writes (or refreshes) the repository's pre-receive hook.
 pub fn install(repo_dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -28,7 +52,7 @@ pub async fn init(path: &Path, default_branch: &str) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?;
     }
-    let out = tokio::process::Command::new("git")
+    let out = tokio::process::Command::new(program())
         .arg("init")
         .arg("--bare")
         .arg("--quiet")
@@ -50,7 +74,7 @@ pub async fn run(
     env: &[(&str, &str)],
     args: &[&str],
 ) -> std::io::Result<std::process::Output> {
-    let mut cmd = tokio::process::Command::new("git");
+    let mut cmd = tokio::process::Command::new(program());
     cmd.args(args).current_dir(dir).env("GIT_DIR", dir);
     for (k, v) in env {
         cmd.env(k, v);
