@@ -20,11 +20,13 @@ mod capabilities;
 mod common_bindings;
 pub mod contract;
 mod engine;
+pub mod inspect;
 mod loading;
 pub mod oauth2_sources;
 pub mod outbound;
 mod registry;
 mod saml_capability;
+pub mod scaffold;
 pub(crate) mod since_v0_1;
 pub(crate) mod since_v0_2;
 pub(crate) mod since_v0_3;
@@ -121,7 +123,7 @@ impl Kind {
         }
     }
 
-    fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         match s {
             "identity-source" => Some(Kind::IdentitySource),
             "second-factor" => Some(Kind::SecondFactor),

@@ -68,7 +68,7 @@ impl Capability {
 }
 
 /// What an import name asks for.
-enum Import {
+pub(super) enum Import {
     /// Types only, or the WASI baseline: always linked.
     Baseline,
     /// A grantable capability.
@@ -76,7 +76,7 @@ enum Import {
     Unknown,
 }
 
-fn classify(name: &str) -> Import {
+pub(super) fn classify(name: &str) -> Import {
     let (interface, _version) = name.split_once('@').unwrap_or((name, ""));
     match interface {
         "postern:plugin/types" => Import::Baseline,

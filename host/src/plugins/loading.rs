@@ -19,7 +19,7 @@ use super::{since_v0_1, since_v0_2, since_v0_3};
 use crate::config::source_settings::{DefinedIn, SourceSettings, directory_id, redirect_id};
 use crate::config::{Config, PluginSection};
 
-const DEFAULT_MEMORY_MB: u32 = 64;
+pub(super) const DEFAULT_MEMORY_MB: u32 = 64;
 const DEFAULT_TIMEOUT_MS: u64 = 5000;
 /// A directory source's deadline covers the server's answers too, and a
 /// full listing of a large directory takes a while.

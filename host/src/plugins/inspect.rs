@@ -1,0 +1,172 @@
+//! `postern plugin check`: what a plugin file is, read without a server or
+//! a database — its world, WIT version, imports and sha256, and the ini
+//! block that registers it. The same classification decides at load.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+use super::capabilities::{self, Capability, Import};
+use super::{Error, Kind, Result, engine, loading, since_v0_1, since_v0_2, since_v0_3};
+
+/// The WIT versions this host serves, oldest first.
+pub const WIT_VERSIONS: [&str; 3] = [
+    since_v0_1::WIT_VERSION,
+    since_v0_2::WIT_VERSION,
+    since_v0_3::WIT_VERSION,
+];
+
+/// What one import asks the host for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asks {
+    /// Types, or the WASI baseline every plugin is linked against.
+    Baseline,
+    /// A capability the operator must grant.
+    Capability(Capability),
+    /// Something the host does not lend: the plugin would be refused.
+    Unknown,
+}
+
+/// A plugin file, as `postern plugin check` describes it.
+#[derive(Debug)]
+pub struct Inspection {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub kind: Kind,
+    pub wit_version: &'static str,
+    /// Every import, by name, in the component's order.
+    pub imports: Vec<(String, Asks)>,
+}
+
+impl Inspection {
+    /// The capabilities to grant, each once, in the order first imported.
+    pub fn grants(&self) -> Vec<Capability> {
+        let mut grants = Vec::new();
+        for (_, asks) in &self.imports {
+            if let Asks::Capability(c) = asks
+                && !grants.contains(c)
+            {
+                grants.push(*c);
+            }
+        }
+        grants
+    }
+
+    /// The `[plugin.<id>]` block that loads this file as `id`.
+    pub fn ini_block(&self, id: &str) -> String {
+        let grants: Vec<&str> = self.grants().iter().map(|c| c.name()).collect();
+        let mut block = format!(
+            "[plugin.{id}]\nPATH = {}\nSHA256 = {}\nKIND = {}\n",
+            self.path.display(),
+            self.sha256,
+            self.kind.as_str()
+        );
+        if !grants.is_empty() {
+            block.push_str(&format!("GRANTS = {}\n", grants.join(", ")));
+        }
+        block
+    }
+}
+
+/// Reads and compiles the component at `path` and says what it is. A file
+/// that is not a component, or that exports no world this host serves, is
+/// an error naming what was found and what is served.
+pub fn inspect(path: &Path) -> Result<Inspection> {
+    let id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bytes = std::fs::read(path).map_err(|e| Error::Read {
+        plugin: id.clone(),
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let invalid = |reason: String| Error::Invalid {
+        plugin: id.clone(),
+        kind: "plugin",
+        reason,
+    };
+    let engine = engine::engine(loading::DEFAULT_MEMORY_MB as usize * 1024 * 1024)?;
+    let component = Component::new(&engine, &bytes).map_err(|e| invalid(format!("{e:#}")))?;
+    let ty = component.component_type();
+    let exports: Vec<String> = ty.exports(&engine).map(|(n, _)| n.to_string()).collect();
+    let (kind, wit_version) = world(&exports).ok_or_else(|| {
+        let ours: Vec<&str> = exports
+            .iter()
+            .filter(|e| e.starts_with("postern:plugin/"))
+            .map(String::as_str)
+            .collect();
+        invalid(if ours.is_empty() {
+            format!(
+                "it exports no postern:plugin/source, /factor or /transport interface (it exports: {})",
+                if exports.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    exports.join(", ")
+                }
+            )
+        } else {
+            format!(
+                "it exports {}, a WIT version this host does not serve; it serves {}",
+                ours.join(", "),
+                WIT_VERSIONS.join(", ")
+            )
+        })
+    })?;
+    let imports = ty
+        .imports(&engine)
+        .map(|(name, _)| {
+            let asks = match capabilities::classify(name) {
+                Import::Baseline => Asks::Baseline,
+                Import::Capability(c) => Asks::Capability(c),
+                Import::Unknown => Asks::Unknown,
+            };
+            (name.to_string(), asks)
+        })
+        .collect();
+    Ok(Inspection {
+        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        sha256,
+        kind,
+        wit_version,
+        imports,
+    })
+}
+
+/// The world a component's exports make it, and its WIT version.
+fn world(exports: &[String]) -> Option<(Kind, &'static str)> {
+    [
+        Kind::IdentitySource,
+        Kind::SecondFactor,
+        Kind::WebhookTransport,
+    ]
+    .into_iter()
+    .find_map(|kind| {
+        let wanted = format!("postern:plugin/{}@", kind.interface());
+        exports.iter().find_map(|name| {
+            let version = name.strip_prefix(&wanted)?;
+            WIT_VERSIONS
+                .into_iter()
+                .find(|v| *v == version)
+                .map(|v| (kind, v))
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_world_is_found_by_its_interface_and_a_served_version() {
+        let exports = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            world(&exports(&["postern:plugin/factor@0.2.0"])),
+            Some((Kind::SecondFactor, "0.2.0"))
+        );
+        assert_eq!(world(&exports(&["postern:plugin/source@9.0.0"])), None);
+        assert_eq!(world(&exports(&["wasi:cli/run@0.2.0"])), None);
+    }
+}
