@@ -1030,7 +1030,7 @@ async fn plugin_list(app: App, json: bool) -> anyhow::Result<()> {
 /// A plugin that imports something the host does not lend is described,
 /// then refused with an error, as the server would refuse it.
 fn plugin_check(file: &std::path::Path, id: Option<&str>) -> anyhow::Result<()> {
-    use crate::plugins::inspect::{self, Asks};
+    use crate::plugins::inspect::{self, Import};
     let found = inspect::inspect(file)?;
     let id = id.map(str::to_string).unwrap_or_else(|| {
         file.file_stem()
@@ -1046,7 +1046,7 @@ fn plugin_check(file: &std::path::Path, id: Option<&str>) -> anyhow::Result<()> 
     println!(
         "WIT version: {} (this host serves {})",
         found.wit_version,
-        inspect::WIT_VERSIONS.join(", ")
+        crate::plugins::WIT_VERSIONS.join(", ")
     );
     println!("imports:");
     let width = found
@@ -1058,12 +1058,12 @@ fn plugin_check(file: &std::path::Path, id: Option<&str>) -> anyhow::Result<()> 
     let mut unknown = Vec::new();
     for (name, asks) in &found.imports {
         let what = match asks {
-            Asks::Baseline if name.starts_with("wasi:") => {
+            Import::Baseline if name.starts_with("wasi:") => {
                 "WASI baseline (always linked, to an empty context)".to_string()
             }
-            Asks::Baseline => "types (always linked)".to_string(),
-            Asks::Capability(c) => format!("capability {}", c.name()),
-            Asks::Unknown => {
+            Import::Baseline => "types (always linked)".to_string(),
+            Import::Capability(c) => format!("capability {}", c.name()),
+            Import::Unknown => {
                 unknown.push(name.clone());
                 "not provided by Postern".to_string()
             }

@@ -316,7 +316,7 @@ fn placeholders(numbered: bool, rows: usize, columns: usize) -> String {
 }
 
 /// Whether `conn` is an SQLite connection.
-pub fn is_sqlite(conn: &AnyConnection) -> bool {
+fn is_sqlite(conn: &AnyConnection) -> bool {
     conn.backend_name() == "SQLite"
 }
 

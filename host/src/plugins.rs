@@ -96,6 +96,13 @@ pub enum Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// The WIT versions this host serves, oldest first.
+pub const WIT_VERSIONS: [&str; 3] = [
+    since_v0_1::WIT_VERSION,
+    since_v0_2::WIT_VERSION,
+    since_v0_3::WIT_VERSION,
+];
+
 /// The three worlds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -112,6 +119,16 @@ impl Kind {
             Kind::SecondFactor => "second-factor",
             Kind::WebhookTransport => "webhook-transport",
         }
+    }
+
+    /// The WIT version of `export` when it is this world's interface in a
+    /// version the host serves (`postern:plugin/factor@0.2.0` → "0.2.0").
+    fn served_version(self, export: &str) -> Option<&'static str> {
+        let version = export
+            .strip_prefix("postern:plugin/")?
+            .strip_prefix(self.interface())?
+            .strip_prefix('@')?;
+        WIT_VERSIONS.into_iter().find(|v| *v == version)
     }
 
     /// The interface the world exports.

@@ -324,15 +324,18 @@ pub async fn delete(db: &Db, user_id: i64, id_or_name: &str) -> Result<bool> {
 /// The token comes with its owner, read in the same query: this is the
 /// path of every API call made with a token.
 pub async fn authenticate(db: &Db, secret: &str) -> Result<(Token, User)> {
-    // Built once: this runs on every API call made with a token.
-    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        format!(
+    // Built once: this runs on every API call made with a token. The
+    // user's columns follow the token's.
+    static SQL: std::sync::LazyLock<(String, usize)> = std::sync::LazyLock::new(|| {
+        let sql = format!(
             "SELECT {}, {} FROM access_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1",
             db::qualified(COLUMNS, "t"),
             users::columns_as("u")
-        )
+        );
+        (sql, COLUMNS.split(", ").count())
     });
-    let row = sqlx::query(&SQL)
+    let (sql, user_at) = &*SQL;
+    let row = sqlx::query(sql)
         .bind(digest(secret.trim()))
         .fetch_optional(db.pool())
         .await?;
@@ -340,7 +343,7 @@ pub async fn authenticate(db: &Db, secret: &str) -> Result<(Token, User)> {
         return Err(Error::Unknown);
     };
     let token = from_row(&row)?;
-    let user = users::from_row_at(&row, COLUMNS.split(", ").count())?;
+    let user = users::from_row_at(&row, *user_at)?;
     let t = now();
     if token.expires.is_some_and(|e| e <= t) {
         return Err(Error::Expired);

@@ -68,11 +68,13 @@ impl Capability {
 }
 
 /// What an import name asks for.
-pub(super) enum Import {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Import {
     /// Types only, or the WASI baseline: always linked.
     Baseline,
     /// A grantable capability.
     Capability(Capability),
+    /// Something the host does not lend: the plugin is refused.
     Unknown,
 }
 

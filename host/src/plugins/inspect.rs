@@ -7,26 +7,9 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use super::capabilities::{self, Capability, Import};
-use super::{Error, Kind, Result, engine, loading, since_v0_1, since_v0_2, since_v0_3};
-
-/// The WIT versions this host serves, oldest first.
-pub const WIT_VERSIONS: [&str; 3] = [
-    since_v0_1::WIT_VERSION,
-    since_v0_2::WIT_VERSION,
-    since_v0_3::WIT_VERSION,
-];
-
-/// What one import asks the host for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Asks {
-    /// Types, or the WASI baseline every plugin is linked against.
-    Baseline,
-    /// A capability the operator must grant.
-    Capability(Capability),
-    /// Something the host does not lend: the plugin would be refused.
-    Unknown,
-}
+pub use super::capabilities::Import;
+use super::capabilities::{self, Capability};
+use super::{Error, Kind, Result, WIT_VERSIONS, engine, loading};
 
 /// A plugin file, as `postern plugin check` describes it.
 #[derive(Debug)]
@@ -36,7 +19,7 @@ pub struct Inspection {
     pub kind: Kind,
     pub wit_version: &'static str,
     /// Every import, by name, in the component's order.
-    pub imports: Vec<(String, Asks)>,
+    pub imports: Vec<(String, Import)>,
 }
 
 impl Inspection {
@@ -44,7 +27,7 @@ impl Inspection {
     pub fn grants(&self) -> Vec<Capability> {
         let mut grants = Vec::new();
         for (_, asks) in &self.imports {
-            if let Asks::Capability(c) = asks
+            if let Import::Capability(c) = asks
                 && !grants.contains(c)
             {
                 grants.push(*c);
@@ -117,14 +100,7 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
     })?;
     let imports = ty
         .imports(&engine)
-        .map(|(name, _)| {
-            let asks = match capabilities::classify(name) {
-                Import::Baseline => Asks::Baseline,
-                Import::Capability(c) => Asks::Capability(c),
-                Import::Unknown => Asks::Unknown,
-            };
-            (name.to_string(), asks)
-        })
+        .map(|(name, _)| (name.to_string(), capabilities::classify(name)))
         .collect();
     Ok(Inspection {
         path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
@@ -144,14 +120,9 @@ fn world(exports: &[String]) -> Option<(Kind, &'static str)> {
     ]
     .into_iter()
     .find_map(|kind| {
-        let wanted = format!("postern:plugin/{}@", kind.interface());
-        exports.iter().find_map(|name| {
-            let version = name.strip_prefix(&wanted)?;
-            WIT_VERSIONS
-                .into_iter()
-                .find(|v| *v == version)
-                .map(|v| (kind, v))
-        })
+        exports
+            .iter()
+            .find_map(|name| kind.served_version(name).map(|v| (kind, v)))
     })
 }
 

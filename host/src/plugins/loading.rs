@@ -454,11 +454,9 @@ fn prepare(
         plugin: spec.id.clone(),
         kind: kind.as_str(),
         reason: format!(
-            "it exports no postern:plugin/{}@{}, @{} or @{} interface",
+            "it exports no postern:plugin/{} interface of a version this host serves ({})",
             kind.interface(),
-            since_v0_1::WIT_VERSION,
-            since_v0_2::WIT_VERSION,
-            since_v0_3::WIT_VERSION
+            super::WIT_VERSIONS.join(", ")
         ),
     })?;
     let pre = linker.instantiate_pre(&component).map_err(invalid)?;
@@ -500,20 +498,10 @@ fn prepare(
 /// The WIT version of the world interface a component exports
 /// (`postern:plugin/factor@0.2.0` → "0.2.0"), among those the host serves.
 fn exported_version(engine: &Engine, component: &Component, kind: Kind) -> Option<&'static str> {
-    let wanted = format!("postern:plugin/{}@", kind.interface());
     component
         .component_type()
         .exports(engine)
-        .find_map(|(name, _)| {
-            let version = name.strip_prefix(&wanted)?;
-            [
-                since_v0_1::WIT_VERSION,
-                since_v0_2::WIT_VERSION,
-                since_v0_3::WIT_VERSION,
-            ]
-            .into_iter()
-            .find(|v| *v == version)
-        })
+        .find_map(|(name, _)| kind.served_version(name))
 }
 
 #[cfg(test)]
