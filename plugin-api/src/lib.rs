@@ -37,6 +37,35 @@
 
 #![deny(missing_docs)]
 
+#[cfg(not(target_arch = "wasm32"))]
+#[doc(hidden)]
+pub mod native;
+
+#[cfg(all(feature = "testing", not(target_arch = "wasm32")))]
+pub mod testing;
+
+/// A capability call answered by the test harness, when one runs on this
+/// thread (feature `testing`).
+#[cfg(not(target_arch = "wasm32"))]
+#[cfg_attr(
+    not(any(
+        feature = "identity-source",
+        feature = "second-factor",
+        feature = "webhook-transport",
+        feature = "http"
+    )),
+    allow(dead_code)
+)]
+fn harness_call(name: &str, request: &[u8]) -> Option<Result<Vec<u8>, String>> {
+    #[cfg(feature = "testing")]
+    return testing::call(name, request);
+    #[cfg(not(feature = "testing"))]
+    {
+        let _ = (name, request);
+        None
+    }
+}
+
 /// The version of the WIT package `postern:plugin` this crate's bindings
 /// target: a plugin built with this crate exports its world's interface at
 /// this version, and the host binds it with that version's module.
@@ -81,6 +110,8 @@ pub mod identity_source {
         wit_bindgen::generate!({
             path: "wit",
             world: "identity-source",
+            // The native C ABI carries these types as JSON.
+            additional_derives: [serde::Serialize, serde::Deserialize],
             default_bindings_module: "postern_plugin_api::identity_source::bindings",
             pub_export_macro: true,
             export_macro_name: "export",
@@ -100,7 +131,78 @@ pub mod identity_source {
     /// the fifth, `http`, is the crate's module `http` (feature `http`). Each is linked
     /// only when the operator grants it; a component that imports one it was
     /// not granted is refused at load.
+    #[cfg(target_arch = "wasm32")]
     pub use bindings::postern::plugin::{credentials, directory, kv, log};
+    /// The same capabilities in a native build, through the host's function
+    /// table (or the test harness).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub use native_capabilities::{credentials, directory, kv, log};
+
+    #[cfg(not(target_arch = "wasm32"))]
+    mod native_capabilities {
+        crate::native::native_log!();
+        crate::native::native_kv!();
+        crate::native::native_credentials!();
+        crate::native::native_directory!();
+    }
+
+    /// The requests of the native entry `postern_identity_source`.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[doc(hidden)]
+    pub mod native_entry {
+        use super::*;
+
+        /// One call, as the host encodes it.
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Request {
+            Authenticate(PasswordSignIn),
+            Register(Registration),
+            ListUsers {
+                settings: Vec<Setting>,
+            },
+            TestConnection {
+                settings: Vec<Setting>,
+            },
+            BeginRedirect {
+                settings: Vec<Setting>,
+                callback_url: String,
+            },
+            CompleteRedirect {
+                settings: Vec<Setting>,
+                callback_url: String,
+                pending_state: Vec<u8>,
+                parameters: Vec<(String, String)>,
+            },
+        }
+
+        /// Runs one call of `T` and encodes its answer.
+        pub fn dispatch<T: IdentitySource>(request: Request) -> serde_json::Result<Vec<u8>> {
+            match request {
+                Request::Authenticate(r) => serde_json::to_vec(&T::authenticate(r)),
+                Request::Register(r) => serde_json::to_vec(&T::register(r)),
+                Request::ListUsers { settings } => serde_json::to_vec(&T::list_users(settings)),
+                Request::TestConnection { settings } => {
+                    serde_json::to_vec(&T::test_connection(settings))
+                }
+                Request::BeginRedirect {
+                    settings,
+                    callback_url,
+                } => serde_json::to_vec(&T::begin_redirect(settings, callback_url)),
+                Request::CompleteRedirect {
+                    settings,
+                    callback_url,
+                    pending_state,
+                    parameters,
+                } => serde_json::to_vec(&T::complete_redirect(
+                    settings,
+                    callback_url,
+                    pending_state,
+                    parameters,
+                )),
+            }
+        }
+    }
 
     setting_helpers!(Setting);
 
@@ -222,8 +324,16 @@ pub mod identity_source {
 #[macro_export]
 macro_rules! export_identity_source {
     ($source:ty) => {
+        #[cfg(target_arch = "wasm32")]
         type __PosternIdentitySource = $crate::identity_source::Adapter<$source>;
+        #[cfg(target_arch = "wasm32")]
         $crate::identity_source::bindings::export!(__PosternIdentitySource with_types_in $crate::identity_source::bindings);
+        #[cfg(not(target_arch = "wasm32"))]
+        $crate::__native_exports!(
+            postern_identity_source,
+            $crate::identity_source::native_entry::Request,
+            $crate::identity_source::native_entry::dispatch::<$source>
+        );
     };
 }
 
@@ -244,6 +354,8 @@ pub mod second_factor {
         wit_bindgen::generate!({
             path: "wit",
             world: "second-factor",
+            // The native C ABI carries these types as JSON.
+            additional_derives: [serde::Serialize, serde::Deserialize],
             default_bindings_module: "postern_plugin_api::second_factor::bindings",
             pub_export_macro: true,
             export_macro_name: "export",
@@ -258,7 +370,90 @@ pub mod second_factor {
     /// key-value store private to the plugin, where a factor keeps its
     /// enrolments). Each is linked only when the operator grants it; a
     /// component that imports one it was not granted is refused at load.
+    #[cfg(target_arch = "wasm32")]
     pub use bindings::postern::plugin::{kv, log};
+    /// The same capabilities in a native build, through the host's function
+    /// table (or the test harness).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub use native_capabilities::{kv, log};
+
+    #[cfg(not(target_arch = "wasm32"))]
+    mod native_capabilities {
+        crate::native::native_log!();
+        crate::native::native_kv!();
+    }
+
+    /// The requests of the native entry `postern_second_factor`.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[doc(hidden)]
+    pub mod native_entry {
+        use super::*;
+
+        /// One call, as the host encodes it.
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Request {
+            BeginEnrollment {
+                user: Account,
+                settings: Vec<Setting>,
+            },
+            ConfirmEnrollment {
+                user: Account,
+                pending_state: Vec<u8>,
+                response: String,
+                settings: Vec<Setting>,
+            },
+            BeginVerification {
+                user: Option<Account>,
+                settings: Vec<Setting>,
+            },
+            Verify {
+                user: Option<Account>,
+                pending_state: Vec<u8>,
+                response: String,
+                settings: Vec<Setting>,
+            },
+            Remove {
+                user: Account,
+                handle: String,
+                settings: Vec<Setting>,
+            },
+        }
+
+        /// Runs one call of `T` and encodes its answer.
+        pub fn dispatch<T: SecondFactor>(request: Request) -> serde_json::Result<Vec<u8>> {
+            match request {
+                Request::BeginEnrollment { user, settings } => {
+                    serde_json::to_vec(&T::begin_enrollment(user, settings))
+                }
+                Request::ConfirmEnrollment {
+                    user,
+                    pending_state,
+                    response,
+                    settings,
+                } => serde_json::to_vec(&T::confirm_enrollment(
+                    user,
+                    pending_state,
+                    response,
+                    settings,
+                )),
+                Request::BeginVerification { user, settings } => {
+                    serde_json::to_vec(&T::begin_verification(user, settings))
+                }
+                Request::Verify {
+                    user,
+                    pending_state,
+                    response,
+                    settings,
+                } => serde_json::to_vec(&T::verify(user, pending_state, response, settings)),
+                Request::Remove {
+                    user,
+                    handle,
+                    settings,
+                } => serde_json::to_vec(&T::remove(user, handle, settings)),
+            }
+        }
+    }
 
     setting_helpers!(Setting);
 
@@ -374,8 +569,16 @@ pub mod second_factor {
 #[macro_export]
 macro_rules! export_second_factor {
     ($factor:ty) => {
+        #[cfg(target_arch = "wasm32")]
         type __PosternSecondFactor = $crate::second_factor::Adapter<$factor>;
+        #[cfg(target_arch = "wasm32")]
         $crate::second_factor::bindings::export!(__PosternSecondFactor with_types_in $crate::second_factor::bindings);
+        #[cfg(not(target_arch = "wasm32"))]
+        $crate::__native_exports!(
+            postern_second_factor,
+            $crate::second_factor::native_entry::Request,
+            $crate::second_factor::native_entry::dispatch::<$factor>
+        );
     };
 }
 
@@ -396,6 +599,8 @@ pub mod webhook_transport {
         wit_bindgen::generate!({
             path: "wit",
             world: "webhook-transport",
+            // The native C ABI carries these types as JSON.
+            additional_derives: [serde::Serialize, serde::Deserialize],
             default_bindings_module: "postern_plugin_api::webhook_transport::bindings",
             pub_export_macro: true,
             export_macro_name: "export",
@@ -410,7 +615,39 @@ pub mod webhook_transport {
     /// key-value store private to the plugin). Each is linked only when the
     /// operator grants it; a component that imports one it was not granted
     /// is refused at load.
+    #[cfg(target_arch = "wasm32")]
     pub use bindings::postern::plugin::{kv, log};
+    /// The same capabilities in a native build, through the host's function
+    /// table (or the test harness).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub use native_capabilities::{kv, log};
+
+    #[cfg(not(target_arch = "wasm32"))]
+    mod native_capabilities {
+        crate::native::native_log!();
+        crate::native::native_kv!();
+    }
+
+    /// The requests of the native entry `postern_webhook_transport`.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[doc(hidden)]
+    pub mod native_entry {
+        use super::*;
+
+        /// One call, as the host encodes it.
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Request {
+            Deliver(Delivery),
+        }
+
+        /// Runs one call of `T` and encodes its answer.
+        pub fn dispatch<T: WebhookTransport>(request: Request) -> serde_json::Result<Vec<u8>> {
+            match request {
+                Request::Deliver(d) => serde_json::to_vec(&T::deliver(d)),
+            }
+        }
+    }
 
     setting_helpers!(Setting);
 
@@ -445,8 +682,16 @@ pub mod webhook_transport {
 #[macro_export]
 macro_rules! export_webhook_transport {
     ($transport:ty) => {
+        #[cfg(target_arch = "wasm32")]
         type __PosternWebhookTransport = $crate::webhook_transport::Adapter<$transport>;
+        #[cfg(target_arch = "wasm32")]
         $crate::webhook_transport::bindings::export!(__PosternWebhookTransport with_types_in $crate::webhook_transport::bindings);
+        #[cfg(not(target_arch = "wasm32"))]
+        $crate::__native_exports!(
+            postern_webhook_transport,
+            $crate::webhook_transport::native_entry::Request,
+            $crate::webhook_transport::native_entry::dispatch::<$transport>
+        );
     };
 }
 
@@ -521,8 +766,9 @@ pub mod http {
     //! [`send`] as their HTTP client as it is: their `SyncHttpClient` is
     //! implemented for any such function.
     //!
-    //! Natively (a plugin's unit tests) there is no `wasi:http` to call, and
-    //! [`send`] fails with [`HttpError::Other`] without sending anything.
+    //! In a native build the request goes to the same host checks through
+    //! the host's function table; in a unit test, to the harness's
+    //! [`on_http`](crate::testing::Harness::on_http) (feature `testing`).
 
     use core::fmt;
 
@@ -538,7 +784,7 @@ pub mod http {
     const READ_CHUNK: u64 = 64 * 1024;
 
     /// Why [`send`] failed.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
     #[non_exhaustive]
     pub enum HttpError {
         /// The host refused the destination before any I/O: `host` is not
@@ -797,19 +1043,90 @@ pub mod http {
         }
     }
 
-    /// Outside a component there is no `wasi:http` to call: a plugin's
-    /// native unit tests get an error rather than a crash.
+    /// A request as the native ABI carries it (`http.send`).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub(crate) struct WireRequest {
+        method: String,
+        uri: String,
+        headers: Vec<(String, Vec<u8>)>,
+        body: Vec<u8>,
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    impl WireRequest {
+        fn from_request(request: Request<Vec<u8>>) -> Self {
+            let (parts, body) = request.into_parts();
+            WireRequest {
+                method: parts.method.to_string(),
+                uri: parts.uri.to_string(),
+                headers: parts
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
+                    .collect(),
+                body,
+            }
+        }
+
+        #[cfg(feature = "testing")]
+        pub(crate) fn into_request(self) -> Result<Request<Vec<u8>>, String> {
+            let mut request = Request::builder()
+                .method(self.method.as_str())
+                .uri(self.uri);
+            for (name, value) in self.headers {
+                request = request.header(name, value);
+            }
+            request.body(self.body).map_err(|e| e.to_string())
+        }
+    }
+
+    /// A response as the native ABI carries it.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub(crate) struct WireResponse {
+        status: u16,
+        headers: Vec<(String, Vec<u8>)>,
+        body: Vec<u8>,
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    impl WireResponse {
+        #[cfg(feature = "testing")]
+        pub(crate) fn from_response(response: &Response<Vec<u8>>) -> Self {
+            WireResponse {
+                status: response.status().as_u16(),
+                headers: response
+                    .headers()
+                    .iter()
+                    .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
+                    .collect(),
+                body: response.body().clone(),
+            }
+        }
+    }
+
+    /// A native build: the host's `http.send`, behind the same checks as
+    /// `wasi:http`.
     #[cfg(not(target_arch = "wasm32"))]
     mod wasi {
-        use super::{HttpError, Request, Response};
+        use super::{HttpError, Request, Response, WireRequest, WireResponse};
 
         pub(super) fn send(
-            _request: Request<Vec<u8>>,
-            _host: &str,
+            request: Request<Vec<u8>>,
+            host: &str,
         ) -> Result<Response<Vec<u8>>, HttpError> {
-            Err(HttpError::Other(
-                "wasi:http is only available inside a WebAssembly component".into(),
-            ))
+            let wire = WireRequest::from_request(request);
+            let answer: WireResponse =
+                crate::native::host_call::<Result<WireResponse, HttpError>>("http.send", &wire)
+                    .unwrap_or_else(|why| Err(HttpError::Other(why)))?;
+            let mut response = Response::builder().status(answer.status);
+            for (name, value) in answer.headers {
+                response = response.header(name, value);
+            }
+            response
+                .body(answer.body)
+                .map_err(|e| HttpError::Other(format!("{host} sent a malformed response: {e}")))
         }
     }
 }
