@@ -70,17 +70,21 @@ bash tests/gitea/install.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
-for ws in plugins tests/plugins plugin-api/example; do
+for ws in plugins tests/plugins tests/native-plugins plugin-api/example plugin-api/examples/http-directory; do
   cargo fmt --manifest-path "$ws/Cargo.toml" --all -- --check
 done
 
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --manifest-path plugins/Cargo.toml --target wasm32-wasip2 --all-targets -- -D warnings
+# The SDK's native half (the C ABI, the test harness) with every feature on.
+cargo clippy -p postern-plugin-api --all-features -- -D warnings
 
 echo "== plugins' own tests"
 # --lib: a cdylib with component export names cannot be linked for the host.
 cargo test --manifest-path plugins/Cargo.toml --lib
+# The HTTP directory example's unit tests, on the SDK's test harness.
+cargo test --manifest-path plugin-api/examples/http-directory/Cargo.toml
 
 echo "== build"
 cargo build --workspace --all-targets

@@ -1031,7 +1031,6 @@ async fn plugin_list(app: App, json: bool) -> anyhow::Result<()> {
 /// then refused with an error, as the server would refuse it.
 fn plugin_check(file: &std::path::Path, id: Option<&str>) -> anyhow::Result<()> {
     use crate::plugins::inspect::{self, Import};
-    let found = inspect::inspect(file)?;
     let id = id.map(str::to_string).unwrap_or_else(|| {
         file.file_stem()
             .map(|s| {
@@ -1040,6 +1039,28 @@ fn plugin_check(file: &std::path::Path, id: Option<&str>) -> anyhow::Result<()> 
             })
             .unwrap_or_else(|| "my-plugin".into())
     });
+    if inspect::is_native(file) {
+        let found = inspect::inspect_native(file)?;
+        println!("file:        {}", found.path.display());
+        println!("sha256:      {}", found.sha256);
+        println!("kind:        {}", found.kind.as_str());
+        println!(
+            "native ABI:  {} (this host serves {})",
+            found.abi_version,
+            crate::plugins::native::ABI_VERSIONS
+                .map(|v| v.to_string())
+                .join(", ")
+        );
+        println!(
+            "imports:     none declared: a native library may ask for any capability, and each call is checked against GRANTS"
+        );
+        println!(
+            "sandbox:     none: it runs in Postern's process; the host applies only its time-out"
+        );
+        println!("\nTo load it, add to app.ini:\n\n{}", found.ini_block(&id));
+        return Ok(());
+    }
+    let found = inspect::inspect(file)?;
     println!("file:        {}", found.path.display());
     println!("sha256:      {}", found.sha256);
     println!("kind:        {}", found.kind.as_str());

@@ -61,6 +61,8 @@ pub struct Config {
     pub outbound_http: OutboundHttp,
     pub webhook: Webhook,
     pub plugins: Vec<PluginSection>,
+    /// `[plugins] ALLOW_NATIVE`: a PATH may name a native library.
+    pub allow_native_plugins: bool,
     pub api: Api,
     /// Keys no section knows, as `[section] KEY (origin)`, for the start-up
     /// report.
@@ -750,6 +752,7 @@ impl Config {
                 lease_time: std::time::Duration::from_secs(int("webhook", "LEASE_TIME") as u64),
             },
             plugins,
+            allow_native_plugins: flag("plugins", "ALLOW_NATIVE"),
             api,
             unknown_keys: check.unknown,
             layers: Default::default(),

@@ -12,6 +12,11 @@
 //!
 //! A trap (panic, deadline, memory cap) fails that one call with
 //! [`Error::Trap`], is counted, and leaves the host serving.
+//!
+//! With `[plugins] ALLOW_NATIVE = true`, a PATH may also name a native
+//! library with the SDK's C ABI (`native`): pinned and checked the same way,
+//! called on a blocking thread under the plugin's time-out, without a
+//! sandbox.
 
 pub mod builtin;
 mod calls;
@@ -22,6 +27,7 @@ pub mod contract;
 mod engine;
 pub mod inspect;
 mod loading;
+pub mod native;
 pub mod oauth2_sources;
 pub mod outbound;
 mod registry;
@@ -82,6 +88,16 @@ pub enum Error {
         kind: &'static str,
         reason: String,
     },
+    /// The file at PATH is no WebAssembly, and `[plugins] ALLOW_NATIVE` is
+    /// off. Refused at start.
+    #[error(
+        "plugin {plugin:?}: the file at [plugin.{plugin}] PATH is not a WebAssembly component, and native plugins are not allowed; set [plugins] ALLOW_NATIVE = true to load it as a native library (it then runs in Postern's process, without a sandbox)"
+    )]
+    NativeNotAllowed { plugin: String },
+    /// A native library could not be loaded: the start stops, since the
+    /// operator asked for code that is not running.
+    #[error("native plugin {plugin:?} refused: {reason}")]
+    NativeRefused { plugin: String, reason: String },
     /// The call trapped: a panic, the deadline, the memory cap. Only this
     /// call failed.
     #[error("plugin {plugin:?} failed: {reason}")]
@@ -158,6 +174,8 @@ pub enum Origin {
     /// each `[source.<n>]`, `oauth2` for each `[source.oauth2_<name>]`).
     InstanceOf(&'static str),
     Path(PathBuf),
+    /// A native library (`[plugins] ALLOW_NATIVE`): no sandbox.
+    Native(PathBuf),
 }
 
 /// The sandbox limits of one call.

@@ -74,6 +74,25 @@ pub fn example_plugin() -> PathBuf {
     PathBuf::from(env!("EXAMPLE_PLUGIN"))
 }
 
+/// The HTTP directory example (`plugin-api/examples/http-directory`), built
+/// by tests/build.rs as a component and as a native library.
+pub fn http_directory_plugin(native: bool) -> PathBuf {
+    PathBuf::from(if native {
+        env!("HTTP_DIRECTORY_NATIVE")
+    } else {
+        env!("HTTP_DIRECTORY_WASM")
+    })
+}
+
+/// A native test plugin of `tests/native-plugins/` (`hang`, `abi0`).
+pub fn native_test_plugin(name: &str) -> PathBuf {
+    PathBuf::from(env!("NATIVE_TEST_PLUGINS_DIR")).join(format!(
+        "{}native_plugin_{name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ))
+}
+
 pub fn sha256_file(path: &Path) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(

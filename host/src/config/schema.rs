@@ -990,19 +990,28 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
         ],
     ),
     (
+        "plugins",
+        &[k(
+            "ALLOW_NATIVE",
+            BOOL,
+            "false",
+            "Admit native libraries (the SDK's C ABI) at a plugin's PATH. They run without a sandbox, in the host's process: only for code you trust as you trust Postern.",
+        )],
+    ),
+    (
         "plugin.<id>",
         &[
             k(
                 "PATH",
                 STR,
                 "",
-                "Path of a third-party .wasm component; built-in plugins take no PATH.",
+                "Path of a third-party .wasm component, or of a native library when [plugins] ALLOW_NATIVE is true; built-in plugins take no PATH.",
             ),
             k(
                 "SHA256",
                 Kind::Sha256,
                 "",
-                "sha256 of the file at PATH, checked before every load.",
+                "sha256 of the file at PATH, checked before every load (a native library: on the bytes then loaded).",
             ),
             k(
                 "KIND",

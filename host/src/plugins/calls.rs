@@ -14,7 +14,7 @@ use super::contract::{
     PasswordSignIn, Redirect, Registration, RegistrationRefusal, SignInRefusal, TransportOutcome,
 };
 use super::registry::{Plugin, Plugins, State};
-use super::{Error, Kind, Result, engine};
+use super::{Error, Kind, Origin, Result, engine};
 
 /// What a plugin call gives: a trap (`Err`), or the plugin's own answer.
 pub(crate) type Call<T, E> = wasmtime::Result<std::result::Result<T, E>>;
@@ -387,7 +387,13 @@ impl Plugins {
         // its other tasks to another thread (`block_in_place`): the caller
         // does not wait for a blocking thread to wake up, which was more
         // than half of a short call.
-        let inline = route.is_none()
+        //
+        // A native plugin's call always goes to a blocking thread: no epoch
+        // deadline reaches native code, so the host stops waiting at the
+        // plugin's time-out and leaves the thread to finish on its own.
+        let native = matches!(plugin.origin, Origin::Native(_));
+        let inline = !native
+            && route.is_none()
             && tokio::runtime::Handle::current().runtime_flavor()
                 == tokio::runtime::RuntimeFlavor::MultiThread;
         let run = move || {
@@ -397,9 +403,20 @@ impl Plugins {
         let outcome = if inline {
             tokio::task::block_in_place(run)
         } else {
-            tokio::task::spawn_blocking(run)
-                .await
-                .map_err(|e| Error::Runtime(format!("plugin call did not finish: {e}")))?
+            let task = tokio::task::spawn_blocking(run);
+            let joined = if native {
+                let limit = plugin.limits.timeout;
+                match tokio::time::timeout(limit, task).await {
+                    Ok(joined) => joined,
+                    Err(_) => Ok(Err(format!(
+                        "the native call gave no answer within {} ms; it was left running on its thread",
+                        limit.as_millis()
+                    ))),
+                }
+            } else {
+                task.await
+            };
+            joined.map_err(|e| Error::Runtime(format!("plugin call did not finish: {e}")))?
         };
         plugin.stats.calls.fetch_add(1, Ordering::Relaxed);
         plugin.stats.pending_calls.fetch_add(1, Ordering::Relaxed);

@@ -470,3 +470,30 @@ impl CallState {
 fn slot(plugin: &str, key: &str) -> String {
     format!("kv/{plugin}/{key}")
 }
+
+/// `http` for a native plugin: the hooks `wasi:http` goes through (the
+/// grant, the address rules, the connector and its limits), with the body
+/// in memory.
+impl CallState {
+    pub(crate) fn http_send(
+        &mut self,
+        request: http::Request<Vec<u8>>,
+    ) -> std::result::Result<http::Response<Vec<u8>>, wasmtime_wasi_http::Error> {
+        use http_body_util::{BodyExt, Full};
+        use wasmtime_wasi_http::WasiHttpHooks;
+        let request = request.map(|body| {
+            Full::new(hyper::body::Bytes::from(body))
+                .map_err(|never| match never {})
+                .boxed_unsync()
+        });
+        let sent = self
+            .hooks
+            .send_request(request, None, Box::new(async { Ok(()) }));
+        self.lender.runtime.block_on(async move {
+            let (response, _driver) = Box::into_pin(sent).await?;
+            let (parts, body) = response.into_parts();
+            let body = body.collect().await?.to_bytes();
+            Ok(http::Response::from_parts(parts, body.to_vec()))
+        })
+    }
+}

@@ -4,7 +4,7 @@
 //! (`identity`, `second_factor`) use only these, never a binding type.
 
 /// The host's view of an account, as handed to a source.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct KnownAccount {
     pub id: i64,
     pub login: String,
@@ -41,7 +41,7 @@ pub struct Identity {
 }
 
 /// A user in a source's full listing, for a sync.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct ListedUser {
     pub identity: Identity,
     /// The source says the account may not sign in.
@@ -49,7 +49,7 @@ pub struct ListedUser {
 }
 
 /// A source's "no".
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub enum SignInRefusal {
     InvalidCredentials,
     NotSupported,
@@ -86,7 +86,7 @@ impl std::fmt::Display for SignInRefusal {
 
 /// Where a sign-in by redirect sends the browser, and the state the host
 /// keeps until it comes back.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct Redirect {
     pub url: String,
     pub pending_state: Vec<u8>,
@@ -102,7 +102,7 @@ pub struct Registration {
 }
 
 /// The account a source hands back after a successful registration.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct NewAccount {
     pub login: String,
     pub email: String,
@@ -110,7 +110,7 @@ pub struct NewAccount {
 }
 
 /// A source's "no" to a registration; every text is for the user.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub enum RegistrationRefusal {
     NotSupported,
     InvalidLogin(String),
@@ -120,7 +120,7 @@ pub enum RegistrationRefusal {
 }
 
 /// A factor plugin's "no".
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub enum FactorRefusal {
     Rejected,
     NotEnrolled,
@@ -131,7 +131,7 @@ pub enum FactorRefusal {
 
 /// One half of a ceremony, as a factor plugin hands it back: what to show
 /// (an `otpauth://` URI, WebAuthn options as JSON) and the state to keep.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct Ceremony {
     pub display: String,
     pub pending_state: Vec<u8>,
@@ -155,7 +155,7 @@ pub struct Delivery {
 }
 
 /// What a transport says became of an attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub enum TransportOutcome {
     Delivered,
     /// Worth another attempt; why.

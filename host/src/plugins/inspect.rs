@@ -126,6 +126,89 @@ fn world(exports: &[String]) -> Option<(Kind, &'static str)> {
     })
 }
 
+/// A native library, as `postern plugin check` describes it.
+#[derive(Debug)]
+pub struct NativeInspection {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub kind: Kind,
+    pub abi_version: u32,
+}
+
+impl NativeInspection {
+    /// The blocks that load this library as `id`: native plugins allowed,
+    /// and its own section. A library declares no imports, so the grants
+    /// are the author's to state; `log` is the least.
+    pub fn ini_block(&self, id: &str) -> String {
+        format!(
+            "[plugins]\nALLOW_NATIVE = true\n\n[plugin.{id}]\nPATH = {}\nSHA256 = {}\nKIND = {}\nGRANTS = log\n",
+            self.path.display(),
+            self.sha256,
+            self.kind.as_str()
+        )
+    }
+}
+
+/// Whether the file at `path` is a native library rather than WebAssembly.
+pub fn is_native(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| super::native::is_library(&head))
+}
+
+/// Loads the native library at `path` (running its initialisers, as the
+/// host would) and says what it is. A library without the ABI's symbols,
+/// of an ABI version this host does not serve, or with no world's entry,
+/// is an error naming what was found and what is served.
+pub fn inspect_native(path: &Path) -> Result<NativeInspection> {
+    let id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bytes = std::fs::read(path).map_err(|e| Error::Read {
+        plugin: id.clone(),
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let invalid = |reason: String| Error::Invalid {
+        plugin: id.clone(),
+        kind: "native",
+        reason,
+    };
+    let (_, described) = super::native::describe(&id, path)?;
+    let served = super::native::ABI_VERSIONS
+        .map(|v| v.to_string())
+        .join(", ");
+    if !super::native::ABI_VERSIONS.contains(&described.abi_version) {
+        return Err(invalid(format!(
+            "its native ABI version is {}, and this host serves {served}",
+            described.abi_version
+        )));
+    }
+    let kind = match described.worlds.as_slice() {
+        [kind] => *kind,
+        [] => {
+            return Err(invalid(
+                "it exports no postern_identity_source, postern_second_factor or postern_webhook_transport entry".into(),
+            ));
+        }
+        _ => {
+            return Err(invalid(
+                "it exports the entries of more than one world; a plugin is one kind".into(),
+            ));
+        }
+    };
+    Ok(NativeInspection {
+        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        sha256,
+        kind,
+        abi_version: described.abi_version,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,6 +62,7 @@ pub(super) fn directory_spec(
         http: None,
         saml: None,
         problem,
+        native_allowed: false,
     }
 }
 
@@ -107,6 +108,7 @@ pub(super) fn redirect_spec(
         directory: None,
         saml: None,
         problem: None,
+        native_allowed: false,
     }
 }
 
@@ -189,6 +191,7 @@ pub(super) fn saml_spec(
             ephemeral: defined_in == DefinedIn::Probe,
         }),
         problem,
+        native_allowed: false,
     }
 }
 
@@ -238,6 +241,8 @@ pub(crate) struct Spec {
     /// Why the plugin cannot be loaded although its file is fine (a
     /// directory source whose CA file is unreadable, say).
     problem: Option<String>,
+    /// `[plugins] ALLOW_NATIVE`: the file at PATH may be a native library.
+    native_allowed: bool,
 }
 
 impl Spec {
@@ -308,6 +313,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
             directory: None,
             saml: None,
             problem: None,
+            native_allowed: false,
         });
     }
     // Each `[source.<n>]` is an instance of the built-in `ldap` plugin, with
@@ -352,6 +358,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
             directory: None,
             saml: None,
             problem: None,
+            native_allowed: cfg.allow_native_plugins,
         });
     }
     out
@@ -381,6 +388,12 @@ pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin 
         .as_ref()
         .map(|b| hex::encode(Sha256::digest(b)))
         .unwrap_or_default();
+    // A native library at a PATH, allowed or not: its refusal stops the
+    // start (`registry`).
+    let origin = match (origin, &bytes) {
+        (Origin::Path(path), Ok(b)) if super::native::is_library(b) => Origin::Native(path),
+        (origin, _) => origin,
+    };
     let kind = spec.kind.clone().unwrap_or(Kind::IdentitySource);
     let state = if !spec.enabled {
         State::Disabled
@@ -442,6 +455,16 @@ fn prepare(
         kind: "plugin",
         reason,
     })?;
+    if super::native::is_library(&bytes) && matches!(spec.source, SpecSource::Path { .. }) {
+        if !spec.native_allowed {
+            return Err(Error::NativeNotAllowed {
+                plugin: spec.id.clone(),
+            });
+        }
+        let prepared =
+            super::native::load(&spec.id, cache_dir, &bytes, sha256, kind, &spec.grants)?;
+        return Ok((prepared, super::native::ABI_LABEL));
+    }
     let invalid = |e: wasmtime::Error| Error::Invalid {
         plugin: spec.id.clone(),
         kind: kind.as_str(),

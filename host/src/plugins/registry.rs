@@ -92,6 +92,7 @@ impl Plugin {
                 Origin::BuiltIn => "built-in".into(),
                 Origin::InstanceOf(of) => format!("built-in {of}"),
                 Origin::Path(p) => p.display().to_string(),
+                Origin::Native(_) => "native".into(),
             },
             sha256: self.sha256.clone(),
             grants: self.grants.iter().map(|g| g.name().to_string()).collect(),
@@ -251,6 +252,16 @@ impl Plugins {
         .map_err(|e| Error::Runtime(e.to_string()))?;
         for p in &plugins {
             if let State::Refused(why) = &p.state {
+                // A native library runs outside any sandbox, by the
+                // operator's explicit choice: one that does not load as
+                // pinned (a changed file, a wrong ABI, native plugins off)
+                // stops the start rather than serve without it.
+                if matches!(p.origin, Origin::Native(_)) {
+                    return Err(Error::NativeRefused {
+                        plugin: p.id.to_string(),
+                        reason: why.clone(),
+                    });
+                }
                 tracing::error!(plugin = %p.id, "plugin refused at load: {why}");
             }
         }

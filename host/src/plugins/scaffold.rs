@@ -45,21 +45,25 @@ pub fn create(dir: &Path, name: &str, kind: Kind, sdk: Sdk<'_>) -> Result<Vec<Pa
     }
     let library = name.replace('-', "_");
     let feature = kind.as_str();
-    let dependency = match sdk {
+    let sdk_dependency = |features: &str| match sdk {
         Sdk::Registry => format!(
-            "postern-plugin-api = {{ version = \"{SDK_VERSION}\", features = [\"{feature}\"] }}"
+            "postern-plugin-api = {{ version = \"{SDK_VERSION}\", features = [{features}] }}"
         ),
         Sdk::Path(path) => format!(
-            "postern-plugin-api = {{ path = {:?}, features = [\"{feature}\"] }}",
+            "postern-plugin-api = {{ path = {:?}, features = [{features}] }}",
             path.display().to_string()
         ),
     };
+    let dependency = sdk_dependency(&format!("\"{feature}\""));
+    // The unit tests' in-memory host (`postern_plugin_api::testing`).
+    let dev_dependency = sdk_dependency(&format!("\"{feature}\", \"testing\""));
     let fill = |template: &str| {
         template
             .replace("{name}", name)
             .replace("{library}", &library)
             .replace("{kind}", kind.as_str())
             .replace("{dependency}", &dependency)
+            .replace("{dev_dependency}", &dev_dependency)
     };
     let source = match kind {
         Kind::IdentitySource => IDENTITY_SOURCE,
@@ -100,13 +104,19 @@ version = "0.1.0"
 edition = "2024"
 publish = false
 
-# A component for wasm32-wasip2: build with
+# A component for wasm32-wasip2:
 #   cargo build --release --target wasm32-wasip2
+# or, from the same source, a native library, which Postern loads only with
+# [plugins] ALLOW_NATIVE = true and runs without a sandbox:
+#   cargo build --release
 [lib]
 crate-type = ["cdylib"]
 
 [dependencies]
 {dependency}
+
+[dev-dependencies]
+{dev_dependency}
 
 [profile.release]
 opt-level = "s"
@@ -132,11 +142,16 @@ Check what the host will see, and get the block for `app.ini`:
 postern plugin check target/wasm32-wasip2/release/{library}.wasm
 ```
 
-Run its unit tests natively:
+Run its unit tests natively (`postern_plugin_api::testing::Harness` lends
+them in-memory capabilities):
 
 ```sh
 cargo test --lib
 ```
+
+The same source builds as a native library (`cargo build --release`), for
+hosts that set `[plugins] ALLOW_NATIVE = true`: it then runs in Postern's
+process without a sandbox.
 
 Describe here what the plugin does, the settings it reads from its
 `[plugin.<id>]` section, and the capabilities it must be granted.

@@ -37,6 +37,16 @@ const OUTER_ENV: &[&str] = &[
     "CARGO_MANIFEST_PATH",
 ];
 
+/// Builds the workspace or crate at `manifest` in release mode for the
+/// machine's own target, as native libraries (`[plugins] ALLOW_NATIVE`), in
+/// a target directory named `target_name` beside the outer build's
+/// profiles. Returns the directory holding the `lib<name>.so` (`.dylib`,
+/// `.dll`) files. Watches and panics as [`build`] does.
+pub fn build_native(manifest: &Path, target_name: &str, also_watch: &[&Path]) -> PathBuf {
+    let target_dir = run_cargo(manifest, target_name, also_watch, None);
+    target_dir.join("release")
+}
+
 /// Builds the workspace or crate at `manifest` in release mode for
 /// `wasm32-wasip2`, in a target directory named `target_name` beside the
 /// outer build's profiles (so it neither waits on the outer build's lock nor
@@ -46,6 +56,18 @@ const OUTER_ENV: &[&str] = &[
 ///
 /// Panics with a clear message when the build fails, as a build script should.
 pub fn build(manifest: &Path, target_name: &str, also_watch: &[&Path]) -> PathBuf {
+    let target_dir = run_cargo(manifest, target_name, also_watch, Some(TARGET));
+    target_dir.join(TARGET).join("release")
+}
+
+/// Runs `cargo build --release` for `target` (the machine's own when
+/// `None`); returns the target directory.
+fn run_cargo(
+    manifest: &Path,
+    target_name: &str,
+    also_watch: &[&Path],
+    target: Option<&str>,
+) -> PathBuf {
     let out_dir = PathBuf::from(
         std::env::var("OUT_DIR").expect("call this from a build script: OUT_DIR is unset"),
     );
@@ -63,7 +85,11 @@ pub fn build(manifest: &Path, target_name: &str, also_watch: &[&Path]) -> PathBu
     let target_dir = target_root.join(target_name);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--release", "--target", TARGET, "--manifest-path"])
+    cmd.args(["build", "--release"]);
+    if let Some(target) = target {
+        cmd.args(["--target", target]);
+    }
+    cmd.arg("--manifest-path")
         .arg(manifest)
         .arg("--target-dir")
         .arg(&target_dir);
@@ -71,10 +97,11 @@ pub fn build(manifest: &Path, target_name: &str, also_watch: &[&Path]) -> PathBu
         cmd.env_remove(var);
     }
     let status = cmd.status().expect("cargo can be run from a build script");
+    let for_target = target.unwrap_or("this machine");
     assert!(
         status.success(),
-        "building {} for {TARGET} failed (see above); if the target is missing: rustup target add {TARGET}",
+        "building {} for {for_target} failed (see above); if the target is missing: rustup target add {for_target}",
         manifest.display()
     );
-    target_dir.join(TARGET).join("release")
+    target_dir
 }
