@@ -10,8 +10,11 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Json;
+use axum::extract::State;
 use axum::http::StatusCode as AxumStatus;
 use axum::routing::{get, post};
 use postern_tests::{
@@ -23,11 +26,14 @@ use reqwest::StatusCode;
 const ADMIN_PASSWORD: &str = "admin-password-1";
 
 /// An HTTP JSON user directory, as the example expects one: ann, whose
-/// password is `ann-password`, at `/api`.
-async fn directory() -> SocketAddr {
+/// password is `ann-password`, at `/api`. The counter is the sign-ins it
+/// was asked to check.
+async fn directory() -> (SocketAddr, Arc<AtomicUsize>) {
     async fn authenticate(
+        State(asked_count): State<Arc<AtomicUsize>>,
         Json(asked): Json<serde_json::Value>,
     ) -> Result<Json<serde_json::Value>, AxumStatus> {
+        asked_count.fetch_add(1, Ordering::SeqCst);
         if asked["login"] == "ann" && asked["password"] == "ann-password" {
             Ok(Json(serde_json::json!({
                 "id": "u-17",
@@ -43,13 +49,15 @@ async fn directory() -> SocketAddr {
     async fn users() -> Json<serde_json::Value> {
         Json(serde_json::json!([{ "id": "u-17", "login": "ann" }]))
     }
+    let asked = Arc::new(AtomicUsize::new(0));
     let app = axum::Router::new()
         .route("/api/authenticate", post(authenticate))
-        .route("/api/users", get(users));
+        .route("/api/users", get(users))
+        .with_state(asked.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    addr
+    (addr, asked)
 }
 
 /// The ini that loads `file` as the identity source `people`, reaching the
@@ -72,7 +80,7 @@ fn find<'a>(list: &'a [serde_json::Value], id: &str) -> &'a serde_json::Value {
 
 #[tokio::test]
 async fn one_source_signs_the_same_user_in_as_a_native_library_and_as_a_component() {
-    let addr = directory().await;
+    let (addr, _) = directory().await;
     for backend in backends() {
         for native in [true, false] {
             let file = http_directory_plugin(native);
@@ -130,6 +138,41 @@ async fn one_source_signs_the_same_user_in_as_a_native_library_and_as_a_componen
     }
 }
 
+#[tokio::test]
+async fn a_native_library_gets_only_the_capabilities_granted_to_it() {
+    let (addr, asked) = directory().await;
+    let file = http_directory_plugin(true);
+    for backend in backends() {
+        // The library is loaded without `http`: its request is refused by
+        // the host before anything reaches the directory.
+        let ini = ini(&file, &sha256_file(&file), true, addr)
+            .replace("GRANTS = log, http", "GRANTS = log");
+        let server = Server::start(
+            &backend,
+            Options {
+                ini,
+                ..Default::default()
+            },
+        )
+        .await;
+        let before = asked.load(Ordering::SeqCst);
+        let res = sign_in(&client(), &server, "ann", "ann-password").await;
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE, "{backend}");
+        assert_eq!(asked.load(Ordering::SeqCst), before, "nothing was sent");
+        assert!(
+            server
+                .log()
+                .contains("the capability \"http\" is not granted to plugin \"people\""),
+            "{backend}: {}",
+            server.log()
+        );
+        assert!(
+            !server.logins().contains(&"ann".to_string()),
+            "{backend}: no account was created"
+        );
+    }
+}
+
 /// Runs `postern web` on `ini` and returns its error output; it must fail.
 async fn refused_start(ini: String) -> String {
     let (dir, path, _pg) = Server::prepare(
@@ -148,7 +191,7 @@ async fn refused_start(ini: String) -> String {
 
 #[tokio::test]
 async fn native_off_a_wrong_pin_or_a_wrong_abi_refuses_the_start_with_the_reason() {
-    let addr = directory().await;
+    let (addr, _) = directory().await;
     let native = http_directory_plugin(true);
     let sha = sha256_file(&native);
 

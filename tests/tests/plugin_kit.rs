@@ -63,6 +63,18 @@ async fn plugin_check_describes_a_file_and_prints_a_block_that_loads_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is not a valid plugin component"), "{err}");
 
+    // A component of a WIT version no host serves is refused with the list
+    // of those this one serves.
+    let out = plugin_check(&test_plugin("future"));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "it exports postern:plugin/source@9.0.0, a WIT version this host does not serve; it serves 0.1.0, 0.2.0, 0.3.0"
+        ),
+        "{err}"
+    );
+
     // The block it prints for the ungranted plugin is what loads it: with
     // the grant it names, the plugin that was refused above is ready.
     let text = String::from_utf8_lossy(&plugin_check(&test_plugin("greedy")).stdout).to_string();
