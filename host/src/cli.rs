@@ -553,7 +553,11 @@ pub fn main() -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref())?;
     init_tracing(&config, matches!(cli.command, Command::Web));
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(run(cli.command, config))
+    let result = runtime.block_on(run(cli.command, config));
+    // A native plugin call cut by its time-out may still hold a blocking
+    // thread, which a plain drop of the runtime would wait for forever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    result
 }
 
 fn init_tracing(config: &Config, server: bool) {

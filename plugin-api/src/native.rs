@@ -322,9 +322,10 @@ macro_rules! native_credentials {
 
             /// Spends the time of one verification without a stored hash.
             pub fn equalize_timing(password: &str) {
-                let _ = call::<()>(
+                // Answered with nothing, not a result.
+                let _ = $crate::native::host_call::<()>(
                     "credentials.equalize-timing",
-                    ::serde_json::json!({ "password": password }),
+                    &::serde_json::json!({ "password": password }),
                 );
             }
         }

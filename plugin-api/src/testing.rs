@@ -18,7 +18,7 @@
 //! `credentials` is lent with a stand-in scheme, not argon2: a hash is
 //! [`hash`]`(password)`, `$test$` and the password, so that a test can
 //! write the hashes it expects. `directory` answers from the entries given
-//! with [`Harness::with_entries`]; `http` from the closure given with
+//! with [`Harness::with_entry`]; `http` from the closure given with
 //! [`Harness::on_http`] (feature `http`). A capability the harness was not
 //! given fails the way a host's unavailable capability does.
 //!

@@ -31,9 +31,14 @@ const ADMIN_PASSWORD: &str = "admin-password-1";
 async fn directory() -> (SocketAddr, Arc<AtomicUsize>) {
     async fn authenticate(
         State(asked_count): State<Arc<AtomicUsize>>,
+        headers: axum::http::HeaderMap,
         Json(asked): Json<serde_json::Value>,
     ) -> Result<Json<serde_json::Value>, AxumStatus> {
         asked_count.fetch_add(1, Ordering::SeqCst);
+        // As a real server (nginx) would: HTTP/1.1 without Host is a 400.
+        if !headers.contains_key(axum::http::header::HOST) {
+            return Err(AxumStatus::BAD_REQUEST);
+        }
         if asked["login"] == "ann" && asked["password"] == "ann-password" {
             Ok(Json(serde_json::json!({
                 "id": "u-17",
@@ -255,7 +260,8 @@ async fn a_native_call_that_hangs_fails_at_the_time_out_and_the_host_serves_on()
             &backend,
             Options {
                 ini: format!(
-                    "[plugins]\nALLOW_NATIVE = true\n\n\
+                    "[security]\nLOGIN_RATE_LIMIT = 0\nLOGIN_RATE_LIMIT_PER_ADDRESS = 0\n\n\
+                     [plugins]\nALLOW_NATIVE = true\n\n\
                      [plugin.hang]\nPATH = {}\nSHA256 = {}\nKIND = identity-source\nTIMEOUT_MS = 300\n",
                     hang.display(),
                     sha256_file(&hang)
@@ -288,5 +294,40 @@ async fn a_native_call_that_hangs_fails_at_the_time_out_and_the_host_serves_on()
                 .contains("no answer within 300 ms"),
             "{backend}: {p}"
         );
+
+        // Calls that hang keep their threads: past the library's slots, a
+        // call fails at once instead of taking another thread, and the
+        // host still serves everyone else.
+        let flood: Vec<_> = (0..40)
+            .map(|_| {
+                let base = server.base.clone();
+                tokio::spawn(async move {
+                    let http = client();
+                    let page = http.get(format!("{base}/user/login")).send().await.unwrap();
+                    let csrf = postern_tests::csrf_of(&page.text().await.unwrap());
+                    http.post(format!("{base}/user/login"))
+                        .form(&[
+                            ("_csrf", csrf.as_str()),
+                            ("user_name", "hang"),
+                            ("password", "whatever-password"),
+                        ])
+                        .send()
+                        .await
+                        .unwrap()
+                        .status()
+                })
+            })
+            .collect();
+        for call in flood {
+            assert_eq!(call.await.unwrap(), StatusCode::SERVICE_UNAVAILABLE);
+        }
+        assert!(
+            server
+                .log()
+                .contains("call slots are taken by calls still running"),
+            "{backend}: the slots ran out"
+        );
+        let res = sign_in(&client(), &server, "root", ADMIN_PASSWORD).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
     }
 }

@@ -379,6 +379,17 @@ impl Plugins {
             State::Refused(why) => return Err(unavailable(why.clone())),
             State::Disabled => return Err(unavailable("disabled".into())),
         };
+        // A native call holds one of its library's slots until its thread
+        // returns, even after the caller stopped waiting.
+        let slot = match &plugin.native_slots {
+            Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
+                unavailable(format!(
+                    "all {} of its call slots are taken by calls still running",
+                    super::native::MAX_CALLS
+                ))
+            })?),
+            None => None,
+        };
         let (p, lender, engine) = (plugin.clone(), self.lender.clone(), self.engine.clone());
         // A call may block (on a capability's database or network use), so
         // it never runs on an async worker as such. A delivery is handed to
@@ -397,6 +408,7 @@ impl Plugins {
             && tokio::runtime::Handle::current().runtime_flavor()
                 == tokio::runtime::RuntimeFlavor::MultiThread;
         let run = move || {
+            let _slot = slot;
             let mut store = engine::new_store(p.id.clone(), &p.limits, lender, &engine, route);
             f(&prepared, &mut store).map_err(|e| engine::describe_failure(&p.limits, &e))
         };

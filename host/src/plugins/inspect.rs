@@ -159,7 +159,7 @@ pub fn is_native(path: &Path) -> bool {
 }
 
 /// Loads the native library at `path` (running its initialisers, as the
-/// host would) and says what it is. A library without the ABI's symbols,
+/// host would: check only a library you would load) and says what it is. A library without the ABI's symbols,
 /// of an ABI version this host does not serve, or with no world's entry,
 /// is an error naming what was found and what is served.
 pub fn inspect_native(path: &Path) -> Result<NativeInspection> {
@@ -201,6 +201,12 @@ pub fn inspect_native(path: &Path) -> Result<NativeInspection> {
             ));
         }
     };
+    if let Some(symbol) = described.missing.first() {
+        return Err(invalid(format!(
+            "it exports no {symbol} (the native ABI {} requires it)",
+            described.abi_version
+        )));
+    }
     Ok(NativeInspection {
         path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
         sha256,

@@ -394,6 +394,8 @@ pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin 
         (Origin::Path(path), Ok(b)) if super::native::is_library(b) => Origin::Native(path),
         (origin, _) => origin,
     };
+    let native_slots = matches!(origin, Origin::Native(_))
+        .then(|| Arc::new(tokio::sync::Semaphore::new(super::native::MAX_CALLS)));
     let kind = spec.kind.clone().unwrap_or(Kind::IdentitySource);
     let state = if !spec.enabled {
         State::Disabled
@@ -420,6 +422,7 @@ pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin 
         state,
         stats: Default::default(),
         paused: Default::default(),
+        native_slots,
     }
 }
 

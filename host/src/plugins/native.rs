@@ -32,6 +32,11 @@ use super::{Capability, Error, Kind, Result};
 /// The C ABI versions this host serves.
 pub const ABI_VERSIONS: [u32; 1] = [1];
 
+/// Calls of one native library that may be under way at once, those cut by
+/// their time-out and still running included; past it, a call fails at
+/// once rather than take another thread.
+pub const MAX_CALLS: usize = 32;
+
 /// What `admin plugin list` shows as a native plugin's interface version.
 pub const ABI_LABEL: &str = "native ABI 1";
 
@@ -102,6 +107,8 @@ pub struct Described {
     pub abi_version: u32,
     /// The worlds whose entry the library exports.
     pub worlds: Vec<Kind>,
+    /// The ABI's other symbols (`postern_init`, `postern_free`) it lacks.
+    pub missing: Vec<&'static str>,
 }
 
 /// Opens a library (running its initialisers) and reads its ABI version and
@@ -114,7 +121,10 @@ pub fn describe(plugin: &str, path: &Path) -> Result<(&'static libloading::Libra
     };
     // SAFETY: loading runs the library's initialisers. The operator vouched
     // for it (ALLOW_NATIVE, the sha256 pin, or asking for the check).
-    let library = unsafe { libloading::Library::new(path) }
+    // An absolute path: a bare file name would make the loader search the
+    // system's library path instead.
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let library = unsafe { libloading::Library::new(&path) }
         .map_err(|e| invalid(format!("cannot load the library: {e}")))?;
     // Never unloaded: nothing of the library's may outlive it, and a call
     // cut by its time-out may still be running in it.
@@ -140,11 +150,17 @@ pub fn describe(plugin: &str, path: &Path) -> Result<(&'static libloading::Libra
     // SAFETY: only the symbol's presence is read.
     .filter(|k| unsafe { library.get::<Entry>(entry_symbol(*k).as_bytes()) }.is_ok())
     .collect();
+    let missing = ["postern_init", "postern_free"]
+        .into_iter()
+        // SAFETY: only the symbol's presence is read.
+        .filter(|s| unsafe { library.get::<Free>(s.as_bytes()) }.is_err())
+        .collect();
     Ok((
         library,
         Described {
             abi_version,
             worlds,
+            missing,
         },
     ))
 }
@@ -929,10 +945,20 @@ fn http_send(
     let mut request = http::Request::builder()
         .method(wire.method.as_str())
         .uri(wire.uri.as_str());
+    // As `wasi:http` does for a component: the headers the host sets itself
+    // are refused, and `Host` is the URL's authority.
     for (name, value) in wire.headers {
+        if wasmtime_wasi_http::DEFAULT_FORBIDDEN_HEADERS
+            .iter()
+            .any(|f| f.as_str().eq_ignore_ascii_case(&name))
+        {
+            return Err(HttpErrorWire::InvalidRequest(
+                "a header is one the host sets itself (Host, Connection, …)".into(),
+            ));
+        }
         request = request.header(name, value);
     }
-    let request = request
+    let mut request = request
         .body(wire.body)
         .map_err(|e| HttpErrorWire::InvalidRequest(e.to_string()))?;
     let host = request
@@ -940,6 +966,11 @@ fn http_send(
         .authority()
         .map(|a| a.to_string())
         .unwrap_or_default();
+    let host_header = http::HeaderValue::from_str(&host)
+        .map_err(|_| HttpErrorWire::InvalidRequest("the URL is not valid".into()))?;
+    request
+        .headers_mut()
+        .insert(http::header::HOST, host_header);
     let response = state.http_send(request).map_err(|e| {
         use wasmtime_wasi_http::Error as E;
         match e {

@@ -49,6 +49,10 @@ pub struct Plugin {
     /// ENABLED` as a run-time setting): calls are refused until it is
     /// turned on again.
     pub(super) paused: std::sync::atomic::AtomicBool,
+    /// A native library's calls under way, abandoned ones included: a
+    /// call cut by its time-out keeps its slot until its thread returns,
+    /// so a library that hangs fills its slots, not the host's thread pool.
+    pub(super) native_slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// What `admin plugin list` and `GET /api/v1/admin/plugins` show.
