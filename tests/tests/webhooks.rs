@@ -796,6 +796,42 @@ async fn the_nats_transport_publishes_and_a_trapping_transport_is_retried() {
 }
 
 #[tokio::test]
+async fn a_native_transport_gets_each_delivery_and_its_outcome_is_kept() {
+    // tests/native-plugins/relay fails every event for good, saying what
+    // it was handed: the delivery crossed the native ABI whole.
+    let relay = postern_tests::native_test_plugin("relay");
+    for backend in backends() {
+        let extra = format!(
+            "\n[plugins]\nALLOW_NATIVE = true\n\n[plugin.relay]\nPATH = {}\nSHA256 = {}\nKIND = webhook-transport\n",
+            relay.display(),
+            postern_tests::sha256_file(&relay)
+        );
+        let s = server(&backend, &extra).await;
+        let (st, b) = post(
+            &s,
+            "/api/v1/admin/hooks",
+            "admin",
+            json!({"url": "https://127.0.0.1:9/relay", "secret": SECRET,
+                   "events": ["user.created"], "transport": "relay"}),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        let hook = format!("/api/v1/admin/hooks/{}", b["id"]);
+        s.create_user("fern", PW, false);
+        let d = wait_delivery_state(&s, &hook, "dead", 30).await;
+        let why = d["last_error"].as_str().unwrap_or_default();
+        assert!(
+            why.starts_with("relay saw user.created for https://127.0.0.1:9/relay with a ")
+                && why.contains("(its event id inside)")
+                && why.contains(&format!("secret of {} bytes", SECRET.len())),
+            "{backend}: {d}"
+        );
+        assert_eq!(d["attempts"], 1, "failed for good: not retried: {d}");
+        assert!(s.log().contains("relay got "), "{backend}: its log line");
+    }
+}
+
+#[tokio::test]
 async fn url_and_permission_rules_hold_at_registration() {
     for backend in backends() {
         // Default rules: HTTPS to external hosts only.
