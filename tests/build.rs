@@ -33,6 +33,17 @@ fn main() {
         "native-example-http-directory",
         &watch,
     );
+    let static_users_native = postern_plugin_build::build_native(
+        &api.join("example/Cargo.toml"),
+        "native-example-plugin",
+        &watch,
+    );
+    println!(
+        "cargo:rustc-env=EXAMPLE_PLUGIN_NATIVE={}",
+        static_users_native
+            .join(native_library("postern_example_static_users"))
+            .display()
+    );
     let native_tests = postern_plugin_build::build_native(
         &root.join("tests/native-plugins/Cargo.toml"),
         "native-test-plugins",

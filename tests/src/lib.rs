@@ -74,6 +74,11 @@ pub fn example_plugin() -> PathBuf {
     PathBuf::from(env!("EXAMPLE_PLUGIN"))
 }
 
+/// The same example built as a native library.
+pub fn example_plugin_native() -> PathBuf {
+    PathBuf::from(env!("EXAMPLE_PLUGIN_NATIVE"))
+}
+
 /// The HTTP directory example (`plugin-api/examples/http-directory`), built
 /// by tests/build.rs as a component and as a native library.
 pub fn http_directory_plugin(native: bool) -> PathBuf {

@@ -178,6 +178,56 @@ async fn a_native_library_gets_only_the_capabilities_granted_to_it() {
     }
 }
 
+#[tokio::test]
+async fn the_static_users_example_checks_passwords_natively_through_credentials() {
+    // plugin-api/example built as a library: its password check is the
+    // host's argon2id (`credentials.verify-password`), and an unknown user
+    // costs a check too (`credentials.equalize-timing`).
+    use argon2::PasswordHasher;
+    let salt =
+        argon2::password_hash::SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
+    let hash = argon2::Argon2::default()
+        .hash_password(b"carol-password", &salt)
+        .unwrap()
+        .to_string();
+    let file = postern_tests::example_plugin_native();
+    for backend in backends() {
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: format!(
+                    "[plugins]\nALLOW_NATIVE = true\n\n\
+                     [plugin.static]\nPATH = {}\nSHA256 = {}\nKIND = identity-source\n\
+                     GRANTS = log, credentials\nAUTO_REGISTER = true\nUSER_carol = carol@example.com {hash}\n",
+                    file.display(),
+                    sha256_file(&file)
+                ),
+                ..Default::default()
+            },
+        )
+        .await;
+        let http = client();
+        for (login, password) in [("carol", "wrong"), ("nobody", "carol-password")] {
+            assert_eq!(
+                sign_in(&http, &server, login, password).await.status(),
+                StatusCode::UNAUTHORIZED,
+                "{backend}: {login}"
+            );
+        }
+        assert_eq!(
+            sign_in(&http, &server, "carol", "carol-password")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: {}",
+            server.log()
+        );
+        let p = find(&server.plugin_list(), "static").clone();
+        assert_eq!(p["origin"], "native", "{p}");
+        assert_eq!(p["traps"], 0, "{p}");
+    }
+}
+
 /// Runs `postern web` on `ini` and returns its error output; it must fail.
 async fn refused_start(ini: String) -> String {
     let (dir, path, _pg) = Server::prepare(

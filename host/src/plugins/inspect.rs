@@ -56,16 +56,7 @@ impl Inspection {
 /// that is not a component, or that exports no world this host serves, is
 /// an error naming what was found and what is served.
 pub fn inspect(path: &Path) -> Result<Inspection> {
-    let id = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let bytes = std::fs::read(path).map_err(|e| Error::Read {
-        plugin: id.clone(),
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let (id, bytes, sha256) = read(path)?;
     let invalid = |reason: String| Error::Invalid {
         plugin: id.clone(),
         kind: "plugin",
@@ -109,6 +100,22 @@ pub fn inspect(path: &Path) -> Result<Inspection> {
         wit_version,
         imports,
     })
+}
+
+/// A plugin file's name for messages (its stem), its bytes and their
+/// sha256.
+fn read(path: &Path) -> Result<(String, Vec<u8>, String)> {
+    let id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bytes = std::fs::read(path).map_err(|e| Error::Read {
+        plugin: id.clone(),
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    Ok((id, bytes, sha256))
 }
 
 /// The world a component's exports make it, and its WIT version.
@@ -159,20 +166,12 @@ pub fn is_native(path: &Path) -> bool {
 }
 
 /// Loads the native library at `path` (running its initialisers, as the
-/// host would: check only a library you would load) and says what it is. A library without the ABI's symbols,
-/// of an ABI version this host does not serve, or with no world's entry,
-/// is an error naming what was found and what is served.
+/// host would: check only a library you would load) and says what it is.
+/// A library without the ABI's symbols, of an ABI version this host does
+/// not serve, or with no world's entry, is an error naming what was found
+/// and what is served.
 pub fn inspect_native(path: &Path) -> Result<NativeInspection> {
-    let id = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let bytes = std::fs::read(path).map_err(|e| Error::Read {
-        plugin: id.clone(),
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let (id, _, sha256) = read(path)?;
     let invalid = |reason: String| Error::Invalid {
         plugin: id.clone(),
         kind: "native",
