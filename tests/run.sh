@@ -81,7 +81,7 @@ cargo clippy --manifest-path plugins/Cargo.toml --target wasm32-wasip2 --all-tar
 cargo clippy -p postern-plugin-api --all-features -- -D warnings
 
 echo "== plugins' own tests"
-# --lib: a cdylib with component export names cannot be linked for the host.
+# --lib: the unit tests, run natively (where the export macros emit the C ABI).
 cargo test --manifest-path plugins/Cargo.toml --lib
 # The HTTP directory example's unit tests, on the SDK's test harness.
 cargo test --manifest-path plugin-api/examples/http-directory/Cargo.toml
