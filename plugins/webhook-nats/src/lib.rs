@@ -260,12 +260,29 @@ mod tests {
                 .spawn()
                 .ok()?;
             let server = NatsServer { child, port };
+            // Ready once it greets a client with INFO: a port that only
+            // accepts (still starting, or another server's) is not it.
             let deadline = Instant::now() + Duration::from_secs(10);
-            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            while server.greet().is_err() {
                 assert!(Instant::now() < deadline, "nats-server did not start");
                 std::thread::sleep(Duration::from_millis(50));
             }
             Some(server)
+        }
+
+        /// A connection that has read the server's INFO line.
+        fn greet(&self) -> std::io::Result<BufReader<TcpStream>> {
+            let stream = TcpStream::connect(("127.0.0.1", self.port))?;
+            stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+            let mut reader = BufReader::new(stream);
+            let mut info = String::new();
+            reader.read_line(&mut info)?;
+            if !info.starts_with("INFO ") {
+                return Err(std::io::Error::other(format!(
+                    "not a NATS greeting: {info}"
+                )));
+            }
+            Ok(reader)
         }
 
         fn target(&self, subject: &str) -> String {
@@ -274,14 +291,7 @@ mod tests {
 
         /// A subscriber to `subject`, subscribed once this returns.
         fn subscribe(&self, subject: &str, connect: &str) -> BufReader<TcpStream> {
-            let stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-            stream
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .unwrap();
-            let mut reader = BufReader::new(stream);
-            let mut info = String::new();
-            reader.read_line(&mut info).unwrap();
-            assert!(info.starts_with("INFO "), "{info}");
+            let mut reader = self.greet().unwrap();
             write!(
                 reader.get_mut(),
                 "CONNECT {connect}\r\nSUB {subject} 1\r\nPING\r\n"
