@@ -552,7 +552,15 @@ pub fn main() -> anyhow::Result<()> {
     }
     let config = Config::load(cli.config.as_deref())?;
     init_tracing(&config, matches!(cli.command, Command::Web));
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    // Every parser of outside input is bounded in depth before it runs
+    // (`nesting`); the larger stacks are the margin behind those bounds for
+    // the libraries' own recursion (libxml2, serde), at no cost but address
+    // space.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(8 << 20)
+        .build()
+        .context("starting the async runtime")?;
     let result = runtime.block_on(run(cli.command, config));
     // A native plugin call cut by its time-out may still hold a blocking
     // thread, which a plain drop of the runtime would wait for forever.

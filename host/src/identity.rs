@@ -280,11 +280,41 @@ async fn check_password(
     only: Option<&str>,
     from: Option<IpAddr>,
 ) -> Result<User> {
-    let mut buckets = vec![crate::ratelimit::Bucket::Account(login.to_string())];
-    buckets.extend(from.map(crate::ratelimit::Bucket::Address));
+    use crate::ratelimit::Bucket;
+    // Padding is never part of a name: every source is asked for the login
+    // as it is matched here.
+    let login = login.trim();
+    // No account has a NUL in its login, and PostgreSQL refuses the byte in
+    // a query: such a login names nobody.
+    let account = if login.contains('\0') {
+        None
+    } else {
+        users::find_by_login_or_email(&app.db, login).await?
+    };
+    // The typed name in its normalised form, and the account it reaches as
+    // typed or once normalised (a full-width spelling signs nobody in here,
+    // but a directory may read it as the same name): neither another
+    // spelling nor the e-mail address instead of the login gets a count of
+    // its own.
+    let counted = match &account {
+        Some(a) => Some(a.id),
+        None => {
+            let key = crate::ratelimit::login_key(login);
+            if key != login && !key.contains('\0') {
+                users::find_by_login_or_email(&app.db, &key)
+                    .await?
+                    .map(|a| a.id)
+            } else {
+                None
+            }
+        }
+    };
+    let mut buckets = vec![Bucket::Account(login.to_string())];
+    buckets.extend(counted.map(Bucket::User));
+    buckets.extend(from.map(Bucket::Address));
     let config = app.config();
     crate::ratelimit::check(&app.db, &config.security, &buckets).await?;
-    let checked = check_password_once(app, login, password, only).await;
+    let checked = check_password_once(app, login, account, password, only).await;
     if let Err(Error::InvalidCredentials) = checked {
         crate::ratelimit::record_failure(&app.db, &config.security, &buckets).await?;
     }
@@ -294,15 +324,13 @@ async fn check_password(
 async fn check_password_once(
     app: &App,
     login: &str,
+    account: Option<User>,
     password: &str,
     only: Option<&str>,
 ) -> Result<User> {
-    // No account has a NUL in its login, and PostgreSQL refuses the byte in
-    // a query: such a login is simply wrong.
     if login.contains('\0') {
         return Err(Error::InvalidCredentials);
     }
-    let account = users::find_by_login_or_email(&app.db, login).await?;
     let local = app.plugins.get(builtin::LOCAL);
 
     let owner = account.as_ref().map(|a| a.login_source.as_str());

@@ -792,6 +792,32 @@ pub fn render_markdown(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Markdown nested as deep as a body may be rendered on a stack no
+    /// larger than a worker's (2 MiB, tokio's default; the server gives 8).
+    #[test]
+    fn deep_markdown_renders_within_a_worker_stack() {
+        let deep = 10_000;
+        let inputs = [
+            format!("{}x", "> ".repeat(deep)),
+            format!("{}x{}", "<div>".repeat(deep), "</div>".repeat(deep)),
+            format!("{}x{}", "[".repeat(deep), "](u)".repeat(deep)),
+            format!("{}x{}", "*".repeat(deep), "*".repeat(deep)),
+            format!("{}x{}", "<em>".repeat(deep), "</em>".repeat(deep)),
+            (0..200)
+                .map(|i| format!("{}- x\n", "  ".repeat(i)))
+                .collect::<String>(),
+        ];
+        for input in inputs {
+            let rendered = std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || render_markdown(&input))
+                .expect("a thread")
+                .join()
+                .expect("rendered");
+            assert!(rendered.contains('x'));
+        }
+    }
+
     #[test]
     fn markdown_renders_inert() {
         for (input, banned) in [

@@ -20,6 +20,7 @@ pub mod git;
 pub mod identity;
 pub mod issues;
 pub mod keys;
+pub mod nesting;
 pub mod oauth_provider;
 pub mod orgs;
 pub mod plugins;

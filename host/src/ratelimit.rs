@@ -1,7 +1,9 @@
-//! Sign-in rate limits: how many wrong passwords an account or a client
-//! address may try within a sliding window before it is answered 429 with
-//! `Retry-After`. Every password check passes here: the sign-in page, HTTP
-//! Basic on the API (token creation included) and on git.
+//! Sign-in rate limits: how many wrong passwords or second-step codes an
+//! account or a client address may try within a sliding window before it is
+//! answered 429 with `Retry-After`. Every password check passes here (the
+//! sign-in page, HTTP Basic on the API, token creation included, and on
+//! git), and so does every second step (TOTP, backup and bypass codes,
+//! security-key and passkey answers).
 //!
 //! Failures are rows in the database, not counters in memory, so that
 //! every host sharing the database counts the same attempts: an attacker
@@ -37,11 +39,29 @@ pub enum Error {
 /// What one attempt is counted against.
 #[derive(Debug, Clone)]
 pub enum Bucket {
-    /// A login or e-mail as typed, lower case: accounts that do not exist
-    /// are counted alike, so the answer does not tell them apart.
+    /// A login or e-mail as typed, in its [`login_key`] form: accounts that
+    /// do not exist are counted alike, so the answer does not tell them
+    /// apart, and spellings that a directory would read as the same name
+    /// (padding, case, full-width letters) share one count.
     Account(String),
+    /// The account a sign-in resolved to, whichever name reached it (its
+    /// login or its e-mail address), and its second steps.
+    User(i64),
     /// The client's address (see [`ClientAddr`]).
     Address(IpAddr),
+}
+
+/// A typed login as the limits count it: Unicode compatibility-normalised
+/// (NFKC, so a full-width `ｖｉｃｔｉｍ` is `victim`), lower case, runs of
+/// white space made one space and none at either end. This is at least as
+/// coarse as every source's own matching (the local accounts trim and
+/// lower-case; LDAP's caseIgnoreMatch applies RFC 4518's normalisation,
+/// case folding and insignificant-space handling), so no spelling a source
+/// accepts as the same name gets a count of its own.
+pub fn login_key(login: &str) -> String {
+    use unicode_normalization::UnicodeNormalization as _;
+    let folded: String = login.nfkc().collect::<String>().to_lowercase();
+    folded.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl Bucket {
@@ -51,9 +71,10 @@ impl Bucket {
     fn key(&self) -> String {
         match self {
             Bucket::Account(login) => {
-                let digest = Sha256::digest(login.to_lowercase().as_bytes());
+                let digest = Sha256::digest(login_key(login).as_bytes());
                 format!("account:{}", hex::encode(digest))
             }
+            Bucket::User(id) => format!("user:{id}"),
             Bucket::Address(ip) => format!("address:{ip}"),
         }
     }
@@ -61,7 +82,7 @@ impl Bucket {
     /// The limit of this bucket; 0 is none.
     fn limit(&self, s: &Security) -> u32 {
         match self {
-            Bucket::Account(_) => s.login_rate_limit,
+            Bucket::Account(_) | Bucket::User(_) => s.login_rate_limit,
             Bucket::Address(_) => s.login_rate_limit_per_address,
         }
     }
@@ -204,6 +225,23 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", xff.parse().expect("header value"));
         h
+    }
+
+    #[test]
+    fn spellings_of_one_login_share_a_key() {
+        let key = Bucket::Account("victim".into()).key();
+        for spelling in [
+            " victim",
+            "victim ",
+            "\tvictim",
+            "VICTIM",
+            "Victim\u{a0}",
+            "\u{ff56}\u{ff49}\u{ff43}\u{ff54}\u{ff49}\u{ff4d}",
+        ] {
+            assert_eq!(Bucket::Account(spelling.into()).key(), key, "{spelling:?}");
+        }
+        assert_ne!(Bucket::Account("victim2".into()).key(), key);
+        assert_eq!(login_key("  two   words "), "two words");
     }
 
     #[test]

@@ -97,6 +97,10 @@ impl Keys {
     pub fn verify_response(&self, encoded: &str) -> Result<Verified> {
         let xml = decode(encoded)?;
         refuse_dangerous_markup(&xml)?;
+        // Before any parser sees it: roxmltree, libxml2 and samael's
+        // deserialiser would each recurse once per level.
+        crate::nesting::xml(&xml, crate::nesting::MAX_XML_DEPTH)
+            .map_err(|e| Error::Malformed(format!("the document: {e}")))?;
         let certificates = self.valid_certificates()?;
         let outline = Outline::read(&xml)?;
         if outline.response_signed {

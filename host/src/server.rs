@@ -29,6 +29,9 @@ pub fn router(app: App) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app.clone())
         .merge(swagger)
+        .layer(axum::middleware::from_fn(
+            crate::web::headers::security_headers,
+        ))
         .layer(CatchPanicLayer::custom(crate::api::panic_response))
         .layer(axum::middleware::from_fn(crate::api::request_id))
         .layer(axum::middleware::from_fn_with_state(app, client_addr))

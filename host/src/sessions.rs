@@ -182,6 +182,29 @@ pub async fn complete_second_step(db: &Db, cookie: &str) -> db::Result<Option<i6
     Ok(remember.then_some(lifetime))
 }
 
+/// Counts one wrong answer in the second step of the half session a cookie
+/// value opens; answers how many it has given so far (0 when there is no
+/// such half session).
+pub async fn second_step_failed(db: &Db, cookie: &str) -> db::Result<u32> {
+    sqlx::query(
+        "UPDATE sessions SET second_step_failures = second_step_failures + 1 WHERE id_hash = $1 AND awaiting_second_factor = 1",
+    )
+    .bind(digest(cookie))
+    .execute(db.pool())
+    .await?;
+    let row = sqlx::query(
+        "SELECT second_step_failures FROM sessions WHERE id_hash = $1 AND awaiting_second_factor = 1",
+    )
+    .bind(digest(cookie))
+    .fetch_optional(db.pool())
+    .await?;
+    let count = row
+        .map(|r| r.try_get::<i64, _>(0))
+        .transpose()?
+        .unwrap_or(0);
+    Ok(u32::try_from(count).unwrap_or(u32::MAX))
+}
+
 /// Ends the session a cookie value opens.
 pub async fn end(db: &Db, cookie: &str) -> db::Result<()> {
     sqlx::query("DELETE FROM sessions WHERE id_hash = $1")

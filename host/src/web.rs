@@ -21,9 +21,11 @@ mod admin;
 mod admin_config;
 mod admin_users;
 mod applications;
+mod assets;
 mod create;
 mod error;
 mod external;
+pub(crate) mod headers;
 mod hooks;
 mod issues;
 mod oauth;
@@ -68,7 +70,9 @@ pub(crate) fn routes() -> Router<App> {
             "/user/passkey",
             get(webauthn::passkey_form).post(webauthn::passkey),
         )
-        .route("/assets/postern.css", get(stylesheet))
+        .route("/assets/postern.css", get(assets::stylesheet))
+        .route("/assets/webauthn.js", get(assets::webauthn))
+        .route("/assets/metadata-file.js", get(assets::metadata_file))
         .route(
             "/user/settings",
             get(settings::profile).post(settings::save_profile),
@@ -331,6 +335,7 @@ pub(crate) fn routes() -> Router<App> {
         )
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))
+        .layer(axum::middleware::from_fn(error::sign_in_target))
 }
 
 /// Who is looking at a page: the caller (the signed-in user and their
@@ -471,18 +476,6 @@ fn when(unix: i64) -> String {
 /// `page` as HTML with `status`; a page that fails to render is a 500.
 fn render(status: StatusCode, page: impl Template) -> Result<Response, WebError> {
     Ok((status, Html(page.render()?)).into_response())
-}
-
-/// `GET /assets/postern.css`: the one stylesheet, built in.
-async fn stylesheet() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
-            (header::CACHE_CONTROL, "public, max-age=3600"),
-        ],
-        include_str!("../assets/postern.css"),
-    )
-        .into_response()
 }
 
 /// The HTML 404 for unknown pages.
@@ -829,36 +822,58 @@ struct TwoFactorForm {
 async fn two_factor(
     State(app): State<App>,
     viewer: Viewer,
+    from: crate::ratelimit::ClientAddr,
     Form(form): Form<TwoFactorForm>,
 ) -> Result<Response, WebError> {
+    use crate::second_factor::{self, Attempt, Error};
     check_csrf(&viewer, &app, &form.csrf)?;
     let user = awaiting(&app, &viewer).await?;
-    let status = match crate::second_factor::second_step(&app, &user, &form.passcode).await {
+    let attempt = Attempt {
+        user: Some(&user),
+        from: from.0,
+        half_session: viewer.jar.get(sessions::COOKIE).map(|c| c.value()),
+    };
+    let step = second_factor::second_step(&app, &user, &form.passcode);
+    let mut retry_after = None;
+    let (status, message) = match second_factor::limited(&app, attempt, step).await {
         Ok(()) => {
             return complete_second_step(&app, viewer, &user, form.remember_device.is_some()).await;
         }
-        Err(crate::second_factor::Error::Unavailable(cause)) => {
+        Err(Error::Unavailable(cause)) => {
             tracing::error!("second factor unavailable: {cause}");
-            StatusCode::SERVICE_UNAVAILABLE
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Two-factor authentication is unavailable right now; please try again later."
+                    .to_string(),
+            )
         }
-        Err(_) => StatusCode::UNAUTHORIZED,
+        Err(Error::HalfSessionEnded) => return Err(WebError::SignIn),
+        Err(e @ Error::TooManyAttempts(secs)) => {
+            retry_after = Some(secs);
+            (StatusCode::TOO_MANY_REQUESTS, e.to_string())
+        }
+        Err(Error::Db(e)) => return Err(e.into()),
+        Err(_) => (
+            StatusCode::UNAUTHORIZED,
+            "The code is wrong or was already used.".to_string(),
+        ),
     };
     let has_keys = has_keys(&app, user.id).await?;
     let (csrf, jar) = viewer.csrf(&app);
-    let message = if status == StatusCode::UNAUTHORIZED {
-        "The code is wrong or was already used."
-    } else {
-        "Two-factor authentication is unavailable right now; please try again later."
-    };
     let page = TwoFactorPage {
         user: None,
         csrf,
         login: user.login,
-        error: Some(message.into()),
+        error: Some(message),
         offer_remember: app.config().security.enable_remember_me_2fa,
         has_keys,
     };
-    Ok((jar, render(status, page)?).into_response())
+    let mut res = (jar, render(status, page)?).into_response();
+    if let Some(secs) = retry_after {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    Ok(res)
 }
 
 /// The second step passed: the half session becomes a full one, with a new

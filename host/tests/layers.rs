@@ -18,6 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "db",
             "secrets",
             "credentials",
+            "nesting",
             "plugins::builtin",
             "git::bare",
             "git::pushes",

@@ -1334,3 +1334,50 @@ async fn the_openapi_description_is_served_and_current() {
     assert_eq!(plugins["results"][0]["id"], "local");
     assert_eq!(plugins["results"][0]["kind"], "identity-source");
 }
+
+#[tokio::test]
+async fn json_nested_ten_thousand_deep_is_a_400_and_the_server_serves_on() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        let admin = server.signed_in("root", PW).await;
+        for (what, body) in [
+            (
+                "arrays",
+                format!(
+                    "{{\"full_name\": {}{}}}",
+                    "[".repeat(10_000),
+                    "]".repeat(10_000)
+                ),
+            ),
+            (
+                "objects",
+                format!("{}1{}", "{\"a\":".repeat(10_000), "}".repeat(10_000)),
+            ),
+            // One over the bound.
+            ("65 levels", format!("{}{}", "[".repeat(65), "]".repeat(65))),
+        ] {
+            let res = admin
+                .patch(server.url("/api/v1/admin/users/plain"))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let (s, _, b) = json_of(res).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{backend}: {what}: {b}");
+            assert_error(&b, "bad_request");
+            assert!(
+                b["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("nested deeper than 64 levels"),
+                "{backend}: {what}: {b}"
+            );
+        }
+        // The server answers on.
+        let res = admin.get(server.url("/api/v1/user")).send().await.unwrap();
+        let (s, _, b) = json_of(res).await;
+        assert_eq!(s, StatusCode::OK, "{backend}");
+        assert_eq!(b["login"], "root", "{backend}: {b}");
+    }
+}

@@ -121,6 +121,60 @@ async fn wrong_passwords_are_limited_per_account_and_per_address() {
     }
 }
 
+#[tokio::test]
+async fn spellings_of_one_login_share_its_limit() {
+    for backend in backends() {
+        let ini = "[security]\nLOGIN_RATE_LIMIT_WINDOW = 30\nLOGIN_RATE_LIMIT_PER_ADDRESS = 0\n";
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: ini.into(),
+                ..Options::default()
+            },
+        )
+        .await;
+        server.create_user("victim", PW, false);
+        // Padding, case, a full-width spelling and the e-mail address all
+        // reach the one account; ten wrong passwords over them fill its
+        // count, whichever way they were typed.
+        let spellings = [
+            " victim",
+            "victim ",
+            "\tvictim",
+            "VICTIM",
+            "Victim\u{a0}",
+            "\u{ff56}\u{ff49}\u{ff43}\u{ff54}\u{ff49}\u{ff4d}",
+            "victim@example.com",
+            " VICTIM@example.com",
+            "victim\t",
+            "  victim  ",
+        ];
+        for (i, login) in spellings.iter().enumerate() {
+            let res = sign_in(&client(), &server, login, "wrong-password").await;
+            assert_eq!(
+                res.status(),
+                StatusCode::UNAUTHORIZED,
+                "{backend}: try {i} as {login:?}"
+            );
+        }
+        for login in ["victim", " victim", "victim@example.com"] {
+            let res = sign_in(&client(), &server, login, PW).await;
+            assert_eq!(
+                res.status(),
+                StatusCode::TOO_MANY_REQUESTS,
+                "{backend}: {login:?} is held with the account"
+            );
+            retry_after(&res);
+            let res = basic(&server.base, login, PW).await;
+            assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{backend}");
+        }
+        // A padded sign-in is the same sign-in once the limit has passed.
+        server.create_user("other", PW, false);
+        let res = sign_in(&client(), &server, " other\t", PW).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+    }
+}
+
 /// The log lines of `text` that contain `what`, as seconds of the day of
 /// their timestamps (`2026-11-25T18:35:11.123456Z  INFO …`).
 fn times_of(text: &str, what: &str) -> Vec<f64> {

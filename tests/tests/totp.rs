@@ -805,3 +805,205 @@ async fn factors_are_listed_and_disabling_the_last_one_ends_the_second_step() {
         );
     }
 }
+
+fn retry_after(res: &reqwest::Response) -> u64 {
+    res.headers()
+        .get("retry-after")
+        .expect("a 429 says when to come back")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// A code that is not `code`.
+fn wrong_code(code: &str, by: u32) -> String {
+    format!("{:06}", (code.parse::<u32>().unwrap() + by) % 1_000_000)
+}
+
+/// Signs `user` in with the password: a client in its second step.
+async fn half_session(server: &Server, user: &str) -> reqwest::Client {
+    let http = client();
+    let res = sign_in(&http, server, user, PW).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()["location"], "/user/two_factor");
+    http
+}
+
+#[tokio::test]
+async fn second_step_guesses_are_limited_like_passwords() {
+    for backend in backends() {
+        let ini = "[security]\nLOGIN_RATE_LIMIT_WINDOW = 30\n";
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: ini.into(),
+                ..Options::default()
+            },
+        )
+        .await;
+        server.create_user("carol", PW, false);
+        let (secret, _) = enrol(&server, "carol").await;
+        let used = oathtool(&secret, now());
+
+        // Three half sessions at once; the account's count (10, the
+        // default LOGIN_RATE_LIMIT) spans them all.
+        let (a, b, c) = (
+            half_session(&server, "carol").await,
+            half_session(&server, "carol").await,
+            half_session(&server, "carol").await,
+        );
+        let mut wrong = 0;
+        for http in [&a, &b] {
+            for _ in 0..4 {
+                wrong += 1;
+                let res = two_factor(http, &server, &wrong_code(&used, wrong)).await;
+                assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{backend}: {wrong}");
+            }
+        }
+        // A half session ends at its fifth wrong answer: the password is
+        // asked again.
+        for http in [&a, &b] {
+            wrong += 1;
+            let res = two_factor(http, &server, &wrong_code(&used, wrong)).await;
+            assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}: {wrong}");
+            assert_eq!(res.headers()["location"], "/user/login");
+            let res = http
+                .get(server.url("/user/two_factor"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}: ended");
+        }
+        assert_eq!(wrong, 10);
+
+        // The eleventh answer is refused before it is looked at, even the
+        // right code, with Retry-After; it opens nothing.
+        let right = if oathtool(&secret, now()) == used {
+            oathtool(&secret, now() + 30)
+        } else {
+            oathtool(&secret, now())
+        };
+        let res = two_factor(&c, &server, &right).await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{backend}");
+        let wait = retry_after(&res);
+        assert!((1..=30).contains(&wait), "{backend}: Retry-After {wait}");
+        assert!(
+            res.text()
+                .await
+                .unwrap()
+                .contains("Too many failed sign-in attempts"),
+            "{backend}"
+        );
+        let me = c.get(server.url("/user/settings")).send().await.unwrap();
+        assert_eq!(
+            me.status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: not signed in"
+        );
+        // The password step of the same account is held too.
+        let res = sign_in(&client(), &server, "carol", PW).await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{backend}");
+
+        // Once the window has moved past the failures, a right code works
+        // in the half session that was refused.
+        tokio::time::sleep(std::time::Duration::from_millis(wait * 1000 + 500)).await;
+        let mut code = oathtool(&secret, now());
+        if code == used {
+            code = oathtool(&secret, now() + 30);
+        }
+        let res = two_factor(&c, &server, &code).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        let me = c.get(server.url("/user/settings")).send().await.unwrap();
+        assert_eq!(me.status(), StatusCode::OK, "{backend}: signed in");
+    }
+}
+
+#[tokio::test]
+async fn second_step_guesses_count_per_address() {
+    for backend in backends() {
+        let ini = "[security]\nLOGIN_RATE_LIMIT_PER_ADDRESS = 3\n";
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: ini.into(),
+                ..Options::default()
+            },
+        )
+        .await;
+        server.create_user("dave", PW, false);
+        server.create_user("erin", PW, false);
+        let (dave, _) = enrol(&server, "dave").await;
+        enrol(&server, "erin").await;
+        // Wrong backup codes for one account fill the address's count …
+        let http = half_session(&server, "dave").await;
+        for i in 0..3 {
+            let res = two_factor(&http, &server, &format!("0000{i}-00000")).await;
+            assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{backend}: {i}");
+        }
+        // … which holds every account's second step from that address.
+        let res = two_factor(&http, &server, &oathtool(&dave, now() + 30)).await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{backend}");
+        retry_after(&res);
+        // From another address (a trusted proxy names it), erin is not held.
+        let other = client();
+        let page = get_text(&other, &server.url("/user/login")).await;
+        let res = other
+            .post(server.url("/user/login"))
+            .header("x-forwarded-for", "198.51.100.7")
+            .form(&[
+                ("user_name", "erin"),
+                ("password", PW),
+                ("_csrf", csrf_of(&page).as_str()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        let page = get_text(&other, &server.url("/user/two_factor")).await;
+        let res = other
+            .post(server.url("/user/two_factor"))
+            .header("x-forwarded-for", "198.51.100.7")
+            .form(&[
+                ("passcode", "00000-00000"),
+                ("_csrf", csrf_of(&page).as_str()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn a_protected_page_is_reached_after_both_steps() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("fay", PW, false);
+        let (secret, _) = enrol(&server, "fay").await;
+        let http = client();
+        // A protected page sends the browser to sign in, naming itself.
+        let res = http
+            .get(server.url("/user/settings/keys?tab=ssh"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        let login = res.headers()["location"].to_str().unwrap().to_string();
+        assert_eq!(
+            login, "/user/login?redirect_to=%2Fuser%2Fsettings%2Fkeys%3Ftab%3Dssh",
+            "{backend}"
+        );
+        get_text(&http, &server.url(&login)).await;
+        let res = sign_in(&http, &server, "fay", PW).await;
+        assert_eq!(res.headers()["location"], "/user/two_factor");
+        let code = oathtool(&secret, now() + 30);
+        let res = two_factor(&http, &server, &code).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        assert_eq!(
+            res.headers()["location"],
+            "/user/settings/keys?tab=ssh",
+            "{backend}: the second step ends where the user was going"
+        );
+    }
+}

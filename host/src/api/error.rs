@@ -247,7 +247,8 @@ impl From<crate::webhooks::Error> for ApiError {
 
 /// `second_factor::Error`, with the error's text: `AlreadyEnrolled` → 409;
 /// `NotPending`, `NotFound` → 404; `Rejected`, `BadName` → 422; `Disabled`
-/// → 403; `Unavailable` → 500 (its cause logged); `Db` → 500.
+/// → 403; `TooManyAttempts` → 429 with `Retry-After`; `HalfSessionEnded`
+/// → 401; `Unavailable` → 500 (its cause logged); `Db` → 500.
 impl From<crate::second_factor::Error> for ApiError {
     fn from(e: crate::second_factor::Error) -> Self {
         use crate::second_factor::Error;
@@ -257,6 +258,11 @@ impl From<crate::second_factor::Error> for ApiError {
             e @ (Error::Rejected | Error::BadName) => ApiError::Unprocessable(e.to_string()),
             e @ Error::Disabled => ApiError::Forbidden(e.to_string()),
             Error::Unavailable(cause) => ApiError::Internal(cause),
+            e @ Error::TooManyAttempts(retry_after) => ApiError::TooManyRequests {
+                message: e.to_string(),
+                retry_after,
+            },
+            e @ Error::HalfSessionEnded => ApiError::Credentials(e.to_string()),
             Error::Db(e) => ApiError::internal(e),
         }
     }
@@ -391,6 +397,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
                     ApiError::BadRequest(rejection.body_text())
                 }
             })?;
+        // Bounded before serde_json's parse, which recurses per level.
+        if let Err(e) = crate::nesting::json(&bytes, crate::nesting::MAX_JSON_DEPTH) {
+            return Err(ApiError::BadRequest(format!(
+                "the body is not accepted: {e}"
+            )));
+        }
         if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
             return Err(ApiError::BadRequest(format!(
                 "the body is not valid JSON: {e}"

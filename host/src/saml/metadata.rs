@@ -85,6 +85,8 @@ pub fn read_idp_metadata(xml: &str) -> Result<IdpMetadata, String> {
     {
         return Err("the metadata holds a DOCTYPE or an entity".into());
     }
+    crate::nesting::xml(xml, crate::nesting::MAX_XML_DEPTH)
+        .map_err(|e| format!("not SAML metadata: {e}"))?;
     let root_ok = roxmltree::Document::parse(xml).is_ok_and(|d| {
         let root = d.root_element();
         root.tag_name().name() == "EntityDescriptor"

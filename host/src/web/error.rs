@@ -48,11 +48,57 @@ impl IntoResponse for WebError {
             WebError::NotFound => {
                 (StatusCode::NOT_FOUND, Html("<h1>Page not found</h1>")).into_response()
             }
-            WebError::SignIn => Redirect::to("/user/login").into_response(),
+            WebError::SignIn => {
+                let mut res = Redirect::to("/user/login").into_response();
+                res.extensions_mut().insert(SignInNeeded);
+                res
+            }
             WebError::Enrolment => Redirect::to("/user/settings/security").into_response(),
             WebError::Page(page) => *page,
         }
     }
+}
+
+/// Marks the redirect of [`WebError::SignIn`], so that
+/// [`sign_in_target`] can name the page that asked for it.
+#[derive(Debug, Clone, Copy)]
+struct SignInNeeded;
+
+/// The pages of the sign-in itself: never a place to come back to (a half
+/// session that ran out would otherwise send the user back into it).
+const SIGN_IN_PAGES: &[&str] = &[
+    "/user/login",
+    "/user/logout",
+    "/user/two_factor",
+    "/user/webauthn",
+    "/user/passkey",
+];
+
+/// A page that needs a signed-in user sends the browser to sign in with
+/// `?redirect_to=` naming it, so that the sign-in (every step of it) ends
+/// where the user was going. Only a GET can be repeated by following a
+/// link; a refused form post lands on `/` as before.
+pub(crate) async fn sign_in_target(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let target = (req.method() == axum::http::Method::GET
+        && !SIGN_IN_PAGES.contains(&req.uri().path()))
+    .then(|| req.uri().path_and_query().map(|p| p.as_str().to_string()))
+    .flatten();
+    let mut res = next.run(req).await;
+    if let Some(target) = target
+        && res.extensions().get::<SignInNeeded>().is_some()
+    {
+        let query: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("redirect_to", &target)
+            .finish();
+        if let Ok(location) = axum::http::HeaderValue::from_str(&format!("/user/login?{query}")) {
+            res.headers_mut()
+                .insert(axum::http::header::LOCATION, location);
+        }
+    }
+    res
 }
 
 /// The domain errors that, wherever a page meets them, mean a 500. Errors a

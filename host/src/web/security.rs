@@ -109,7 +109,10 @@ async fn refused(app: &App, viewer: &Viewer, user: &User, e: Error) -> Result<Re
     let status = match &e {
         Error::AlreadyEnrolled => StatusCode::CONFLICT,
         Error::NotFound => StatusCode::NOT_FOUND,
-        Error::Rejected | Error::NotPending | Error::BadName => StatusCode::UNPROCESSABLE_ENTITY,
+        Error::Rejected | Error::NotPending | Error::BadName | Error::HalfSessionEnded => {
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
+        Error::TooManyAttempts(_) => StatusCode::TOO_MANY_REQUESTS,
         Error::Disabled => StatusCode::FORBIDDEN,
         Error::Unavailable(cause) => {
             tracing::error!("second factor unavailable: {cause}");

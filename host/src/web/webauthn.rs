@@ -6,13 +6,15 @@
 use askama::Template;
 use axum::Form;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::{Viewer, WebError, Who, awaiting, check_csrf, render};
 use crate::plugins::builtin;
-use crate::second_factor::{self, Error};
+use crate::ratelimit::ClientAddr;
+use crate::second_factor::{self, Attempt, Error};
+use crate::sessions;
 use crate::state::App;
 use crate::users::User;
 
@@ -38,12 +40,12 @@ async fn page(
     app: &App,
     viewer: &Viewer,
     user: Option<&User>,
-    error: Option<String>,
+    failure: Option<&Error>,
 ) -> Result<Response, WebError> {
-    let status = if error.is_some() {
-        StatusCode::UNAUTHORIZED
-    } else {
-        StatusCode::OK
+    let (status, error) = match failure {
+        None => (StatusCode::OK, None),
+        Some(e @ Error::TooManyAttempts(_)) => (StatusCode::TOO_MANY_REQUESTS, Some(e.to_string())),
+        Some(e) => (StatusCode::UNAUTHORIZED, Some(failure_text(e))),
     };
     let (options, ceremony, error, status) =
         match second_factor::begin_verification(app, user, builtin::WEBAUTHN).await {
@@ -77,7 +79,12 @@ async fn page(
         ceremony,
         offer_remember: user.is_some() && app.config().security.enable_remember_me_2fa,
     };
-    Ok((jar, render(status, page)?).into_response())
+    let mut res = (jar, render(status, page)?).into_response();
+    if let Some(Error::TooManyAttempts(secs)) = failure {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(*secs));
+    }
+    Ok(res)
 }
 
 #[derive(Deserialize)]
@@ -111,24 +118,30 @@ pub(crate) async fn second_step_form(
 pub(crate) async fn second_step(
     State(app): State<App>,
     viewer: Viewer,
+    from: ClientAddr,
     Form(form): Form<AnswerForm>,
 ) -> Result<Response, WebError> {
     check_csrf(&viewer, &app, &form.csrf)?;
     let user = awaiting(&app, &viewer).await?;
-    match second_factor::finish_verification(
+    let attempt = Attempt {
+        user: Some(&user),
+        from: from.0,
+        half_session: viewer.jar.get(sessions::COOKIE).map(|c| c.value()),
+    };
+    let step = second_factor::finish_verification(
         &app,
         Some(&user),
         builtin::WEBAUTHN,
         &form.ceremony,
         &form.credential,
-    )
-    .await
-    {
+    );
+    match second_factor::limited(&app, attempt, step).await {
         Ok(_) => {
             super::complete_second_step(&app, viewer, &user, form.remember_device.is_some()).await
         }
         Err(Error::Db(e)) => Err(e.into()),
-        Err(e) => page(&app, &viewer, Some(&user), Some(failure_text(&e))).await,
+        Err(Error::HalfSessionEnded) => Err(WebError::SignIn),
+        Err(e) => page(&app, &viewer, Some(&user), Some(&e)).await,
     }
 }
 
@@ -145,23 +158,30 @@ pub(crate) async fn passkey(
     State(app): State<App>,
     viewer: Viewer,
     headers: HeaderMap,
+    from: ClientAddr,
     Form(form): Form<AnswerForm>,
 ) -> Result<Response, WebError> {
     check_csrf(&viewer, &app, &form.csrf)?;
-    match second_factor::finish_verification(
+    // The key names its user only once it has been checked: a wrong answer
+    // counts against the address.
+    let attempt = Attempt {
+        user: None,
+        from: from.0,
+        half_session: None,
+    };
+    let step = second_factor::finish_verification(
         &app,
         None,
         builtin::WEBAUTHN,
         &form.ceremony,
         &form.credential,
-    )
-    .await
-    {
+    );
+    match second_factor::limited(&app, attempt, step).await {
         Ok(user) => {
             tracing::info!(login = %user.login, "signed in with a passkey");
             super::start_session(&app, viewer, &headers, &user, false).await
         }
         Err(Error::Db(e)) => Err(e.into()),
-        Err(e) => page(&app, &viewer, None, Some(failure_text(&e))).await,
+        Err(e) => page(&app, &viewer, None, Some(&e)).await,
     }
 }

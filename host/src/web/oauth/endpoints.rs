@@ -66,6 +66,8 @@ fn fields(headers: &HeaderMap, body: &Bytes) -> Result<HashMap<String, String>, 
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if json {
+        crate::nesting::json(body, crate::nesting::MAX_JSON_DEPTH)
+            .map_err(|e| Error::InvalidRequest(format!("the body is not accepted: {e}")))?;
         let map: HashMap<String, serde_json::Value> = serde_json::from_slice(body)
             .map_err(|e| Error::InvalidRequest(format!("the body is not a JSON object: {e}")))?;
         return Ok(map
