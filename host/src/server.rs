@@ -187,16 +187,32 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     // on PostgreSQL, looked for every few seconds in any case.
     let watcher = tokio::spawn(watch_changes(app.clone()));
     // The webhook queue: this process's share of the due deliveries.
-    let queue = tokio::spawn(crate::webhooks::worker::run(app.clone()));
+    let stop_queue = tokio_util::sync::CancellationToken::new();
+    let queue = tokio::spawn(crate::webhooks::worker::run(
+        app.clone(),
+        stop_queue.clone(),
+    ));
     let plugins = app.plugins.clone();
-    axum::serve(
+    let stopping = stop_queue.clone();
+    let served = axum::serve(
         no_delay(listener),
         router(app).into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown())
-    .await?;
-    // Attempts cut short here are claimed again once their lease runs out.
-    queue.abort();
+    .with_graceful_shutdown(async move {
+        shutdown().await;
+        // The queue stops while the last requests are answered.
+        stopping.cancel();
+    })
+    .await;
+    // The queue's attempts end before the runtime does: a transport still
+    // waiting on the network when the runtime shuts down panics inside the
+    // WebAssembly HTTP implementation. It cuts them short and records them
+    // (due again at once), within a delivery's deadline.
+    stop_queue.cancel();
+    if let Err(e) = queue.await {
+        tracing::error!("the webhook queue did not stop cleanly: {e}");
+    }
+    served?;
     watcher.abort();
     flusher.abort();
     syncer.abort();

@@ -136,6 +136,11 @@ pub struct HookChanges {
 /// A generated secret's length, in characters.
 pub const GENERATED_SECRET_LEN: usize = 40;
 
+/// The longest hook URL, in characters: what browsers and most HTTP
+/// servers take, and far beyond any receiver's path. An unbounded URL is
+/// kept, shown on every page of the hook and resolved at every attempt.
+pub const MAX_URL_LEN: usize = 2048;
+
 const HOOK_COLUMNS: &str = "id, scope, repo_id, org_id, hook_type, transport, url, content_type, http_method, events, branch_filter, active, authorization_header, created, updated";
 
 fn hook_from_row(r: &sqlx::any::AnyRow) -> sqlx::Result<Hook> {
@@ -311,6 +316,14 @@ pub async fn check_target(
 // Registrations
 
 fn check_fields(c: &HookChanges) -> Result<()> {
+    if let Some(url) = &c.url {
+        let len = url.trim().chars().count();
+        if len > MAX_URL_LEN {
+            return Err(Error::Invalid(format!(
+                "url: at most {MAX_URL_LEN} characters (this one has {len})"
+            )));
+        }
+    }
     if let Some(ct) = &c.content_type
         && !matches!(ct.as_str(), "json" | "form")
     {
@@ -771,7 +784,8 @@ pub async fn ping(db: &Db, scope: Scope, id: i64) -> Result<i64> {
     let event_id = uuid::Uuid::new_v4().to_string();
     let timestamp = now();
     let data = serde_json::json!({
-        "hook_id": hook.id,
+        // Ids in events are strings (docs/webhooks.md).
+        "hook_id": hook.id.to_string(),
         "url": hook.url,
         "zen": "Delivered, or kept until it is.",
     });

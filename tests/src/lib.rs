@@ -264,6 +264,27 @@ impl Server {
         self.base = base;
     }
 
+    /// Sends SIGTERM, as a service manager stops the server, and waits up
+    /// to `within` for the process to end: its exit status, or `None` if it
+    /// is still running then.
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM was sent");
+        let until = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the child's status") {
+                return Some(status);
+            }
+            if std::time::Instant::now() > until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Starts a second `postern web` process on the same configuration,
     /// database and data directory (another host sharing the instance).
     pub fn another_process(&self, name: &str) -> Process {

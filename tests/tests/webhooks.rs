@@ -3,15 +3,17 @@
 //! `webhook-verify` crate as a receiver would; retries, dead letters and
 //! redelivery; a host killed with SIGKILL mid-queue; two hosts on one
 //! PostgreSQL queue; the NATS transport to a real `nats-server`; a trapping
-//! transport; and the URL and permission rules. Every test runs on SQLite
-//! and, when `POSTERN_TEST_PG` is set, on PostgreSQL.
+//! transport; the URL and permission rules; a receiver that hangs, which
+//! holds back neither other hooks nor retries; a SIGTERM while an attempt
+//! hangs; and the `ping` body. Every test runs on SQLite and, when
+//! `POSTERN_TEST_PG` is set, on PostgreSQL.
 
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -41,6 +43,8 @@ struct Got {
     headers: HeaderMap,
     body: Bytes,
     status: u16,
+    /// When the request arrived.
+    at: Instant,
 }
 
 #[derive(Clone)]
@@ -57,6 +61,7 @@ struct Receiver {
 }
 
 async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> Response {
+    let at = Instant::now();
     let next = r.script.lock().unwrap().pop_front();
     let delay = *r.delay.lock().unwrap();
     if !delay.is_zero() {
@@ -67,6 +72,7 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
             headers: headers.clone(),
             body: body.clone(),
             status,
+            at,
         })
     };
     if matches!(next, Some(Answer::Fail)) || r.down.load(std::sync::atomic::Ordering::SeqCst) {
@@ -921,5 +927,242 @@ async fn url_and_permission_rules_hold_at_registration() {
         )
         .await;
         assert_eq!(st, StatusCode::CREATED, "{backend}: {b}");
+    }
+}
+
+/// A server that may deliver to loopback over plain HTTP, retrying after 3,
+/// 6 and 12 seconds (the last repeating).
+async fn slow_retry_server(backend: &Backend) -> Server {
+    let s = Server::start(
+        backend,
+        Options {
+            ini: "[webhook]\nALLOWED_HOST_LIST = loopback\nRETRY_BACKOFF = 3s,6s,12s\nMAX_ATTEMPTS = 5\n"
+                .into(),
+            ..Default::default()
+        },
+    )
+    .await;
+    s.create_user("admin", PW, true);
+    s
+}
+
+/// The requests of `got` that carry the event of the user `login`.
+fn of_user<'a>(got: &'a [Got], login: &str) -> Vec<&'a Got> {
+    got.iter()
+        .filter(|g| body_of(g)["data"]["name"] == login)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_hanging_receiver_holds_back_neither_other_hooks_nor_retries() {
+    for backend in backends() {
+        let s = slow_retry_server(&backend).await;
+        // One receiver never answers within the time-out, one always
+        // answers 500, one is well.
+        let hanging = Receiver::start().await;
+        hanging.script.lock().unwrap().extend(std::iter::repeat_n(
+            Answer::Hang(Duration::from_secs(15)),
+            50,
+        ));
+        let failing = Receiver::start().await;
+        failing
+            .down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let well = Receiver::start().await;
+        for r in [&hanging, &failing, &well] {
+            hook(
+                &s,
+                "/api/v1/admin/hooks",
+                "admin",
+                &r.url,
+                &["user.created"],
+            )
+            .await;
+        }
+
+        s.create_user("bob", PW, false);
+        let first_hang = hanging
+            .wait_for(&s, "the hanging receiver is called", 30, |g| !g.is_empty())
+            .await[0]
+            .at;
+        // Written while bob's attempt at the hanging hook hangs.
+        s.create_user("carol", PW, false);
+        let written = Instant::now();
+        assert!(
+            written < first_hang + Duration::from_secs(8),
+            "{backend}: carol's event is written while the attempt hangs"
+        );
+        let got = well
+            .wait_for(&s, "carol's event at the well receiver", 30, |g| {
+                !of_user(g, "carol").is_empty()
+            })
+            .await;
+        let late = of_user(&got, "carol")[0]
+            .at
+            .saturating_duration_since(written);
+        assert!(
+            late < Duration::from_secs(1),
+            "{backend}: another hook's event waited {late:?} behind the hanging receiver"
+        );
+
+        // Bob's event at the failing hook is retried on its own schedule
+        // (3 s, 6 s, 12 s, each with up to 10 % jitter, on whole seconds),
+        // whatever the hanging hook's attempts of the same event do.
+        let got = failing
+            .wait_for(&s, "bob's event tried four times", 60, |g| {
+                of_user(g, "bob").len() >= 4
+            })
+            .await;
+        let at: Vec<Instant> = of_user(&got, "bob").iter().map(|g| g.at).collect();
+        let gaps: Vec<f64> = at.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+        eprintln!("{backend}: another hook's event after {late:?}; retries after {gaps:?} s");
+        for (gap, base) in gaps.iter().zip([3.0, 6.0, 12.0]) {
+            assert!(
+                *gap > base - 1.2 && *gap < base * 1.1 + 2.0,
+                "{backend}: retries after {gaps:?} s, not 3, 6 and 12 s"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn ping_names_its_hook_by_a_string_id() {
+    for backend in backends() {
+        let s = server(&backend, "").await;
+        let r = Receiver::start().await;
+        let id = hook(&s, "/api/v1/admin/hooks", "admin", &r.url, &["user"]).await;
+        let (st, b) = post(
+            &s,
+            &format!("/api/v1/admin/hooks/{id}/test"),
+            "admin",
+            json!({}),
+        )
+        .await;
+        assert!(st.is_success(), "{backend}: {st} {b}");
+        let got = r
+            .wait_for(&s, "the ping", 30, |g| g.iter().any(|g| g.status == 200))
+            .await;
+        let ping = body_of(got.iter().find(|g| g.status == 200).unwrap());
+        assert_eq!(ping["event_type"], "ping", "{backend}: {ping}");
+        assert_eq!(ping["data"]["hook_id"], json!(id.to_string()), "{ping}");
+        assert_eq!(ping["data"]["url"], json!(r.url), "{ping}");
+    }
+}
+
+#[tokio::test]
+async fn a_hook_url_longer_than_2048_characters_is_refused() {
+    const BASE: &str = "https://hooks.example.com/";
+    let url_of = |len: usize| format!("{BASE}{}", "a".repeat(len - BASE.len()));
+    for backend in backends() {
+        let s = Server::start(&backend, Options::default()).await;
+        s.create_user("admin", PW, true);
+        for len in [2049, 100_000] {
+            let (st, b) = post(
+                &s,
+                "/api/v1/admin/hooks",
+                "admin",
+                json!({"url": url_of(len), "events": ["user"]}),
+            )
+            .await;
+            assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{backend}: {len}");
+            assert_eq!(b["error"], "unprocessable_entity", "{b}");
+            assert!(
+                b["message"].as_str().unwrap().contains("2048 characters"),
+                "{b}"
+            );
+        }
+        // 2048 is allowed; a change to a longer one is refused.
+        let (st, b) = post(
+            &s,
+            "/api/v1/admin/hooks",
+            "admin",
+            json!({"url": url_of(2048), "events": ["user"]}),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{backend}: {b}");
+        let path = format!("/api/v1/admin/hooks/{}", b["id"]);
+        let (st, b) = call(
+            &s,
+            reqwest::Method::PATCH,
+            &path,
+            "admin",
+            Some(json!({"config": {"url": url_of(2049)}})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{backend}: {b}");
+        let (_, kept) = get(&s, &path, "admin").await;
+        assert_eq!(kept["config"]["url"], json!(url_of(2048)), "{kept}");
+
+        // The settings page says so, and adds nothing.
+        let http = s.signed_in("admin", PW).await;
+        let res = postern_tests::submit_form(
+            &http,
+            &s,
+            "/admin/hooks",
+            &[
+                ("url", &url_of(100_000)),
+                ("secret", ""),
+                ("events", "user"),
+                ("branch_filter", ""),
+                ("content_type", "json"),
+                ("transport", "webhook-http"),
+                ("active", "on"),
+            ],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{backend}");
+        let page = res.text().await.unwrap();
+        let error = postern_tests::flash_error(&page).unwrap_or_default();
+        assert!(error.contains("2048 characters"), "{backend}: {error:?}");
+        let (_, hooks) = get(&s, "/api/v1/admin/hooks", "admin").await;
+        assert_eq!(hooks["results"].as_array().unwrap().len(), 1, "{hooks}");
+    }
+}
+
+#[tokio::test]
+async fn a_sigterm_while_an_attempt_hangs_exits_cleanly_and_loses_nothing() {
+    for backend in backends() {
+        let mut s = server(&backend, "").await;
+        let r = Receiver::start().await;
+        r.script
+            .lock()
+            .unwrap()
+            .push_back(Answer::Hang(Duration::from_secs(30)));
+        let id = hook(
+            &s,
+            "/api/v1/admin/hooks",
+            "admin",
+            &r.url,
+            &["user.created"],
+        )
+        .await;
+        s.create_user("bob", PW, false);
+        let got = r
+            .wait_for(&s, "the hanging attempt", 30, |g| !g.is_empty())
+            .await;
+        let event_id = header(&got[0], "x-event-id").to_string();
+        // The transport is waiting for the answer.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+
+        let status = s
+            .terminate(Duration::from_secs(20))
+            .expect("the server stops after SIGTERM");
+        let log = s.log();
+        assert!(
+            status.success(),
+            "{backend}: exit status {status}; the log:\n{log}"
+        );
+        assert!(!log.contains("panicked"), "{backend}: the log:\n{log}");
+
+        // Started again, it delivers the event it was attempting.
+        s.kill_and_restart();
+        r.wait_for(&s, "the event after the restart", 30, |g| {
+            g.iter()
+                .any(|g| g.status == 200 && header(g, "x-event-id") == event_id)
+        })
+        .await;
+        let d =
+            wait_delivery_state(&s, &format!("/api/v1/admin/hooks/{id}"), "delivered", 10).await;
+        assert_eq!(d["event_id"], json!(event_id), "{backend}: {d}");
     }
 }

@@ -841,7 +841,7 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "WORKERS",
                 Kind::Int { min: 1, max: 256 },
                 "16",
-                "Attempts this process runs at once.",
+                "Attempts this process runs at once; at most a quarter of them (rounded up) for any one hook, so that a receiver that hangs holds back only its own hook.",
             ),
             k(
                 "LEASE_TIME",

@@ -253,16 +253,32 @@ impl Grant {
 /// What the host saw of one call's last HTTP exchange: the status and the
 /// first [`Wire::EXCERPT`] bytes of the answer, as far as the plugin read
 /// it. A webhook attempt records these from here rather than from the
-/// transport, so the delivery log shows what the receiver said.
+/// transport, so the delivery log shows what the receiver said. It is also
+/// how the queue cuts an attempt short when the process stops.
 #[derive(Debug, Default)]
 pub struct Wire {
     status: std::sync::atomic::AtomicU16,
     excerpt: Mutex<Vec<u8>>,
+    cut: tokio_util::sync::CancellationToken,
 }
 
 impl Wire {
     /// Bytes of an answer kept.
     pub const EXCERPT: usize = 2048;
+
+    /// Ends the exchange now: a request still waiting for its answer, or an
+    /// answer still arriving, fails at once (`connection-terminated`), and
+    /// so do later requests of the call. The process is stopping, and a
+    /// transport left waiting on the network while the async runtime shuts
+    /// down panics inside `wasmtime-wasi-http`.
+    pub fn cut(&self) {
+        self.cut.cancel();
+    }
+
+    /// Whether [`Wire::cut`] was called.
+    pub fn is_cut(&self) -> bool {
+        self.cut.is_cancelled()
+    }
 
     /// The last status received, if any.
     pub fn status(&self) -> Option<u16> {
@@ -599,6 +615,34 @@ where
     ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
         if self.sleep.as_mut().poll(cx).is_ready() {
             return std::task::Poll::Ready(Some(Err(HttpError::ConnectionReadTimeout)));
+        }
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+}
+
+/// A body that fails once its [`Wire`] is cut.
+struct Cut<B> {
+    body: B,
+    cut: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+}
+
+impl<B> http_body::Body for Cut<B>
+where
+    B: http_body::Body<Error = HttpError> + Unpin,
+{
+    type Data = B::Data;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if self.cut.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(Some(Err(HttpError::ConnectionTerminated)));
         }
         std::pin::Pin::new(&mut self.body).poll_frame(cx)
     }

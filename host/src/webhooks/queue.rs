@@ -43,23 +43,32 @@ pub struct Claimed {
     pub authorization_header: String,
 }
 
-/// Claims up to `limit` due deliveries for `owner`, for `lease`.
+/// Claims up to `limit` due deliveries for `owner`, for `lease`, leaving
+/// out those of the hooks in `skip` (whose slots in this process are all
+/// taken).
 pub async fn claim(
     db: &Db,
     key: &InstanceKey,
     owner: &str,
     limit: usize,
     lease: Duration,
+    skip: &[i64],
 ) -> Result<Vec<Claimed>> {
     let t = now();
     let lock = match db.backend() {
         DbType::Postgres => "FOR UPDATE SKIP LOCKED",
         DbType::Sqlite => "",
     };
+    // Hook ids are numbers the database gave.
+    let skip = if skip.is_empty() {
+        String::new()
+    } else {
+        format!("AND hook_id NOT IN ({}) ", id_list(skip))
+    };
     let rows = sqlx::query(&format!(
         "UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2 WHERE id IN (\
            SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt <= $3 \
-           AND (lease_until IS NULL OR lease_until < $4) ORDER BY id LIMIT $5 {lock}) \
+           AND (lease_until IS NULL OR lease_until < $4) {skip}ORDER BY id LIMIT $5 {lock}) \
          RETURNING id"
     ))
     .bind(owner)
@@ -76,12 +85,8 @@ pub async fn claim(
         .iter()
         .map(|r| r.try_get(0))
         .collect::<sqlx::Result<_>>()?;
-    let list = ids
-        .iter()
-        .map(|id| id.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
     // The ids are numbers this statement's own RETURNING gave.
+    let list = id_list(&ids);
     let rows = sqlx::query(&format!(
         "SELECT d.id, d.hook_id, d.attempts, e.event_id, e.event_type, e.timestamp, e.data, \
          h.transport, h.url, h.content_type, h.http_method, h.secret, h.authorization_header \
@@ -129,6 +134,9 @@ pub enum Verdict {
     Retry,
     /// Dead at once: the transport or the host refused it for good.
     Refused,
+    /// Cut short because the process was stopping: logged, not counted,
+    /// and due again at once.
+    Interrupted,
 }
 
 /// One attempt's record.
@@ -164,7 +172,7 @@ impl Policy {
     }
 }
 
-/// Records the attempts of a batch and moves each delivery on, in one
+/// Records attempts that ended and moves each delivery on, in one
 /// transaction. A delivery whose lease `owner` no longer holds (it ran out
 /// and another process took it) keeps its attempt in the log but is left to
 /// its new holder.
@@ -188,7 +196,7 @@ pub async fn finish(
         .bind(a.duration_ms)
         .bind(match a.verdict {
             Verdict::Delivered => "delivered",
-            Verdict::Retry => "failed",
+            Verdict::Retry | Verdict::Interrupted => "failed",
             Verdict::Refused => "refused",
         })
         .bind(a.status_code.map(i64::from))
@@ -197,10 +205,15 @@ pub async fn finish(
         .bind(owner)
         .execute(&mut *tx)
         .await?;
-        let attempts = c.attempts + 1;
+        let attempts = match a.verdict {
+            // The receiver was not given its time: not one of its attempts.
+            Verdict::Interrupted => c.attempts,
+            _ => c.attempts + 1,
+        };
         let (state, next) = match a.verdict {
             Verdict::Delivered => ("delivered", t),
             Verdict::Refused => ("dead", t),
+            Verdict::Interrupted => ("pending", t),
             Verdict::Retry if attempts >= policy.max_attempts => ("dead", t),
             Verdict::Retry => ("pending", t + policy.wait(attempts).as_secs() as i64),
         };
@@ -223,19 +236,29 @@ pub async fn finish(
     Ok(())
 }
 
-/// Gives back deliveries claimed and not attempted (the process is
-/// stopping), so that another process need not wait for the lease.
+/// Gives back deliveries claimed and not attempted, so that the next claim
+/// (here or in another process) need not wait for the lease.
 pub async fn release(db: &Db, owner: &str, ids: &[i64]) -> Result<()> {
-    for id in ids {
-        sqlx::query(
-            "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2",
-        )
-        .bind(id)
-        .bind(owner)
-        .execute(db.pool())
-        .await?;
+    if ids.is_empty() {
+        return Ok(());
     }
+    // The ids are numbers a claim's RETURNING gave.
+    sqlx::query(&format!(
+        "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL WHERE id IN ({}) AND lease_owner = $1",
+        id_list(ids)
+    ))
+    .bind(owner)
+    .execute(db.pool())
+    .await?;
     Ok(())
+}
+
+/// `1,2,3`, for an `IN (…)` of ids that came from the database.
+fn id_list(ids: &[i64]) -> String {
+    ids.iter()
+        .map(|id| id.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 // ---------------------------------------------------------------------------

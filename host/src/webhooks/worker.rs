@@ -1,18 +1,35 @@
 //! The queue's workers: claim due deliveries, make each attempt through the
 //! hook's transport plugin, record the outcomes.
 //!
-//! One loop per process claims a batch (twice `[webhook] WORKERS`), runs
-//! its attempts at most `WORKERS` at a time, and records the whole batch in
-//! one transaction, so that a fast receiver costs two writes per batch
-//! rather than per delivery. Deliveries of one hook are claimed in the
-//! order their events happened, but attempts run side by side and a retry
-//! waits its backoff while later events go on: receivers get no order
-//! guarantee and use each body's `timestamp` (docs/webhooks.md).
+//! One loop per process keeps up to `[webhook] WORKERS` attempts running,
+//! and at most [`per_hook`] of them for any one hook. Whenever a slot is
+//! free it claims due deliveries for it, leaving out hooks whose slots are
+//! all taken; each attempt starts as soon as it is claimed, and its outcome
+//! is recorded as soon as it ends (the outcomes that ended together, in one
+//! transaction). So a receiver that hangs holds its own hook's slots until
+//! `DELIVER_TIMEOUT`, and nothing else: other hooks' events and every
+//! retry go out at their time. A loop that claimed a whole batch and
+//! recorded it when its slowest attempt had ended made one hanging
+//! receiver delay every hook's events by up to the time-out.
+//!
+//! Deliveries of one hook are claimed in the order their events happened,
+//! but attempts run side by side and a retry waits its backoff while later
+//! events go on: receivers get no order guarantee and use each body's
+//! `timestamp` (docs/webhooks.md).
+//!
+//! When the process stops, the loop claims nothing more, cuts the attempts
+//! still running short (their HTTP exchange ends with an error at once,
+//! see [`Wire::cut`]), waits for them, and records them as interrupted:
+//! due again at once, for this process restarted or another. An attempt
+//! left waiting on the network while the runtime under it shuts down would
+//! panic inside the WebAssembly HTTP implementation instead.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
+use tokio::task::{Id as TaskId, JoinSet};
+use tokio_util::sync::CancellationToken;
 
 use super::queue::{self, Attempt, Claimed, Policy, Verdict};
 use crate::plugins::Route;
@@ -27,56 +44,239 @@ const IDLE: Duration = Duration::from_millis(200);
 /// of it are kept.
 const MAX_RESPONSE: usize = 1024 * 1024;
 
-/// Runs the queue until the process ends.
-pub async fn run(app: App) {
-    let owner = crate::cluster::host_name();
-    tracing::info!(owner, "webhook queue started");
-    loop {
-        match drain_once(&app, &owner).await {
-            Ok(0) => tokio::time::sleep(IDLE).await,
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!("webhook queue: {e}");
-                tokio::time::sleep(IDLE * 5).await;
+/// How many attempts one hook may have running at once in one process:
+/// a quarter of `workers`, rounded up. A hook whose receiver hangs holds
+/// that many slots and leaves the other three quarters to the other hooks;
+/// a single busy hook still runs several attempts side by side.
+fn per_hook(workers: usize) -> usize {
+    workers.div_ceil(4).max(1)
+}
+
+/// The attempts this process has running.
+struct Running {
+    owner: String,
+    tasks: JoinSet<(Claimed, Attempt)>,
+    /// Each task's hook and wire: the hook to free its slot even if the
+    /// task panicked, the wire to cut it short when the process stops.
+    started: HashMap<TaskId, (i64, Arc<Wire>)>,
+    /// Attempts running, by hook.
+    per_hook: HashMap<i64, usize>,
+    /// Attempts that ended and are not recorded yet.
+    ended: Vec<(Claimed, Attempt)>,
+}
+
+impl Running {
+    fn new(owner: String) -> Self {
+        Running {
+            owner,
+            tasks: JoinSet::new(),
+            started: HashMap::new(),
+            per_hook: HashMap::new(),
+            ended: Vec::new(),
+        }
+    }
+
+    /// Takes note of a task that ended.
+    fn ended(&mut self, joined: Result<(TaskId, (Claimed, Attempt)), tokio::task::JoinError>) {
+        let id = match &joined {
+            Ok((id, _)) => *id,
+            Err(e) => e.id(),
+        };
+        if let Some((hook, _)) = self.started.remove(&id)
+            && let Some(n) = self.per_hook.get_mut(&hook)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.per_hook.remove(&hook);
             }
+        }
+        match joined {
+            Ok((_, done)) => self.ended.push(done),
+            // Its delivery stays claimed until the lease runs out, and is
+            // attempted again then.
+            Err(e) => tracing::error!("a webhook attempt failed to finish: {e}"),
+        }
+    }
+
+    /// Takes note of every task that has ended by now.
+    fn collect(&mut self) {
+        while let Some(joined) = self.tasks.try_join_next_with_id() {
+            self.ended(joined);
+        }
+    }
+
+    /// Records the attempts that ended, in one transaction.
+    async fn record(&mut self, app: &App) {
+        if self.ended.is_empty() {
+            return;
+        }
+        let done = std::mem::take(&mut self.ended);
+        for (c, a) in &done {
+            if a.verdict != Verdict::Delivered {
+                tracing::warn!(
+                    delivery = c.delivery_id,
+                    hook = c.hook_id,
+                    event = %c.event_id,
+                    "webhook attempt {} failed: {}",
+                    c.attempts + 1,
+                    a.error.as_deref().unwrap_or("")
+                );
+            }
+        }
+        let config = app.config();
+        let policy = Policy {
+            max_attempts: config.webhook.max_attempts,
+            backoff: config.webhook.retry_backoff.clone(),
+        };
+        // Not recorded: the deliveries stay claimed until the lease runs
+        // out and are attempted again then; an event may arrive twice,
+        // none is lost.
+        if let Err(e) = queue::finish(&app.db, &self.owner, &policy, &done).await {
+            tracing::error!("webhook queue: recording {} attempts: {e}", done.len());
+        }
+    }
+
+    /// Claims due deliveries for the free slots and starts their attempts;
+    /// returns how many it started.
+    async fn fill(&mut self, app: &App) -> super::Result<usize> {
+        let config = app.config();
+        let cfg = &config.webhook;
+        let free = cfg.workers.saturating_sub(self.started.len());
+        if free == 0 {
+            return Ok(0);
+        }
+        let cap = per_hook(cfg.workers);
+        let full: Vec<i64> = self
+            .per_hook
+            .iter()
+            .filter(|(_, n)| **n >= cap)
+            .map(|(hook, _)| *hook)
+            .collect();
+        // At most one hook's share at a time: the claim leaves out full
+        // hooks, not the slots a hook has left, and what is over those
+        // goes back at once (for the next claim, here or on another host).
+        // A claim of a share bounds that back and forth while one busy hook
+        // takes each slot its ended attempts free; the loop claims again at
+        // once while slots are left.
+        let claimed = queue::claim(
+            &app.db,
+            &app.key,
+            &self.owner,
+            free.min(cap),
+            cfg.lease_time,
+            &full,
+        )
+        .await?;
+        let mut excess = Vec::new();
+        let mut started = 0;
+        for c in claimed {
+            let running = self.per_hook.entry(c.hook_id).or_default();
+            if *running >= cap {
+                excess.push(c.delivery_id);
+                continue;
+            }
+            *running += 1;
+            let wire = Arc::new(Wire::default());
+            let hook = c.hook_id;
+            let (app, task_wire) = (app.clone(), wire.clone());
+            let task = self.tasks.spawn(async move {
+                let a = attempt(&app, &c, task_wire).await;
+                (c, a)
+            });
+            self.started.insert(task.id(), (hook, wire));
+            started += 1;
+        }
+        if !excess.is_empty() {
+            queue::release(&app.db, &self.owner, &excess).await?;
+        }
+        Ok(started)
+    }
+
+    /// Cuts every running attempt short, waits for them (at most a
+    /// delivery's own deadline: a transport that does not end when its
+    /// exchange does is left behind), and records them.
+    async fn stop(&mut self, app: &App) {
+        for (_, wire) in self.started.values() {
+            wire.cut();
+        }
+        let running = self.tasks.len();
+        let deadline = tokio::time::Instant::now() + deadline(app);
+        while !self.tasks.is_empty() {
+            match tokio::time::timeout_at(deadline, self.tasks.join_next_with_id()).await {
+                Ok(Some(joined)) => self.ended(joined),
+                Ok(None) => break,
+                Err(_) => {
+                    tracing::warn!(
+                        "webhook queue: {} attempts still running at the stop; their deliveries are taken again when the lease runs out",
+                        self.tasks.len()
+                    );
+                    break;
+                }
+            }
+        }
+        self.record(app).await;
+        if running > 0 {
+            tracing::info!("webhook queue: stopped, {running} attempts cut short");
         }
     }
 }
 
-/// Claims one batch and attempts it; returns how many deliveries it held.
-pub async fn drain_once(app: &App, owner: &str) -> super::Result<usize> {
-    let config = app.config();
-    let cfg = &config.webhook;
-    let batch = queue::claim(&app.db, &app.key, owner, cfg.workers * 2, cfg.lease_time).await?;
-    let n = batch.len();
-    if n == 0 {
-        return Ok(0);
-    }
-    let done: Vec<(Claimed, Attempt)> = futures_util::stream::iter(batch)
-        .map(|c| async move {
-            let a = attempt(app, &c).await;
-            (c, a)
-        })
-        .buffer_unordered(cfg.workers)
-        .collect()
-        .await;
-    for (c, a) in &done {
-        if a.verdict != Verdict::Delivered {
-            tracing::warn!(
-                delivery = c.delivery_id,
-                hook = c.hook_id,
-                event = %c.event_id,
-                "webhook attempt {} failed: {}",
-                c.attempts + 1,
-                a.error.as_deref().unwrap_or("")
-            );
+/// How long the host waits for one attempt: the transport's own time-out,
+/// and two seconds more for the plugin to report.
+fn deadline(app: &App) -> Duration {
+    app.config().webhook.deliver_timeout + Duration::from_secs(2)
+}
+
+/// Runs the queue until `stop` is cancelled; returns when the attempts it
+/// had running have ended and are recorded.
+pub async fn run(app: App, stop: CancellationToken) {
+    let owner = crate::cluster::host_name();
+    tracing::info!(owner, "webhook queue started");
+    let mut running = Running::new(owner);
+    loop {
+        running.collect();
+        running.record(&app).await;
+        if stop.is_cancelled() {
+            break;
+        }
+        let pause = match running.fill(&app).await {
+            // Slots are left and more may be due: look again at once.
+            Ok(n) if n > 0 && running.started.len() < app.config().webhook.workers => continue,
+            Ok(_) => IDLE,
+            Err(e) => {
+                tracing::error!("webhook queue: {e}");
+                IDLE * 5
+            }
+        };
+        // Until an attempt ends (a slot is free, an outcome to record),
+        // the pause is over, or the process stops.
+        tokio::select! {
+            Some(joined) = running.tasks.join_next_with_id() => running.ended(joined),
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop.cancelled() => {}
         }
     }
-    let policy = Policy {
-        max_attempts: cfg.max_attempts,
-        backoff: cfg.retry_backoff.clone(),
-    };
-    queue::finish(&app.db, owner, &policy, &done).await?;
+    running.stop(&app).await;
+}
+
+/// Attempts every delivery due now and records the outcomes, with the
+/// queue's limits; returns how many it attempted. For the benchmark, which
+/// drains a filled queue without a loop of its own.
+pub async fn drain_once(app: &App, owner: &str) -> super::Result<usize> {
+    let mut running = Running::new(owner.to_string());
+    let mut n = 0;
+    loop {
+        let started = running.fill(app).await?;
+        n += started;
+        if running.tasks.is_empty() {
+            break;
+        }
+        if let Some(joined) = running.tasks.join_next_with_id().await {
+            running.ended(joined);
+        }
+        running.collect();
+        running.record(app).await;
+    }
     Ok(n)
 }
 
@@ -89,8 +289,8 @@ fn now_ms() -> i64 {
 
 /// Makes one attempt: checks the destination again (the name may resolve
 /// elsewhere now), lends the transport that destination alone, calls it,
-/// and judges the answer by what the host saw.
-async fn attempt(app: &App, c: &Claimed) -> Attempt {
+/// and judges the answer by what the host saw on `wire`.
+async fn attempt(app: &App, c: &Claimed, wire: Arc<Wire>) -> Attempt {
     let started_ms = now_ms();
     let started = Instant::now();
     let finish = |verdict, status_code, error: Option<String>, response| Attempt {
@@ -135,7 +335,6 @@ async fn attempt(app: &App, c: &Claimed) -> Attempt {
         timeout: cfg.deliver_timeout,
         max_response_size: MAX_RESPONSE,
     };
-    let wire = Arc::new(Wire::default());
     let route = Route {
         grant: Arc::new(Grant::to(&target.host, target.port)),
         rules: Arc::new(rules),
@@ -163,20 +362,24 @@ async fn attempt(app: &App, c: &Claimed) -> Attempt {
     };
     let outcome = app
         .plugins
-        .deliver(
-            &plugin,
-            delivery,
-            route,
-            cfg.deliver_timeout + Duration::from_secs(2),
-        )
+        .deliver(&plugin, delivery, route, deadline(app))
         .await;
     let (status, response) = (wire.status(), wire.excerpt());
+    // The spec's rule, held by the host whatever the transport says: over
+    // HTTP only 200 and 204 count as delivered.
+    let delivered = |s: Option<u16>| s.is_none_or(|s| s == 200 || s == 204);
     match outcome {
-        // The spec's rule, held by the host whatever the transport says:
-        // over HTTP only 200 and 204 count as delivered.
-        Ok(TransportOutcome::Delivered) if status.is_none_or(|s| s == 200 || s == 204) => {
+        Ok(TransportOutcome::Delivered) if delivered(status) => {
             finish(Verdict::Delivered, status, None, response)
         }
+        // Cut short because the process is stopping: whatever the
+        // transport made of it, the receiver's answer was not awaited.
+        _ if wire.is_cut() => finish(
+            Verdict::Interrupted,
+            status,
+            Some("cut short: the process was stopping".into()),
+            response,
+        ),
         Ok(TransportOutcome::Delivered) => finish(
             Verdict::Retry,
             status,
@@ -186,5 +389,19 @@ async fn attempt(app: &App, c: &Claimed) -> Attempt {
         Ok(TransportOutcome::Retry(why)) => finish(Verdict::Retry, status, Some(why), response),
         Ok(TransportOutcome::Failed(why)) => finish(Verdict::Refused, status, Some(why), response),
         Err(e) => finish(Verdict::Retry, status, Some(e.to_string()), response),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hook_gets_a_quarter_of_the_slots_and_at_least_one() {
+        assert_eq!(per_hook(16), 4);
+        assert_eq!(per_hook(17), 5);
+        assert_eq!(per_hook(4), 1);
+        assert_eq!(per_hook(1), 1);
+        assert_eq!(per_hook(256), 64);
     }
 }
