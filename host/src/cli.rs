@@ -926,12 +926,13 @@ async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
             let mut failed = false;
             for (id, s) in &results {
                 println!(
-                    "{id}: created {}, updated {}, deactivated {}, unchanged {}, errors {}{}",
+                    "{id}: created {}, updated {}, deactivated {}, unchanged {}, errors {}{}{}",
                     s.created,
                     s.updated,
                     s.deactivated,
                     s.unchanged,
                     s.errors,
+                    s.warnings_text(),
                     if s.complete {
                         String::new()
                     } else {

@@ -225,20 +225,20 @@ pub async fn insert_many(conn: &mut AnyConnection, news: &[NewUser]) -> Result<V
     let mut emails = taken(
         conn,
         "lower_email",
-        news.iter().map(|n| n.email.to_lowercase()),
+        news.iter().filter_map(|n| lower_email(&n.email)),
     )
     .await?;
     let mut answers: Vec<Option<Result<User>>> = Vec::with_capacity(news.len());
     let mut accepted = Vec::new();
     for (i, new) in news.iter().enumerate() {
-        let (login, email) = (new.login.trim().to_lowercase(), new.email.to_lowercase());
+        let (login, email) = (new.login.trim().to_lowercase(), lower_email(&new.email));
         if logins.contains(&login) {
             answers.push(Some(Err(Error::LoginTaken(new.login.clone()))));
-        } else if emails.contains(&email) {
+        } else if email.as_ref().is_some_and(|e| emails.contains(e)) {
             answers.push(Some(Err(Error::EmailTaken(new.email.clone()))));
         } else {
             logins.insert(login);
-            emails.insert(email);
+            emails.extend(email);
             answers.push(None);
             accepted.push(i);
         }
@@ -258,8 +258,8 @@ pub async fn insert_many(conn: &mut AnyConnection, news: &[NewUser]) -> Result<V
                 .bind(&new.login)
                 .bind(new.login.to_lowercase())
                 .bind(&new.full_name)
-                .bind(&new.email)
-                .bind(new.email.to_lowercase())
+                .bind(new.email.trim())
+                .bind(lower_email(&new.email))
                 .bind(&new.password_hash)
                 .bind(&new.login_source)
                 .bind(i64::from(new.is_admin))
@@ -294,6 +294,15 @@ pub async fn insert_many(conn: &mut AnyConnection, news: &[NewUser]) -> Result<V
         .into_iter()
         .map(|a| a.expect("every user answered"))
         .collect())
+}
+
+/// The `lower_email` of an address: none for an empty one. A source that
+/// sends no address gives its users none, and "no address" is nobody's to
+/// take: the column's unique index holds any number of NULLs (on SQLite and
+/// PostgreSQL alike), where a second empty string would clash.
+fn lower_email(email: &str) -> Option<String> {
+    let email = email.trim();
+    (!email.is_empty()).then(|| email.to_lowercase())
 }
 
 /// Which of `values` of the column `column` some user already has.
@@ -566,24 +575,28 @@ pub struct Changes {
 /// Applies `changes` and returns the user as stored.
 pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
     if let Some(email) = &changes.email
-        && email.to_lowercase() != user.email.to_lowercase()
+        && let Some(lower) = lower_email(email)
+        && lower != user.email.to_lowercase()
     {
         let taken = sqlx::query("SELECT id FROM users WHERE lower_email = $1")
-            .bind(email.to_lowercase())
+            .bind(lower)
             .fetch_optional(db.pool())
             .await?;
         if taken.is_some() {
             return Err(Error::EmailTaken(email.clone()));
         }
     }
-    let email = changes.email.clone().unwrap_or_else(|| user.email.clone());
+    let email = changes
+        .email
+        .as_deref()
+        .map_or_else(|| user.email.clone(), |e| e.trim().to_string());
     let mut tx = db.begin().await?;
     sqlx::query(
         "UPDATE users SET full_name = $1, email = $2, lower_email = $3, is_active = $4, is_admin = $5, is_restricted = $6, updated = $7 WHERE id = $8",
     )
     .bind(changes.full_name.clone().unwrap_or_else(|| user.full_name.clone()))
     .bind(&email)
-    .bind(email.to_lowercase())
+    .bind(lower_email(&email))
     .bind(i64::from(changes.is_active.unwrap_or(user.is_active)))
     .bind(i64::from(changes.is_admin.unwrap_or(user.is_admin)))
     .bind(i64::from(changes.is_restricted.unwrap_or(user.is_restricted)))

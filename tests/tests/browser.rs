@@ -309,7 +309,7 @@ async fn the_admin_panel_adds_a_directory_source_tests_it_saves_it_and_synchroni
     use postern_tests::ldap::{PEOPLE, READER_DN, READER_PASSWORD, Slapd, person};
     let slapd = Slapd::start(&person("lena", "Lena", "Oxton", "lena-directory-pw"));
     for backend in backends() {
-        let server = Server::start(
+        let mut server = Server::start(
             &backend,
             Options {
                 ini: "[source]\nENABLE_LDAP = true\n".into(),
@@ -467,5 +467,152 @@ async fn the_admin_panel_adds_a_directory_source_tests_it_saves_it_and_synchroni
             listed.contains("source.1\tCorporate directory\t127.0.0.1"),
             "{backend}: {listed}"
         );
+
+        // And served again after a restart.
+        server.kill_and_restart();
+        let res = postern_tests::sign_in(
+            &postern_tests::client(),
+            &server,
+            "lena",
+            "lena-directory-pw",
+        )
+        .await;
+        assert_eq!(
+            res.status(),
+            reqwest::StatusCode::SEE_OTHER,
+            "{backend}: after a restart: {}",
+            server.log()
+        );
     }
+}
+
+/// A page on another origin that frames `target` and, beside it, a page of
+/// its own (the control: a frame that does render).
+async fn framing_site(target: String) -> (u16, tokio::task::JoinHandle<()>) {
+    use axum::response::Html;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let page = format!(
+        "<!doctype html><title>decoy</title>\
+         <iframe id=\"victim\" src=\"{target}\" width=\"800\" height=\"600\"></iframe>\
+         <iframe id=\"control\" src=\"/control\"></iframe>"
+    );
+    let app = axum::Router::new()
+        .route(
+            "/",
+            axum::routing::get(move || {
+                let page = page.clone();
+                async move { Html(page) }
+            }),
+        )
+        .route(
+            "/control",
+            axum::routing::get(|| async { Html("<p id=\"shown\">a frame that renders</p>") }),
+        );
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (port, task)
+}
+
+#[tokio::test]
+async fn every_page_carries_the_security_headers_and_a_framed_consent_page_is_refused() {
+    use postern_tests::oauth::{authorize_url, pkce, register};
+    use postern_tests::{client, sign_in};
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("gina", postern_tests::oauth::PW, false);
+        let app = register(&server, "gina", "Framed", &["http://127.0.0.1:1/cb"], true).await;
+        let (challenge, _) = pkce();
+        let consent = authorize_url(
+            &server,
+            &app.client_id,
+            "http://127.0.0.1:1/cb",
+            "openid",
+            Some(&challenge),
+        );
+
+        // The headers, on pages signed in and out, the consent page and a
+        // 404 among them.
+        let http = client();
+        let mut pages = vec!["/", "/user/login", "/no/such/page", "/explore/repos"];
+        for path in pages.drain(..) {
+            let res = http.get(server.url(path)).send().await.unwrap();
+            assert_security_headers(&res, path);
+        }
+        sign_in(&http, &server, "gina", postern_tests::oauth::PW).await;
+        for path in ["/", "/user/settings", "/user/settings/security"] {
+            let res = http.get(server.url(path)).send().await.unwrap();
+            assert_security_headers(&res, path);
+        }
+        let res = http.get(consent.as_str()).send().await.unwrap();
+        assert_eq!(res.status(), reqwest::StatusCode::OK, "{backend}");
+        assert_security_headers(&res, "the consent page");
+        let script = http
+            .get(server.url("/assets/webauthn.js"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(script.headers()["x-content-type-options"], "nosniff");
+
+        // In Chromium, signed in: the consent page renders at the top, and
+        // not in another site's frame, while that site's own frame does.
+        let (port, site) = framing_site(consent.to_string()).await;
+        let browser = Browser::start().await;
+        let c = &browser.client;
+        browser
+            .sign_in(&server.url("/user/login"), "gina", postern_tests::oauth::PW)
+            .await;
+        c.wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Id("signed-in-user"))
+            .await
+            .unwrap();
+        c.goto(consent.as_str()).await.unwrap();
+        c.wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(r#"[name="granted"][value="true"]"#))
+            .await
+            .unwrap_or_else(|e| panic!("{backend}: the consent page renders unframed: {e}"));
+
+        c.goto(&format!("http://127.0.0.1:{port}/")).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let control = c.find(Locator::Id("control")).await.unwrap();
+        control.enter_frame().await.unwrap();
+        assert!(
+            c.find(Locator::Id("shown")).await.is_ok(),
+            "{backend}: the control frame renders"
+        );
+        c.enter_parent_frame().await.unwrap();
+        let victim = c.find(Locator::Id("victim")).await.unwrap();
+        victim.enter_frame().await.unwrap();
+        let inside = c.source().await.unwrap_or_default();
+        assert!(
+            c.find(Locator::Css(r#"[name="granted"]"#)).await.is_err(),
+            "{backend}: the framed consent page rendered: {inside}"
+        );
+        assert!(!inside.contains("Framed"), "{backend}: {inside}");
+        browser.close().await;
+        site.abort();
+    }
+}
+
+fn assert_security_headers(res: &reqwest::Response, what: &str) {
+    let h = res.headers();
+    let csp = h
+        .get("content-security-policy")
+        .unwrap_or_else(|| panic!("{what}: no Content-Security-Policy"))
+        .to_str()
+        .unwrap();
+    for directive in [
+        "frame-ancestors 'none'",
+        "script-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+    ] {
+        assert!(csp.contains(directive), "{what}: {csp}");
+    }
+    assert_eq!(h["x-frame-options"], "DENY", "{what}");
+    assert_eq!(h["x-content-type-options"], "nosniff", "{what}");
+    assert_eq!(h["referrer-policy"], "same-origin", "{what}");
 }

@@ -289,6 +289,57 @@ async fn the_connection_test_says_ldap_connection_failed_for_a_wrong_bind_passwo
             "{backend}: {text}"
         );
         assert!(text.contains("invalidCredentials"), "{backend}: {text}");
+
+        // The panel's Test connection, on the list and on the form of a new
+        // source: a failed test is a normal page that says why, as the API
+        // answers 200 with `ok: false`.
+        wrong.create_user("root", PW, true);
+        let http = wrong.signed_in("root", PW).await;
+        let csrf = postern_tests::csrf_of(
+            &postern_tests::get_text(&http, &wrong.url("/admin/auths")).await,
+        );
+        let res = http
+            .post(wrong.url("/admin/auths/source.1/test"))
+            .form(&[("_csrf", csrf.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        let error = postern_tests::flash_error(&res.text().await.unwrap()).unwrap_or_default();
+        assert!(
+            error.starts_with("source.1: LDAP connection failed"),
+            "{backend}: {error}"
+        );
+        let port = slapd.port.to_string();
+        let res = postern_tests::submit_form(
+            &http,
+            &wrong,
+            "/admin/auths/new",
+            &[
+                ("NAME", "Typed"),
+                ("HOST", "127.0.0.1"),
+                ("PORT", &port),
+                ("USER_DN", postern_tests::ldap::READER_DN),
+                ("USER_PASSWD", "not-the-password"),
+                ("USER_SEARCH_BASE_DN", postern_tests::ldap::PEOPLE),
+                ("USER_FILTER", "(uid=%s)"),
+                ("action", "test"),
+            ],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        let error = postern_tests::flash_error(&res.text().await.unwrap()).unwrap_or_default();
+        assert!(
+            error.starts_with("LDAP connection failed"),
+            "{backend}: {error}"
+        );
+        let res = http
+            .post(wrong.url("/admin/auths/source.9/test"))
+            .form(&[("_csrf", csrf.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{backend}");
     }
     slapd.kill();
     for backend in backends() {
@@ -593,6 +644,123 @@ async fn directory_groups_make_team_members_and_directory_keys_open_ssh_until_re
     }
 }
 
+/// A team of the organization `corp` made by `boss`: its id.
+async fn new_team(server: &Server, name: &str) -> i64 {
+    let res = as_boss(
+        server,
+        reqwest::Method::POST,
+        "/api/v1/orgs/corp/teams",
+        Some(serde_json::json!({"name": name, "permission": "read"})),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::CREATED, "{}", server.backend);
+    res.json::<serde_json::Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn group_team_map_keys_may_be_dns_and_an_entry_matching_no_group_removes_nobody() {
+    let seed = [
+        person("gina", "Gina", "Linetti", "gina-pw-123"),
+        person("hal", "Hal", "Nine", "hal-pw-123"),
+        "dn: cn=devs,ou=groups,dc=example,dc=org\nobjectClass: groupOfNames\ncn: devs\nmember: cn=reader,dc=example,dc=org\nmember: uid=gina,ou=people,dc=example,dc=org\n"
+            .to_string(),
+    ]
+    .join("\n");
+    // Keys as Gitea writes them and the panel's label shows: the group's
+    // DN, here spelled otherwise than the directory does; and a DN that
+    // names no group (a typo).
+    let missing = "cn=nosuch,ou=groups,dc=example,dc=org";
+    let map = format!(
+        "{{\"CN=Devs, OU=Groups,DC=Example,DC=Org\": {{\"corp\": [\"developers\"]}}, \"{missing}\": {{\"corp\": [\"ops\"]}}}}"
+    );
+    let warning = format!(
+        "warning: GROUP_TEAM_MAP entry \"{missing}\" matches no group of the directory; nobody is removed from corp/ops for it"
+    );
+    for backend in backends() {
+        let slapd = Slapd::start(&seed);
+        let extra = format!(
+            "AUTO_REGISTER = true\nALLOW_USER_CREATE = true\nENABLE_SYNC = true\nSYNC_GROUPS = true\nGROUP_SEARCH_BASE_DN = ou=groups,dc=example,dc=org\nGROUP_FILTER = (objectClass=groupOfNames)\nGROUP_MEMBER_ATTRIBUTE = member\nUSER_GROUP_ATTRIBUTE = dn\nGROUP_TEAM_MAP = {map}"
+        );
+        let server = server_with(&backend, slapd.source_ini(1, &extra)).await;
+        server.create_user("boss", PW, true);
+        let res = as_boss(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/orgs",
+            Some(serde_json::json!({"username": "corp"})),
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::CREATED, "{backend}");
+        let developers = new_team(&server, "developers").await;
+        let ops = new_team(&server, "ops").await;
+
+        let (ok, text) = sync_all(&server);
+        assert!(ok, "{backend}: {text}");
+        assert!(text.contains(&warning), "{backend}: {text}");
+        assert_eq!(
+            team_members(&server, developers).await,
+            vec!["gina".to_string()],
+            "{backend}: the DN key matches devs: {text}"
+        );
+
+        // hal is put in ops by hand: the entry that matches no group leaves
+        // him there, at every sync, and says so.
+        let res = as_boss(
+            &server,
+            reqwest::Method::PUT,
+            &format!("/api/v1/teams/{ops}/members/hal"),
+            None,
+        )
+        .await;
+        assert!(res.status().is_success(), "{backend}: {}", res.status());
+        let (ok, text) = sync_all(&server);
+        assert!(ok, "{backend}: {text}");
+        assert!(text.contains(&warning), "{backend}: {text}");
+        assert!(text.contains("errors 0"), "{backend}: {text}");
+        assert_eq!(
+            team_members(&server, ops).await,
+            vec!["hal".to_string()],
+            "{backend}"
+        );
+        // The panel's sync says the same.
+        let http = server.signed_in("boss", PW).await;
+        let csrf = postern_tests::csrf_of(
+            &postern_tests::get_text(&http, &server.url("/admin/auths")).await,
+        );
+        let res = http
+            .post(server.url("/admin/auths/source.1/sync"))
+            .form(&[("_csrf", csrf.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        let page = res.text().await.unwrap();
+        assert!(
+            page.contains("matches no group of the directory; nobody is removed from corp/ops"),
+            "{backend}: {page}"
+        );
+        assert_eq!(
+            team_members(&server, ops).await,
+            vec!["hal".to_string()],
+            "{backend}"
+        );
+
+        // Out of devs: the entry matched before, so the group was emptied,
+        // and gina leaves the team.
+        slapd.modify(
+            "dn: cn=devs,ou=groups,dc=example,dc=org\nchangetype: modify\ndelete: member\nmember: uid=gina,ou=people,dc=example,dc=org\n",
+        );
+        let (ok, text) = sync_all(&server);
+        assert!(ok, "{backend}: {text}");
+        assert!(
+            team_members(&server, developers).await.is_empty(),
+            "{backend}: {text}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_active_directory_variant_signs_in_by_account_name_or_upn_and_refuses_disabled_accounts()
  {
@@ -717,9 +885,15 @@ async fn the_schedule_syncs_sources_with_enable_sync() {
 
 #[tokio::test]
 async fn sources_are_added_and_removed_over_the_api_and_ini_sources_are_read_only() {
-    let slapd = Slapd::start(&person("mona", "Mona", "Lisa", "mona-directory-pw"));
+    let slapd = Slapd::start(
+        &[
+            person("mona", "Mona", "Lisa", "mona-directory-pw"),
+            person("nico", "Nico", "Robin", "nico-directory-pw"),
+        ]
+        .join("\n"),
+    );
     for backend in backends() {
-        let server = server_with(&backend, "[source]\nENABLE_LDAP = true\n".into()).await;
+        let mut server = server_with(&backend, "[source]\nENABLE_LDAP = true\n".into()).await;
         server.create_user("root", PW, true);
         let api = |method: reqwest::Method, path: &str| {
             reqwest::Client::new()
@@ -779,6 +953,22 @@ async fn sources_are_added_and_removed_over_the_api_and_ini_sources_are_read_onl
             "{backend}: served at once: {}",
             server.log()
         );
+
+        // Stored, it is served again after a restart.
+        server.kill_and_restart();
+        assert_eq!(
+            sign_in(&client(), &server, "mona", "mona-directory-pw")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: served after a restart: {}",
+            server.log()
+        );
+        let api = |method: reqwest::Method, path: &str| {
+            reqwest::Client::new()
+                .request(method, server.url(path))
+                .basic_auth("root", Some(PW))
+        };
 
         // A wrong bind password, then the right one again: each change is
         // served at once.
@@ -853,6 +1043,16 @@ async fn sources_are_added_and_removed_over_the_api_and_ini_sources_are_read_onl
             &base,
             "--set",
             "USER_FILTER=(uid=%s)",
+            "--set",
+            &format!("USER_DN={}", postern_tests::ldap::READER_DN),
+            "--set",
+            &format!("USER_PASSWD={}", postern_tests::ldap::READER_PASSWORD),
+            "--set",
+            "ATTRIBUTE_USERNAME=uid",
+            "--set",
+            "AUTO_REGISTER=true",
+            "--set",
+            "ALLOW_USER_CREATE=true",
         ]);
         assert!(
             out.status.success(),
@@ -865,6 +1065,16 @@ async fn sources_are_added_and_removed_over_the_api_and_ini_sources_are_read_onl
             .trim_start_matches("Added ")
             .trim_end_matches('.')
             .to_string();
+        // Served from the next start: a new user signs in through it.
+        server.kill_and_restart();
+        assert_eq!(
+            sign_in(&client(), &server, "nico", "nico-directory-pw")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: the CLI's source after a restart: {}",
+            server.log()
+        );
         let out = server.cli(&[
             "admin",
             "auth",
@@ -897,7 +1107,20 @@ async fn sources_are_added_and_removed_over_the_api_and_ini_sources_are_read_onl
             String::from_utf8_lossy(&out.stderr)
         );
 
-        let ini = server_with(&backend, slapd.source_ini(1, "")).await;
+        let mut ini = server_with(
+            &backend,
+            slapd.source_ini(1, "AUTO_REGISTER = true\nALLOW_USER_CREATE = true"),
+        )
+        .await;
+        ini.kill_and_restart();
+        assert_eq!(
+            sign_in(&client(), &ini, "mona", "mona-directory-pw")
+                .await
+                .status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: the ini file's source after a restart: {}",
+            ini.log()
+        );
         ini.create_user("root", PW, true);
         let res = reqwest::Client::new()
             .delete(ini.url("/api/v1/admin/sources/source.1"))

@@ -222,6 +222,62 @@ async fn sp_metadata(server: &Server, source: &str) -> String {
     res.text().await.unwrap()
 }
 
+/// A sign-in of `login` through the source `source`, the IdP reading
+/// Postern's SP from the metadata Postern serves now: the user is signed
+/// in.
+async fn signs_in_through(server: &Server, idp: &Idp, source: &str, login: &str) {
+    let callback = server.url(&format!("/user/oauth2/{source}/callback"));
+    idp.register_sp(Sp {
+        entity_id: callback.clone(),
+        metadata: Some(sp_metadata(server, source).await),
+        ..Sp::default()
+    });
+    let client = browser_like();
+    let res = client
+        .get(server.url(&format!("/user/oauth2/{source}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::FOUND,
+        "{}: {source}: {}",
+        server.backend,
+        server.log()
+    );
+    let to = res
+        .headers()
+        .get("location")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let posted = idp.respond(&to, login).await;
+    assert_eq!(posted.action, callback);
+    let res = client
+        .post(&callback)
+        .form(&[
+            ("SAMLResponse", posted.saml_response.as_str()),
+            ("RelayState", posted.relay_state.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        res.status().is_redirection(),
+        "{}: {source}: {}\n{}",
+        server.backend,
+        res.status(),
+        server.log()
+    );
+    assert_eq!(
+        session_login(&client, server).await.as_deref(),
+        Some(login),
+        "{}: {source}",
+        server.backend
+    );
+}
+
 #[tokio::test]
 async fn signed_requests_are_verified_by_the_idp_and_encrypted_assertions_sign_in() {
     let idp = saml::shared();
@@ -910,7 +966,7 @@ async fn metadata_uploaded_in_the_panel_makes_a_source_that_signs_in() {
     let file = dir.path().join("idp-metadata.xml");
     std::fs::write(&file, idp.metadata()).unwrap();
     for backend in backends() {
-        let server = admin_server(&backend).await;
+        let mut server = admin_server(&backend).await;
         forget_cookies(&browser, &server.url("/user/login")).await;
         browser
             .sign_in(&server.url("/user/login"), "boss", PW)
@@ -1020,6 +1076,18 @@ async fn metadata_uploaded_in_the_panel_makes_a_source_that_signs_in() {
             session_login(&client, &server).await.as_deref(),
             Some("bob")
         );
+
+        // Stored, it is the same SAML source after a restart: the same SP
+        // metadata (its key pair kept), and it signs bob in again.
+        let before = sp_metadata(&server, "corp").await;
+        server.kill_and_restart();
+        assert_eq!(sp_metadata(&server, "corp").await, before, "{backend}");
+        signs_in_through(&server, idp, "corp", "bob").await;
+        assert_eq!(
+            server.logins().iter().filter(|l| *l == "bob").count(),
+            1,
+            "{backend}: the link is reused"
+        );
     }
     browser.close().await;
 }
@@ -1029,7 +1097,7 @@ async fn the_api_and_the_cli_add_saml_sources_and_warn_of_expiring_certificates(
     let idp = saml::shared();
     let dir = tempfile::tempdir().unwrap();
     for backend in backends() {
-        let server = admin_server(&backend).await;
+        let mut server = admin_server(&backend).await;
         // Over the API, from the metadata.
         let (status, body) = as_boss(
             &server,
@@ -1037,7 +1105,7 @@ async fn the_api_and_the_cli_add_saml_sources_and_warn_of_expiring_certificates(
             "/api/v1/admin/sources/oauth2",
             Some(serde_json::json!({
                 "name": "viaapi",
-                "settings": {"PROVIDER": "saml", "METADATA": idp.metadata()}
+                "settings": {"PROVIDER": "saml", "METADATA": idp.metadata(), "AUTO_REGISTER": "true"}
             })),
         )
         .await;
@@ -1104,6 +1172,9 @@ async fn the_api_and_the_cli_add_saml_sources_and_warn_of_expiring_certificates(
             &idp.sso_url(),
             "--certificate-file",
             &cert_file.display().to_string(),
+            "--idp-entity-id",
+            &idp.entity_id(),
+            "--auto-register",
         ]);
         assert!(
             out.status.success(),
@@ -1124,6 +1195,12 @@ async fn the_api_and_the_cli_add_saml_sources_and_warn_of_expiring_certificates(
             .find(|l| l.starts_with("source.oauth2_viaapi\t"))
             .unwrap();
         assert!(!viaapi.contains("warning"), "{viaapi}");
+
+        // Both are served after a restart, as the SAML sources they are:
+        // each serves its SP metadata and signs a user in.
+        server.kill_and_restart();
+        signs_in_through(&server, idp, "viaapi", "alice").await;
+        signs_in_through(&server, idp, "soon", "bob").await;
     }
 }
 
@@ -1132,4 +1209,173 @@ fn certificate_until(key_pem: &str, days: u32) -> String {
     let from = openssl::asn1::Asn1Time::days_from_now(0).unwrap();
     let to = openssl::asn1::Asn1Time::days_from_now(days).unwrap();
     certificate_between(key_pem, &from, &to)
+}
+
+/// `<a>` nested `depth` deep inside a SAML response: 10 000 levels are
+/// about 70 KB, well under the 512 KiB cap.
+fn nested_response(depth: usize) -> String {
+    format!(
+        "<samlp:Response xmlns:samlp=\"urn:oasis:names:tc:SAML:2.0:protocol\" ID=\"_x\" Version=\"2.0\">{}{}</samlp:Response>",
+        "<a>".repeat(depth),
+        "</a>".repeat(depth)
+    )
+}
+
+#[tokio::test]
+async fn documents_nested_ten_thousand_deep_are_refused_and_the_server_serves_on() {
+    use base64::Engine as _;
+    let idp = saml::shared();
+    for backend in backends() {
+        let server = start(
+            &backend,
+            idp,
+            &idp.certificate(),
+            "AUTO_REGISTER = true",
+            Sp::default(),
+        )
+        .await;
+        server.create_user("boss", PW, true);
+        let before = server.logins();
+        // An anonymous sign-in begun, then a deep response posted.
+        let (client, to) = begin(&server).await;
+        let relay_state = url::Url::parse(&to)
+            .unwrap()
+            .query_pairs()
+            .find(|(k, _)| k == "RelayState")
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_else(|| panic!("a RelayState in {to}"));
+        let xml = nested_response(10_000);
+        let res = client
+            .post(server.url(&format!("/user/oauth2/{SOURCE}/callback")))
+            .form(&[
+                (
+                    "SAMLResponse",
+                    base64::engine::general_purpose::STANDARD.encode(&xml),
+                ),
+                ("RelayState", relay_state),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}");
+        // The page says what every unverifiable answer says; the log says
+        // which check refused it.
+        let page = res.text().await.unwrap();
+        assert!(page.contains(UNVERIFIED), "{backend}: {page}");
+        assert!(
+            server
+                .log()
+                .contains("malformed response: the document: it is nested deeper than 64 levels"),
+            "{backend}: {}",
+            server.log()
+        );
+        assert_eq!(server.logins(), before, "{backend}: nobody created");
+
+        // Metadata as deep, uploaded through the API: refused, not stored.
+        let metadata = format!(
+            "<md:EntityDescriptor xmlns:md=\"urn:oasis:names:tc:SAML:2.0:metadata\" entityID=\"x\">{}{}</md:EntityDescriptor>",
+            "<md:Extensions>".repeat(10_000),
+            "</md:Extensions>".repeat(10_000)
+        );
+        let (status, body) = as_boss(
+            &server,
+            reqwest::Method::POST,
+            "/api/v1/admin/sources/oauth2",
+            Some(serde_json::json!({
+                "name": "deep",
+                "settings": {"PROVIDER": "saml", "METADATA": metadata}
+            })),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{backend}: {body}"
+        );
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("nested deeper than 64 levels"),
+            "{backend}: {body}"
+        );
+        let (status, _) = as_boss(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/admin/sources/oauth2/deep",
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{backend}: not stored");
+
+        // The server is still up, and a real sign-in still works.
+        let (client, to) = begin(&server).await;
+        let posted = idp.respond(&to, "bob").await;
+        let res = post(&client, &server, &posted).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        assert_eq!(
+            session_login(&client, &server).await.as_deref(),
+            Some("bob")
+        );
+    }
+}
+
+#[tokio::test]
+async fn users_without_an_e_mail_attribute_are_each_created_and_sign_in_after_a_restart() {
+    let idp = saml::shared();
+    for backend in backends() {
+        // EMAIL_ATTRIBUTE names an attribute the IdP does not send: its
+        // users come without an address.
+        let mut server = start(
+            &backend,
+            idp,
+            &idp.certificate(),
+            "AUTO_REGISTER = true\nEMAIL_ATTRIBUTE = mailAddress",
+            Sp::default(),
+        )
+        .await;
+        for login in ["alice", "bob"] {
+            let (client, to) = begin(&server).await;
+            let posted = idp.respond(&to, login).await;
+            let res = post(&client, &server, &posted).await;
+            let status = res.status();
+            let page = res.text().await.unwrap();
+            assert!(
+                status.is_redirection(),
+                "{backend}: {login}: {status}: {page}\n{}",
+                server.log()
+            );
+            let me: serde_json::Value = client
+                .get(server.url("/api/v1/user"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(me["login"], login, "{backend}: {me}");
+            assert_eq!(me["email"], "", "{backend}: {me}");
+        }
+
+        // The ini file's source after a restart: alice signs in to the
+        // account she has.
+        server.kill_and_restart();
+        let (client, to) = begin(&server).await;
+        let posted = idp.respond(&to, "alice").await;
+        let res = post(&client, &server, &posted).await;
+        assert!(res.status().is_redirection(), "{backend}: {}", server.log());
+        assert_eq!(
+            session_login(&client, &server).await.as_deref(),
+            Some("alice"),
+            "{backend}"
+        );
+        let logins = server.logins();
+        for login in ["alice", "bob"] {
+            assert_eq!(
+                logins.iter().filter(|l| *l == login).count(),
+                1,
+                "{backend}: {logins:?}"
+            );
+        }
+    }
 }

@@ -31,6 +31,20 @@ pub struct Summary {
     pub complete: bool,
     /// Why the sync stopped, when it did.
     pub message: String,
+    /// What the administrator should look at although nothing failed: a
+    /// `GROUP_TEAM_MAP` entry that matches no group.
+    pub warnings: Vec<String>,
+}
+
+impl Summary {
+    /// The warnings as the panel and the CLI append them to the counts:
+    /// `; warning: …` each, or nothing.
+    pub fn warnings_text(&self) -> String {
+        self.warnings
+            .iter()
+            .map(|w| format!("; warning: {w}"))
+            .collect()
+    }
 }
 
 /// What became of one listed user.
@@ -79,6 +93,23 @@ pub async fn sync_source(
             return finish(app, source, started, summary).await;
         }
     };
+    let unmatched = match unmatched_map_entries(app, source, &listed).await {
+        Ok(unmatched) => unmatched,
+        Err(e) => {
+            summary.errors = 1;
+            summary.message = e.to_string();
+            return finish(app, source, started, summary).await;
+        }
+    };
+    for (key, teams) in &unmatched {
+        let warning = format!(
+            "GROUP_TEAM_MAP entry {key:?} matches no group of the directory; nobody is removed from {teams} for it"
+        );
+        tracing::warn!(source = %source.id, "sync: {warning}");
+        summary.warnings.push(warning);
+    }
+    let unmatched: HashSet<String> = unmatched.into_iter().map(|(k, _)| group_key(&k)).collect();
+    let known = Known { unmatched, ..known };
     let mut seen = HashSet::new();
     let mut to_create = Vec::new();
     for (i, user) in listed.iter().enumerate() {
@@ -87,7 +118,7 @@ pub async fn sync_source(
             Ok(Outcome::ToCreate) => {
                 to_create.push(user);
                 if to_create.len() == PAGE {
-                    create_page(app, source, &to_create, &mut summary).await;
+                    create_page(app, source, &to_create, &known, &mut summary).await;
                     to_create.clear();
                 }
             }
@@ -101,7 +132,7 @@ pub async fn sync_source(
         }
         progress(i + 1, total);
     }
-    create_page(app, source, &to_create, &mut summary).await;
+    create_page(app, source, &to_create, &known, &mut summary).await;
     // The listing was complete: whoever is linked and was not in it has
     // left the directory.
     summary.complete = true;
@@ -163,6 +194,9 @@ struct Known {
     keys: HashMap<i64, Vec<(i64, String)>>,
     /// The logins of the accounts the source made, lower-cased.
     logins: HashSet<String>,
+    /// The `GROUP_TEAM_MAP` keys (as [`group_key`] gives them) that have
+    /// never matched a group: they remove nobody from a team.
+    unmatched: HashSet<String>,
 }
 
 impl Known {
@@ -171,6 +205,7 @@ impl Known {
             users: users::linked_to_source(&app.db, &source.id).await?,
             keys: crate::keys::held_from_source(&app.db, &source.id).await?,
             logins: users::logins_of_source(&app.db, &source.id).await?,
+            unmatched: HashSet::new(),
         })
     }
 }
@@ -216,7 +251,15 @@ async fn apply(
         return Ok(Outcome::Unchanged);
     }
     let held = known.keys.get(&user.id).map_or(&[][..], Vec::as_slice);
-    let mut changed = refresh_held(app, source, &user, identity, Some(held)).await?;
+    let mut changed = refresh_held(
+        app,
+        source,
+        &user,
+        identity,
+        Some(held),
+        Some(&known.unmatched),
+    )
+    .await?;
     if !user.is_active && deactivated_by(app, user.id).await? == *source.id {
         set_active(app, user.id, true, "").await?;
         changed = true;
@@ -236,7 +279,13 @@ const PAGE: usize = 500;
 /// statements ([`users::insert_many`]); an account refused (a login or
 /// e-mail taken) leaves the others. Then their SSH keys, teams and
 /// organizations.
-async fn create_page(app: &App, source: &Arc<Plugin>, page: &[&ListedUser], summary: &mut Summary) {
+async fn create_page(
+    app: &App,
+    source: &Arc<Plugin>,
+    page: &[&ListedUser],
+    known: &Known,
+    summary: &mut Summary,
+) {
     if page.is_empty() {
         return;
     }
@@ -251,7 +300,10 @@ async fn create_page(app: &App, source: &Arc<Plugin>, page: &[&ListedUser], summ
     for (listed, made) in page.iter().zip(made) {
         let identity = &listed.identity;
         let extras = match made {
-            Ok(user) => refresh_extras(app, source, &user, identity, Some(&[])).await,
+            Ok(user) => {
+                let unmatched = Some(&known.unmatched);
+                refresh_extras(app, source, &user, identity, Some(&[]), unmatched).await
+            }
             Err(e) => Err(e.into()),
         };
         match extras {
@@ -297,7 +349,7 @@ pub async fn refresh(
     user: &User,
     identity: &Identity,
 ) -> anyhow::Result<bool> {
-    refresh_held(app, source, user, identity, None).await
+    refresh_held(app, source, user, identity, None, None).await
 }
 
 /// [`refresh`], with the user's keys from the source already read when
@@ -308,6 +360,7 @@ async fn refresh_held(
     user: &User,
     identity: &Identity,
     held: Option<&[(i64, String)]>,
+    unmatched: Option<&HashSet<String>>,
 ) -> anyhow::Result<bool> {
     let mut changes = users::Changes::default();
     if !identity.full_name.is_empty() && identity.full_name != user.full_name {
@@ -320,7 +373,7 @@ async fn refresh_held(
     if changed {
         users::update(&app.db, user, &changes).await?;
     }
-    changed |= refresh_extras(app, source, user, identity, held).await?;
+    changed |= refresh_extras(app, source, user, identity, held, unmatched).await?;
     Ok(changed)
 }
 
@@ -330,6 +383,7 @@ async fn refresh_extras(
     user: &User,
     identity: &Identity,
     held: Option<&[(i64, String)]>,
+    unmatched: Option<&HashSet<String>>,
 ) -> anyhow::Result<bool> {
     let mut changed = false;
     if source.host_settings.syncs_ssh_keys {
@@ -340,7 +394,7 @@ async fn refresh_extras(
         };
     }
     if source.host_settings.sync_groups {
-        changed |= sync_teams(app, source, user, &identity.groups).await?;
+        changed |= sync_teams(app, source, user, &identity.groups, unmatched).await?;
     }
     if source.host_settings.auto_create_org {
         changed |= sync_orgs(app, source, user, &identity.organizations).await?;
@@ -471,45 +525,244 @@ pub async fn apply_groups(
         tracing::info!(source = %source.id, login = %user.login, is_admin = user.is_admin, is_restricted = user.is_restricted, "ADMIN_GROUP / RESTRICTED_GROUP applied");
     }
     if settings.sync_groups {
-        sync_teams(app, source, &user, groups).await?;
+        sync_teams(app, source, &user, groups, None).await?;
     }
     Ok(user)
 }
 
+/// The source's `GROUP_TEAM_MAP`, when it has one that reads.
+fn team_map(source: &Plugin) -> anyhow::Result<Option<TeamMap>> {
+    let Some(map) = source.host_settings.group_team_map.as_deref() else {
+        return Ok(None);
+    };
+    serde_json::from_str(map).map(Some).map_err(|e| {
+        anyhow::anyhow!("GROUP_TEAM_MAP is not a JSON map of group → org → teams: {e}")
+    })
+}
+
+/// The entries of the source's `GROUP_TEAM_MAP` whose key has never
+/// matched a group, this complete listing's included, each with the teams
+/// it names (`org/team, …`). Such a key is a typo, or a DN spelled
+/// otherwise than the directory's: taken at its word it would empty its
+/// teams. A key that matched once and matches nothing now is a group that
+/// was emptied or removed, and its teams are emptied.
+async fn unmatched_map_entries(
+    app: &App,
+    source: &Plugin,
+    listed: &[ListedUser],
+) -> anyhow::Result<Vec<(String, String)>> {
+    if !source.host_settings.sync_groups {
+        return Ok(Vec::new());
+    }
+    let Ok(Some(map)) = team_map(source) else {
+        return Ok(Vec::new());
+    };
+    let groups: HashSet<String> = listed
+        .iter()
+        .flat_map(|u| u.identity.groups.iter().map(|g| group_key(g)))
+        .collect();
+    let never = never_matched(app, source, &map, &groups).await?;
+    Ok(map
+        .into_iter()
+        .filter(|(key, _)| never.contains(&group_key(key)))
+        .map(|(key, orgs)| {
+            let teams = orgs
+                .iter()
+                .flat_map(|(org, teams)| teams.iter().map(move |t| format!("{org}/{t}")))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (key, teams)
+        })
+        .collect())
+}
+
+/// Records which of the map's keys match one of `groups` now, and returns
+/// (as [`group_key`] gives them) those that never have: at a sync or at
+/// anyone's sign-in (`group_map_matches`).
+async fn never_matched(
+    app: &App,
+    source: &Plugin,
+    map: &TeamMap,
+    groups: &HashSet<String>,
+) -> anyhow::Result<HashSet<String>> {
+    let keys: BTreeSet<String> = map.keys().map(|k| group_key(k)).collect();
+    for key in keys.iter().filter(|k| groups.contains(*k)) {
+        sqlx::query(
+            "INSERT INTO group_map_matches (source, group_key) VALUES ($1, $2) ON CONFLICT (source, group_key) DO NOTHING",
+        )
+        .bind(source.id.to_string())
+        .bind(key)
+        .execute(app.db.pool())
+        .await?;
+    }
+    let rows = sqlx::query("SELECT group_key FROM group_map_matches WHERE source = $1")
+        .bind(source.id.to_string())
+        .fetch_all(app.db.pool())
+        .await?;
+    let mut never: HashSet<String> = keys.into_iter().collect();
+    for r in rows {
+        never.remove(&r.try_get::<String, _>(0)?);
+    }
+    Ok(never)
+}
+
+/// A group, or a `GROUP_TEAM_MAP` key, as the two are compared. A DN (it
+/// has an `=`) is compared as RFC 4514 §2 reads it, not as typed: each
+/// attribute type and value without the spaces around it and in lower case
+/// (attribute types are case-insensitive, §2.3, and so are the values of
+/// the naming attributes groups use, `cn`, `ou`, `dc`), escapes undone.
+/// `CN=Devs, OU=Groups,dc=example,dc=org` is `cn=devs,ou=groups,dc=example,dc=org`.
+/// A name is compared in lower case.
+pub(crate) fn group_key(group: &str) -> String {
+    let group = group.trim();
+    let parts = split_unescaped(group, ',');
+    if !parts.iter().all(|rdn| {
+        split_unescaped(rdn, '+')
+            .iter()
+            .all(|ava| split_unescaped(ava, '=').len() >= 2)
+    }) {
+        return group.to_lowercase();
+    }
+    parts
+        .iter()
+        .map(|rdn| {
+            split_unescaped(rdn, '+')
+                .iter()
+                .map(|ava| {
+                    let (kind, value) = ava.split_at(
+                        first_unescaped(ava, '=').expect("every AVA was checked to have an ="),
+                    );
+                    format!(
+                        "{}={}",
+                        kind.trim().to_lowercase(),
+                        escape_dn_value(&unescape_dn_value(value[1..].trim()).to_lowercase())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("+")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The byte offset of the first `sep` that no backslash escapes.
+fn first_unescaped(s: &str, sep: char) -> Option<usize> {
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            c if c == sep => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `s` split at every `sep` that no backslash escapes.
+fn split_unescaped(s: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(at) = first_unescaped(rest, sep) {
+        out.push(&rest[..at]);
+        rest = &rest[at + sep.len_utf8()..];
+    }
+    out.push(rest);
+    out
+}
+
+/// A DN attribute value with its escapes (RFC 4514 §2.4: `\,` and `\2C`)
+/// undone.
+fn unescape_dn_value(value: &str) -> String {
+    let mut bytes = Vec::with_capacity(value.len());
+    let raw = value.as_bytes();
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'\\' && i + 1 < raw.len() {
+            let hex = raw
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            match hex {
+                Some(b) => {
+                    bytes.push(b);
+                    i += 3;
+                }
+                None => {
+                    bytes.push(raw[i + 1]);
+                    i += 2;
+                }
+            }
+        } else {
+            bytes.push(raw[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// A value escaped again where the comparison form needs it: the
+/// separators and the backslash, so that two different DNs never read alike.
+fn escape_dn_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if matches!(c, ',' | '+' | '=' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Adds the user to the teams their groups map to and removes them from
 /// mapped teams their groups no longer give. Teams the map does not name
-/// are never touched.
+/// are never touched, and an entry whose key never matched a group removes
+/// nobody: `unmatched` as the sync found those keys, or (`None`, at
+/// sign-in) found here from the user's own groups and what was recorded.
 async fn sync_teams(
     app: &App,
     source: &Plugin,
     user: &User,
     groups: &[String],
+    unmatched: Option<&HashSet<String>>,
 ) -> anyhow::Result<bool> {
-    let Some(map) = source.host_settings.group_team_map.as_deref() else {
+    let Some(map) = team_map(source)? else {
         return Ok(false);
     };
-    let map: TeamMap = serde_json::from_str(map).map_err(|e| {
-        anyhow::anyhow!("GROUP_TEAM_MAP is not a JSON map of group → org → teams: {e}")
-    })?;
-    let groups: BTreeSet<String> = groups.iter().map(|g| g.to_lowercase()).collect();
+    // A group's name or its DN, as the source gave them, against the map's
+    // keys of either kind, both in one form.
+    let groups: HashSet<String> = groups.iter().map(|g| group_key(g)).collect();
+    let found;
+    let unmatched = match unmatched {
+        Some(u) => u,
+        None => {
+            found = never_matched(app, source, &map, &groups).await?;
+            &found
+        }
+    };
     // A directory's listing is complete, so a group it no longer gives
     // takes the team away; a redirect source does so only when
     // GROUP_TEAM_MAP_REMOVAL asks, as in Gitea.
     let settings = &source.host_settings;
     let removes = settings.is_directory() || settings.group_team_map_removal;
-    // Every mapped (org, team), and whether the user's groups give it.
-    let mut wanted: BTreeMap<(String, String), bool> = BTreeMap::new();
+    // Every mapped (org, team): whether the user's groups give it, and
+    // whether an entry that matches some group maps it (only such an entry
+    // may take the team away).
+    let mut wanted: BTreeMap<(String, String), (bool, bool)> = BTreeMap::new();
     for (group, orgs) in &map {
-        let member = groups.contains(&group.to_lowercase());
+        let key = group_key(group);
+        let member = groups.contains(&key);
+        let matched = !unmatched.contains(&key);
         for (org, teams) in orgs {
             for team in teams {
                 let slot = wanted.entry((org.clone(), team.clone())).or_default();
-                *slot |= member;
+                slot.0 |= member;
+                slot.1 |= matched;
             }
         }
     }
     let mut changed = false;
-    for ((org_name, team_name), should) in wanted {
+    for ((org_name, team_name), (should, may_remove)) in wanted {
         let Some(org) = crate::orgs::find(&app.db, &org_name).await? else {
             tracing::warn!(source = %source.id, "GROUP_TEAM_MAP names the organization {org_name:?}, which does not exist");
             continue;
@@ -527,7 +780,7 @@ async fn sync_teams(
         if should && !is {
             crate::orgs::add_member(&app.db, team.id, user.id).await?;
             changed = true;
-        } else if !should && is && removes {
+        } else if !should && is && removes && may_remove {
             crate::orgs::remove_member(&app.db, team, user.id).await?;
             changed = true;
         }
@@ -608,4 +861,48 @@ pub(crate) async fn last_sync(db: &Db, source: &str) -> crate::db::Result<String
             format!(": {message}")
         }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_key;
+
+    #[test]
+    fn a_dn_is_compared_without_case_spaces_or_escapes() {
+        let directory = group_key("cn=devs,ou=groups,dc=example,dc=org");
+        for typed in [
+            "CN=Devs,OU=Groups,DC=Example,DC=Org",
+            "cn = devs , ou=groups,  dc=example,dc=org",
+            " Cn=DEVS,ou=groups,dc=example,dc=org ",
+            "cn=\\64evs,ou=groups,dc=example,dc=org",
+        ] {
+            assert_eq!(group_key(typed), directory, "{typed}");
+        }
+        assert_ne!(group_key("cn=devs,ou=people,dc=example,dc=org"), directory);
+        assert_eq!(directory, "cn=devs,ou=groups,dc=example,dc=org");
+    }
+
+    #[test]
+    fn an_escaped_separator_stays_part_of_the_value() {
+        assert_eq!(
+            group_key("CN=Smith\\, John,OU=Groups"),
+            group_key("cn=smith\\2c john,ou=groups")
+        );
+        assert_ne!(
+            group_key("cn=smith\\, john,ou=groups"),
+            group_key("cn=smith,cn=john,ou=groups")
+        );
+        assert_eq!(
+            group_key("cn=a+uid=b,ou=groups"),
+            group_key("CN = A + UID = B, OU = Groups")
+        );
+    }
+
+    #[test]
+    fn a_name_is_compared_in_lower_case() {
+        assert_eq!(group_key("Developers"), "developers");
+        assert_eq!(group_key(" devs "), "devs");
+        // Not a DN: one part has no `=`.
+        assert_eq!(group_key("a=b,Team"), "a=b,team");
+    }
 }

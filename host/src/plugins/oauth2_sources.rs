@@ -1,5 +1,6 @@
 //! The OAuth 2.0 sources an administrator added in the panel, over the API
-//! or with `postern admin auth add-oauth`: the `oauth2_sources` table. Read
+//! or with `postern admin auth add-oauth` (and the SAML sources, added as
+//! `PROVIDER = saml` or with `add-saml`): the `oauth2_sources` table. Read
 //! here when the plugins load (as `directory` keeps the stored directory
 //! sources, and for the same reason: the runtime loads them and may not
 //! import the domain); written by `identity` when an administrator adds,

@@ -208,7 +208,13 @@ impl Plugins {
                             );
                             continue;
                         }
-                        let spec = redirect_spec(&name, &settings, DefinedIn::Database);
+                        // The table keeps SAML sources too (PROVIDER = saml):
+                        // each is loaded as the plugin it was added as.
+                        let spec = if SourceSettings::is_saml(&settings) {
+                            saml_spec(&name, &settings, DefinedIn::Database, &cfg.server.root_url)
+                        } else {
+                            redirect_spec(&name, &settings, DefinedIn::Database)
+                        };
                         prints.insert(spec.id.clone(), settings_print(&settings));
                         specs.push(spec);
                     }

@@ -172,9 +172,30 @@ pub(crate) async fn test(
     Form(form): Form<HashMap<String, String>>,
 ) -> Result<Response, WebError> {
     admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
+    let known = app
+        .plugins
+        .directory_sources()
+        .into_iter()
+        .chain(app.plugins.redirect_sources())
+        .any(|p| *p.id == *id);
+    if !known {
+        return Err(WebError::NotFound);
+    }
+    // A test that fails has done its job: the page shows what it found,
+    // as the API answers 200 with `ok: false`. The source failed, not the
+    // page: it is no failed gateway (502).
     match identity::test_source(&app, &id).await {
         Ok(report) => list_page(&app, &viewer, None, Some(format!("{id}: {report}"))).await,
-        Err(e) => list_page(&app, &viewer, Some(format!("{id}: {e}")), None).await,
+        Err(e) => {
+            list_page_with(
+                &app,
+                &viewer,
+                StatusCode::OK,
+                Some(format!("{id}: {e}")),
+                None,
+            )
+            .await
+        }
     }
 }
 
@@ -195,8 +216,13 @@ pub(crate) async fn sync(
     };
     let s = identity::sync::sync_source(&app, &source, &|_, _| {}).await;
     let text = format!(
-        "{id} synchronised: created {}, updated {}, deactivated {}, unchanged {}, errors {}",
-        s.created, s.updated, s.deactivated, s.unchanged, s.errors
+        "{id} synchronised: created {}, updated {}, deactivated {}, unchanged {}, errors {}{}",
+        s.created,
+        s.updated,
+        s.deactivated,
+        s.unchanged,
+        s.errors,
+        s.warnings_text()
     );
     if s.complete {
         list_page(&app, &viewer, None, Some(text)).await
@@ -291,10 +317,11 @@ pub(crate) async fn create(
     if action == "test" {
         return match app.plugins.probe_directory_source(&section).await {
             Ok(report) => new_page(&app, &viewer, StatusCode::OK, values, None, Some(report)),
+            // A failed test is its answer, shown on a normal page.
             Err(why) => new_page(
                 &app,
                 &viewer,
-                StatusCode::BAD_GATEWAY,
+                StatusCode::OK,
                 values,
                 Some(format!("LDAP connection failed: {why}")),
                 None,
@@ -390,7 +417,8 @@ async fn oauth2_submit(
     if action == "test" {
         return match identity::probe_oauth2_source(app, form.editing.as_deref(), settings).await {
             Ok(report) => oauth2_page(app, viewer, StatusCode::OK, form, None, Some(report)),
-            Err(why) => oauth2_page(app, viewer, StatusCode::BAD_GATEWAY, form, Some(why), None),
+            // A failed test is its answer, shown on a normal page.
+            Err(why) => oauth2_page(app, viewer, StatusCode::OK, form, Some(why), None),
         };
     }
     let saved = match &form.editing {

@@ -217,7 +217,11 @@ fn ad_disabled(entry: &directory::Entry) -> bool {
 
 /// One group of the listing.
 struct Group {
+    /// Lower case: member values are matched against it.
     dn: String,
+    /// As the directory wrote it: the user's groups name each group by its
+    /// DN too, which is how Gitea's `GROUP_TEAM_MAP` keys them.
+    dn_as_read: String,
     name: String,
     /// The organization it names (`ORG_NAME_ATTRIBUTE`, else its name).
     org: String,
@@ -256,6 +260,7 @@ impl Groups {
             let name = first(group, &src.group_name_attr).unwrap_or_else(|| rdn_value(&group.dn));
             out.groups.push(Group {
                 dn: group.dn.to_ascii_lowercase(),
+                dn_as_read: group.dn.clone(),
                 org: first(group, &src.org_name_attr).unwrap_or_else(|| name.clone()),
                 name,
             });
@@ -269,10 +274,12 @@ impl Groups {
         Ok(out)
     }
 
-    /// The names of the groups `entry` is in, directly or through groups
-    /// that are members of groups. Nested groups are followed here, from the
-    /// listing, rather than with Active Directory's in-chain matching rule,
-    /// so they work on every directory.
+    /// The groups `entry` is in, directly or through groups that are
+    /// members of groups, each by its name and by its DN (the host matches
+    /// `GROUP_TEAM_MAP` keys of either kind); and their organizations.
+    /// Nested groups are followed here, from the listing, rather than with
+    /// Active Directory's in-chain matching rule, so they work on every
+    /// directory.
     fn of(&self, src: &Source, entry: &directory::Entry) -> (Vec<String>, Vec<String>) {
         let mut start: Vec<String> = Vec::new();
         if src.user_group_attr.eq_ignore_ascii_case("dn") {
@@ -285,6 +292,7 @@ impl Groups {
         if src.active_directory {
             for dn in values(entry, "memberOf") {
                 names.insert(rdn_value(&dn));
+                names.insert(dn.clone());
                 start.push(dn.to_ascii_lowercase());
             }
         }
@@ -294,6 +302,7 @@ impl Groups {
             for &g in self.by_member.get(&member).into_iter().flatten() {
                 if seen.insert(g) {
                     names.insert(self.groups[g].name.clone());
+                    names.insert(self.groups[g].dn_as_read.clone());
                     orgs.insert(self.groups[g].org.clone());
                     queue.push(self.groups[g].dn.clone());
                 }
