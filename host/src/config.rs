@@ -878,6 +878,32 @@ impl Checker {
         if pattern == SectionPattern::Plugin {
             self.plugin_rules(section, keys);
         }
+        if pattern == SectionPattern::OAuth2Source {
+            self.redirect_source_rules(section, keys);
+        }
+    }
+
+    /// Keys that only an OpenID Connect source reads, set on a source of
+    /// another kind: ignored, and said so at start (`ISSUER` is a SAML key
+    /// too, with another meaning).
+    fn redirect_source_rules(&mut self, section: &str, keys: &BTreeMap<String, String>) {
+        let provider = keys
+            .get("PROVIDER")
+            .map(|p| p.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        let read_by = |key: &str| match provider.as_str() {
+            "openidconnect" | "oidc" => true,
+            "saml" => key == "ISSUER",
+            _ => false,
+        };
+        for key in ["ISSUER", "ID_TOKEN_SIGNING_ALGORITHMS"] {
+            if keys.get(key).is_some_and(|v| !v.trim().is_empty()) && !read_by(key) {
+                self.unknown.push(format!(
+                    "[{section}] {key} (read by OpenID Connect sources only, and PROVIDER is {:?})",
+                    keys.get("PROVIDER").map_or("", |p| p.trim())
+                ));
+            }
+        }
     }
 
     /// Rules across keys of a `[plugin.<id>]` section.
@@ -1019,6 +1045,47 @@ mod tests {
         );
         assert!(
             err.contains("[oauth2] ENABLE = \"maybe\": expected a boolean"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn openid_connect_keys_elsewhere_are_reported_and_bad_algorithms_refused() {
+        let dir = tmp();
+        let load = |text: String| Config::load_with_env(Some(&write(&dir, &text)), Vec::new());
+        let section = |provider: &str, extra: &str| {
+            format!(
+                "[source]\nENABLE_OAUTH2 = true\n[source.oauth2_corp]\nPROVIDER = {provider}\nCLIENT_ID = x\n{extra}\n"
+            )
+        };
+        let cfg = load(section(
+            "github",
+            "ISSUER = https://github.com\nID_TOKEN_SIGNING_ALGORITHMS = RS256",
+        ))
+        .unwrap();
+        for key in ["ISSUER", "ID_TOKEN_SIGNING_ALGORITHMS"] {
+            assert!(
+                cfg.unknown_keys.iter().any(|k| k.starts_with(&format!(
+                    "[source.oauth2_corp] {key} (read by OpenID Connect sources only"
+                ))),
+                "{:?}",
+                cfg.unknown_keys
+            );
+        }
+        let cfg = load(section(
+            "openidConnect",
+            "ISSUER = https://id.example.com\nID_TOKEN_SIGNING_ALGORITHMS = RS256, HS256",
+        ))
+        .unwrap();
+        assert!(cfg.unknown_keys.is_empty(), "{:?}", cfg.unknown_keys);
+        let err = load(section(
+            "openidConnect",
+            "ID_TOKEN_SIGNING_ALGORITHMS = RS256, none",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("[source.oauth2_corp] ID_TOKEN_SIGNING_ALGORITHMS = \"RS256, none\": expected a comma-separated list of RS256"),
             "{err}"
         );
     }

@@ -737,9 +737,11 @@ pub mod http {
     //! source's `*_URL` settings (`AUTH_URL`, `TOKEN_URL`, `PROFILE_URL`,
     //! `OPENID_CONNECT_AUTO_DISCOVERY_URL`, `JWKS_URL`, …), over HTTPS unless
     //! the operator allows plain HTTP, and never to a private address unless
-    //! allowed. Anything else fails with [`HttpError::Denied`] before any
-    //! connection is made, so a plugin can tell the operator which setting
-    //! is missing rather than report the provider down.
+    //! allowed. A host no setting names fails with [`HttpError::Denied`]
+    //! before any connection is made, so a plugin can tell the operator
+    //! which setting is missing rather than report the provider down; one
+    //! the operator's rules refuse fails with [`HttpError::Other`], whose
+    //! text names the rule's setting.
     //!
     //! ```ignore
     //! use postern_plugin_api::http::{self, HttpError, Request};
@@ -788,9 +790,12 @@ pub mod http {
     #[non_exhaustive]
     pub enum HttpError {
         /// The host refused the destination before any I/O: `host` is not
-        /// named by one of the source's `*_URL` settings, or the request is
-        /// plain HTTP, or it resolves to a private address, and the operator
-        /// has not allowed that (`wasi:http`'s `HTTP-request-denied`).
+        /// named by one of the source's `*_URL` settings (`wasi:http`'s
+        /// `HTTP-request-denied`). A destination the settings name but the
+        /// operator's `[outbound_http]` rules refuse (plain HTTP, a private
+        /// address) is [`HttpError::Other`] for an identity source, with the
+        /// host's reason naming the setting; a webhook transport gets
+        /// `Denied` for those too.
         Denied {
             /// The request's authority (`host[:port]`).
             host: String,

@@ -190,15 +190,27 @@ impl OidcProvider {
     /// client authenticates with `client_secret_basic`, and the provider
     /// takes `client_secret_post` from it too.
     pub async fn register_client(&self, redirect_uri: &str) -> (String, String) {
+        self.register_client_with(redirect_uri, json!({})).await
+    }
+
+    /// [`OidcProvider::register_client`] with more client metadata (RFC
+    /// 7591 §2), e.g. `{"id_token_signed_response_alg": "HS256"}`: ID
+    /// tokens keyed with the client secret (OpenID Connect Registration
+    /// §2).
+    pub async fn register_client_with(&self, redirect_uri: &str, extra: Value) -> (String, String) {
+        let mut metadata = json!({
+            "client_name": "Postern under test",
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "client_secret_basic",
+        });
+        if let (Some(all), Some(more)) = (metadata.as_object_mut(), extra.as_object()) {
+            all.extend(more.clone());
+        }
         let res = reqwest::Client::new()
             .post(self.direct("/reg"))
-            .json(&json!({
-                "client_name": "Postern under test",
-                "redirect_uris": [redirect_uri],
-                "grant_types": ["authorization_code"],
-                "response_types": ["code"],
-                "token_endpoint_auth_method": "client_secret_basic",
-            }))
+            .json(&metadata)
             .send()
             .await
             .expect("the provider answers POST /reg");
@@ -264,6 +276,10 @@ pub enum Mode {
     HugeKeys,
     /// The token endpoint waits five seconds before it answers.
     SlowToken,
+    /// The discovery document and the ID tokens name the issuer
+    /// [`TamperingProvider::other_issuer`], not the discovery URL's base
+    /// (OpenID Connect Discovery §4.3).
+    OtherIssuer,
 }
 
 /// The client the tampering provider knows.
@@ -442,6 +458,11 @@ impl TamperingProvider {
         format!("{}/.well-known/openid-configuration", self.issuer())
     }
 
+    /// The issuer [`Mode::OtherIssuer`] names.
+    pub fn other_issuer(&self) -> String {
+        other_issuer(&self.shared.issuer)
+    }
+
     /// Token requests that reached 127.0.0.1.
     pub fn token_requests(&self) -> usize {
         self.state().token_requests
@@ -478,16 +499,32 @@ fn random(prefix: &str) -> String {
     )
 }
 
+/// The issuer [`Mode::OtherIssuer`] names: another path on the same host.
+fn other_issuer(issuer: &str) -> String {
+    format!("{issuer}/realms/other")
+}
+
+/// The issuer the provider names now: its own, or in [`Mode::OtherIssuer`]
+/// another.
+fn named_issuer(peer: &Peer, mode: Mode) -> String {
+    if mode == Mode::OtherIssuer {
+        other_issuer(&peer.issuer)
+    } else {
+        peer.issuer.clone()
+    }
+}
+
 /// OpenID Connect Discovery 1.0 §3.
 async fn discovery(State(peer): Shared) -> Json<Value> {
     let iss = &peer.issuer;
-    let token_endpoint = if lock(&peer).mode == Mode::ForeignTokenEndpoint {
+    let mode = lock(&peer).mode;
+    let token_endpoint = if mode == Mode::ForeignTokenEndpoint {
         peer.foreign_token_endpoint.clone()
     } else {
         format!("{iss}/token")
     };
     Json(json!({
-        "issuer": iss,
+        "issuer": named_issuer(&peer, mode),
         "authorization_endpoint": format!("{iss}/authorize"),
         "token_endpoint": token_endpoint,
         "userinfo_endpoint": format!("{iss}/userinfo"),
@@ -680,7 +717,7 @@ async fn token(
         TAMPER_CLIENT_ID
     };
     let mut claims = profile(&grant.login, &groups);
-    claims["iss"] = peer.issuer.clone().into();
+    claims["iss"] = named_issuer(&peer, mode).into();
     claims["aud"] = aud.into();
     claims["iat"] = iat.into();
     claims["exp"] = exp.into();

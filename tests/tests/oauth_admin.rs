@@ -733,3 +733,215 @@ async fn the_panel_tests_adds_edits_and_deletes_an_oauth2_source_keeping_the_sec
         assert_eq!(listed(&server).await, ["source.oauth2_corp"], "{backend}");
     }
 }
+
+/// What `admin auth test` reported for `id`, failed: its last line on
+/// stderr (the lines before it are the log).
+fn cli_test_refusal(server: &Server, id: &str) -> String {
+    let out = server.cli(&["admin", "auth", "test", "--id", id]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        !out.status.success(),
+        "{}: the test passed: {stdout}",
+        server.backend
+    );
+    assert!(
+        !stdout.contains("discovery ok"),
+        "{}: {stdout}",
+        server.backend
+    );
+    stderr
+        .lines()
+        .rfind(|l| l.starts_with("OAuth2 connection failed: "))
+        .unwrap_or_else(|| panic!("{}: no report on stderr: {stderr}", server.backend))
+        .to_string()
+}
+
+/// The panel's "Test connection" of a new source with `keys`: the visible
+/// text of the page it answers.
+async fn panel_test(server: &Server, http: &reqwest::Client, keys: &[(&str, &str)]) -> String {
+    let mut fields = vec![
+        ("kind", "oauth2"),
+        ("source_name", "probe"),
+        ("NAME", "Probe SSO"),
+        ("PROVIDER", "openidConnect"),
+        ("CLIENT_ID", TAMPER_CLIENT_ID),
+        ("CLIENT_SECRET", TAMPER_CLIENT_SECRET),
+        ("SCOPES", "openid email profile"),
+        ("action", "test"),
+    ];
+    fields.extend_from_slice(keys);
+    let res = submit_form(http, server, "/admin/auths/new?kind=oauth2", &fields).await;
+    visible_text(&res.text().await.unwrap())
+}
+
+/// The part of a page's text from `OAuth2 connection failed: ` to the end
+/// of its line, or the whole text when it has none.
+fn failure_in(text: &str) -> &str {
+    match text.find("OAuth2 connection failed: ") {
+        Some(at) => text[at..].lines().next().unwrap_or_default(),
+        None => text,
+    }
+}
+
+/// Said wrongly of a host the source's URLs do name.
+const NOT_ONE_OF: &str = "not one of this source's URLs";
+
+#[tokio::test]
+async fn an_outbound_rule_that_refuses_a_sources_url_is_named_in_the_cli_and_panel_tests_and_the_log()
+ {
+    let peer = TamperingProvider::start(Mode::Honest, "wanda");
+    for backend in backends() {
+        for (outbound, setting) in [
+            (
+                // Loopback is allowed, plain HTTP to localhost is not.
+                "ALLOWED_HOST_LIST = loopback",
+                "[outbound_http] ALLOW_INSECURE_HOSTS",
+            ),
+            (
+                // Plain HTTP is allowed, the address localhost has is not.
+                "ALLOWED_HOST_LIST = external\nALLOW_INSECURE_HOSTS = localhost, 127.0.0.1",
+                "[outbound_http] ALLOWED_HOST_LIST",
+            ),
+        ] {
+            let ini = format!(
+                "[source]\nENABLE_OAUTH2 = true\n\n[outbound_http]\n{outbound}\n\n{}",
+                ini_source(&peer)
+            );
+            let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+            server.create_user("root", PW, true);
+
+            // The CLI's test of the ini source.
+            let said = cli_test_refusal(&server, "source.oauth2_corp");
+            assert!(said.contains(setting), "{backend}: {setting}: {said}");
+            assert!(!said.contains(NOT_ONE_OF), "{backend}: {said}");
+
+            // The panel's test of the same keys, not saved.
+            let http = server.signed_in("root", PW).await;
+            let text = panel_test(
+                &server,
+                &http,
+                &[("OPENID_CONNECT_AUTO_DISCOVERY_URL", &peer.discovery_url())],
+            )
+            .await;
+            let said = failure_in(&text);
+            assert!(
+                said.starts_with("OAuth2 connection failed: ") && said.contains(setting),
+                "{backend}: {setting}: {text}"
+            );
+            assert!(!said.contains(NOT_ONE_OF), "{backend}: {said}");
+
+            // A sign-in: unavailable, nobody made, and the log says why.
+            let res = client()
+                .get(server.url("/user/oauth2/corp"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                res.status(),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{backend}: {setting}"
+            );
+            let log = server.log();
+            let failed = log
+                .lines()
+                .find(|l| l.contains("sign-in source failed"))
+                .unwrap_or_else(|| panic!("{backend}: no failure logged: {log}"));
+            assert!(failed.contains(setting), "{backend}: {failed}");
+            assert!(!log.contains(NOT_ONE_OF), "{backend}: {log}");
+            assert_eq!(server.logins(), ["root"], "{backend}: {setting}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_discovery_document_naming_another_issuer_is_refused_unless_issuer_names_it() {
+    let peer = TamperingProvider::start(Mode::OtherIssuer, "ivan");
+    let other = peer.other_issuer();
+    for backend in backends() {
+        let server = start_at(&backend, free_port(), "127.0.0.1", &ini(&ini_source(&peer))).await;
+        server.create_user("root", PW, true);
+        let named = format!("names the issuer {other}, not {}", peer.issuer());
+        let exchanged = peer.token_requests();
+
+        // The CLI's test, the panel's and a sign-in all refuse it.
+        let said = cli_test_refusal(&server, "source.oauth2_corp");
+        assert!(said.contains(&named), "{backend}: {said}");
+        assert!(
+            said.contains(&format!("set ISSUER = {other}")),
+            "{backend}: {said}"
+        );
+        let http = server.signed_in("root", PW).await;
+        let text = panel_test(
+            &server,
+            &http,
+            &[("OPENID_CONNECT_AUTO_DISCOVERY_URL", &peer.discovery_url())],
+        )
+        .await;
+        assert!(failure_in(&text).contains(&named), "{backend}: {text}");
+        assert!(!text.contains("discovery ok"), "{backend}: {text}");
+        let res = client()
+            .get(server.url("/user/oauth2/corp"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE, "{backend}");
+        assert!(
+            server.log().contains(&named),
+            "{backend}: the log says why: {}",
+            server.log()
+        );
+        assert_eq!(
+            peer.token_requests(),
+            exchanged,
+            "{backend}: no code was exchanged"
+        );
+        assert_eq!(server.logins(), ["root"], "{backend}");
+
+        // ISSUER names it: tested ok, and a sign-in makes the user, whose
+        // ID token names that issuer.
+        let body = json!({"name": "other", "settings": settings(&peer, &[("ISSUER", &other)])});
+        let (status, _, text) = api(
+            &server,
+            Method::POST,
+            "/api/v1/admin/sources/oauth2",
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{backend}: {text}");
+        let report = cli_ok(
+            &server,
+            &["admin", "auth", "test", "--id", "source.oauth2_other"],
+        );
+        assert!(
+            report.contains(&format!("discovery ok: issuer {other}")),
+            "{backend}: {report}"
+        );
+        let text = panel_test(
+            &server,
+            &http,
+            &[
+                ("OPENID_CONNECT_AUTO_DISCOVERY_URL", &peer.discovery_url()),
+                ("ISSUER", &other),
+            ],
+        )
+        .await;
+        assert!(text.contains("discovery ok: issuer"), "{backend}: {text}");
+        peer.set(Mode::OtherIssuer, "ivan");
+        let (signed_in, status) = sign_in_through(&server.base, "other").await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{backend}");
+        assert_eq!(whoami(&server.base, &signed_in).await, "ivan", "{backend}");
+
+        // ISSUER set, and the document names another: refused too.
+        peer.set(Mode::Honest, "ivan");
+        let said = cli_test_refusal(&server, "source.oauth2_other");
+        assert!(
+            said.contains(&format!(
+                "names the issuer {}, not ISSUER {other}",
+                peer.issuer()
+            )),
+            "{backend}: {said}"
+        );
+        peer.set(Mode::OtherIssuer, "ivan");
+    }
+}

@@ -1034,3 +1034,79 @@ async fn auto_linking_with_registration_open_asks_for_the_password() {
         assert_eq!(whoami(&server, &http).await.0, StatusCode::UNAUTHORIZED);
     }
 }
+
+/// A server with the source `corp` at the Node provider, whose client is
+/// registered to get ID tokens signed with HS256 (keyed with its client
+/// secret); `extra` goes into the source's section.
+async fn with_hs256_client(
+    backend: &postern_tests::Backend,
+    peer: &OidcProvider,
+    extra: &str,
+) -> Server {
+    let port = free_port();
+    let (id, secret) = peer
+        .register_client_with(
+            &callback_uri(port, SOURCE),
+            json!({"id_token_signed_response_alg": "HS256"}),
+        )
+        .await;
+    let ini = source_ini(&peer.discovery_url(), &id, &secret, extra, "disabled");
+    start_at(backend, port, "127.0.0.1", &ini).await
+}
+
+#[tokio::test]
+async fn an_id_token_keyed_with_the_client_secret_is_refused_unless_the_source_lists_hs256() {
+    let peer = OidcProvider::shared();
+    let browser = Browser::start().await;
+    for backend in backends() {
+        // The provider's discovery lists HS256, as Keycloak's does; the
+        // source takes the asymmetric algorithms only.
+        let server = with_hs256_client(&backend, peer, "AUTO_REGISTER = true").await;
+        server.create_user("boss", PW, true);
+        let hana = format!("hana-{backend}");
+        let landing = sign_in_at_node_provider(&browser, &server, peer, SOURCE, NAME, &hana).await;
+        assert_eq!(
+            landing.path(),
+            "/user/oauth2/corp/callback",
+            "{backend}: {landing}"
+        );
+        let text = page_text(&browser).await;
+        assert!(text.contains(UNVERIFIED), "{backend}: {text}");
+        assert!(session_user(&browser, &server).await.is_none(), "{backend}");
+        assert_eq!(users_named(&server, &hana), 0, "{backend}");
+        // The administrator is told why, and what would accept it.
+        let res = as_boss(
+            &server,
+            reqwest::Method::GET,
+            &format!("/api/v1/admin/sources/oauth2/{SOURCE}"),
+            None,
+        )
+        .await;
+        let view: Value = res.json().await.unwrap();
+        let problem = view["last_problem"].as_str().unwrap_or_default();
+        assert!(
+            problem.contains(
+                "the ID token is signed with HS256, which this source does not accept (ID_TOKEN_SIGNING_ALGORITHMS: RS256,"
+            ),
+            "{backend}: {view}"
+        );
+        assert!(
+            server
+                .log()
+                .contains("add it to ID_TOKEN_SIGNING_ALGORITHMS"),
+            "{backend}: {}",
+            server.log()
+        );
+        drop(server);
+
+        // Listed: the same provider's HS256 ID token signs the user in.
+        let extra = "AUTO_REGISTER = true\nID_TOKEN_SIGNING_ALGORITHMS = RS256, HS256";
+        let server = with_hs256_client(&backend, peer, extra).await;
+        let landing = sign_in_at_node_provider(&browser, &server, peer, SOURCE, NAME, &hana).await;
+        assert_eq!(landing.path(), "/", "{backend}: {landing}");
+        let me = signed_in_as(&browser, &server).await;
+        assert_eq!(me["login"], hana.as_str(), "{backend}: {me}");
+        assert_eq!(users_named(&server, &hana), 1, "{backend}");
+    }
+    browser.close().await;
+}

@@ -126,6 +126,13 @@ impl Kind {
     }
 }
 
+/// What `ID_TOKEN_SIGNING_ALGORITHMS` may list: the JWS algorithms (RFC 7518
+/// §3.1) whose ID token signatures the `oauth2` plugin can check.
+pub const ID_TOKEN_ALGORITHMS: &[&str] = &[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA", "HS256",
+    "HS384", "HS512",
+];
+
 /// Go's `strconv.ParseBool`, which Gitea's ini reader uses.
 pub fn parse_bool(v: &str) -> Option<bool> {
     match v.trim() {
@@ -658,7 +665,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "Client id at the identity provider (OAuth 2.0).",
             ),
             k("CLIENT_SECRET", STR, "", "Client secret (OAuth 2.0)."),
-            k("ISSUER", URL, "", "Postern's own address as SAML issuer."),
+            k(
+                "ISSUER",
+                URL,
+                "",
+                "SAML: Postern's own address as issuer. OpenID Connect: the provider's issuer, when it is not the discovery URL's base; the discovery document must name it (empty: that base).",
+            ),
             k(
                 "REDIRECT_URI",
                 URL,
@@ -718,6 +730,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 URL,
                 "",
                 "The provider's signing keys, when the discovery document names them on another host.",
+            ),
+            k(
+                "ID_TOKEN_SIGNING_ALGORITHMS",
+                Kind::List(ID_TOKEN_ALGORITHMS),
+                "RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, EdDSA",
+                "OpenID Connect: the algorithms an ID token may be signed with, comma-separated; HS256/384/512 (a MAC keyed with the client secret) only if listed here.",
             ),
             k(
                 "SCOPES",

@@ -981,6 +981,8 @@ fn http_send(
             E::HttpRequestMethodInvalid => {
                 HttpErrorWire::InvalidRequest("the method is not valid".into())
             }
+            // The host's own words: a refusal that names its setting.
+            E::InternalError(Some(why)) => HttpErrorWire::Other(why),
             other => HttpErrorWire::Other(format!("{other:?} from {host}")),
         }
     })?;

@@ -335,22 +335,35 @@ impl WasiHttpHooks for Hooks {
         let checked = self.check(&request);
         let (plugin, grant, rules) = (self.plugin.clone(), self.grant.clone(), self.rules.clone());
         let wire = self.wire.clone();
+        let for_source = wire.is_none();
         Box::new(async move {
             let (host, port, tls) = checked?;
             let grant = grant.ok_or(HttpError::HttpRequestDenied)?;
-            let (response, done) =
-                send(&plugin, &grant, &rules, request, options, host, port, tls).await?;
+            let sending = send(
+                &plugin, &grant, &rules, request, options, host, port, tls, for_source,
+            );
             let Some(wire) = wire else {
-                return Ok((response, done));
+                return sending.await;
+            };
+            let (response, done) = tokio::select! {
+                biased;
+                _ = wire.cut.cancelled() => return Err(HttpError::ConnectionTerminated),
+                sent = sending => sent?,
             };
             wire.saw_status(response.status().as_u16());
+            let cut = wire.cut.clone();
             let response = response.map(move |body| {
-                body.map_frame(move |frame| {
-                    if let Some(data) = frame.data_ref() {
-                        wire.saw_bytes(data);
-                    }
-                    frame
-                })
+                Cut {
+                    body: body
+                        .map_frame(move |frame| {
+                            if let Some(data) = frame.data_ref() {
+                                wire.saw_bytes(data);
+                            }
+                            frame
+                        })
+                        .boxed_unsync(),
+                    cut: Box::pin(cut.cancelled_owned()),
+                }
                 .boxed_unsync()
             });
             Ok((response, done))
@@ -389,19 +402,38 @@ impl Hooks {
             return Err(HttpError::HttpRequestDenied);
         }
         if !tls && !self.rules.insecure_allowed(&host) {
-            grant.refuse(
-                &self.plugin,
-                format!(
-                    "plain HTTP to {host} (allow it in [outbound_http] ALLOW_INSECURE_HOSTS, or use https)"
-                ),
+            let why = format!(
+                "plain HTTP to {host} (allow it in [outbound_http] ALLOW_INSECURE_HOSTS, or use https)"
             );
-            return Err(HttpError::HttpRequestDenied);
+            grant.refuse(&self.plugin, why.clone());
+            return Err(refused_by_rules(self.wire.is_none(), &host, port, why));
         }
         Ok((host, port, tls))
     }
 }
 
-/// Resolves, checks the addresses, connects, and sends.
+/// A refusal by the rules (`ALLOW_INSECURE_HOSTS`, `ALLOWED_HOST_LIST`) of a
+/// destination the grant names, as the plugin receives it. `wasi:http`'s
+/// `HTTP-request-denied` carries no reason, and a source reads it as "not
+/// one of the source's URLs", which would send the operator to the wrong
+/// setting: so an identity source (`for_source`) gets the host's words,
+/// naming the setting that refused, as `internal-error`, and its test, its
+/// log and the panel show them. A
+/// webhook delivery keeps `HTTP-request-denied`, which its transport takes
+/// as final, as it should: its rules were made from the destination checked
+/// before the call.
+fn refused_by_rules(for_source: bool, host: &str, port: u16, why: String) -> HttpError {
+    if for_source {
+        HttpError::InternalError(Some(format!(
+            "the host refused a request to {host}:{port}: {why}"
+        )))
+    } else {
+        HttpError::HttpRequestDenied
+    }
+}
+
+/// Resolves, checks the addresses, connects, and sends. `for_source`: the
+/// caller is an identity source, told why the rules refused.
 #[allow(clippy::too_many_arguments)]
 async fn send(
     plugin: &str,
@@ -412,6 +444,7 @@ async fn send(
     host: String,
     port: u16,
     tls: bool,
+    for_source: bool,
 ) -> Result<
     (
         http::Response<WasiBody>,
@@ -440,20 +473,16 @@ async fn send(
         .filter(|a| rules.admits(a.ip()))
         .collect();
     if admitted.is_empty() {
-        grant.refuse(
-            plugin,
-            format!(
-                "{host} resolves to {}, which [outbound_http] ALLOWED_HOST_LIST does not allow",
-                addresses
-                    .iter()
-                    .map(|a| a.ip().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+        let why = format!(
+            "{host} resolves to {}, which [outbound_http] ALLOWED_HOST_LIST does not allow",
+            addresses
+                .iter()
+                .map(|a| a.ip().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
-        // The same answer as every other refusal of the host's: the guest's
-        // `http-request-denied`, which the SDK reports as `Denied`.
-        return Err(HttpError::HttpRequestDenied);
+        grant.refuse(plugin, why.clone());
+        return Err(refused_by_rules(for_source, &host, port, why));
     }
     let stream = tokio::time::timeout(connect_timeout, connect(&admitted))
         .await

@@ -486,13 +486,17 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
         source.group_team_map_removal.then(|| "true".into()),
     );
     put("AUTO_REGISTER", source.auto_register.then(|| "true".into()));
-    if saml {
-        let stored = identity::oauth2_source_keys(app, &source.id)
-            .await
-            .map_err(WebError::internal)?;
-        for key in ["ISSUER", "IDP_ENTITY_ID", "CERTIFICATE", "SIGN_REQUESTS"] {
-            put(key, stored.get(key).cloned());
-        }
+    // Keys the view does not show, read as stored so that a save keeps them.
+    let stored = identity::oauth2_source_keys(app, &source.id)
+        .await
+        .map_err(WebError::internal)?;
+    let unshown: &[&str] = if saml {
+        &["ISSUER", "IDP_ENTITY_ID", "CERTIFICATE", "SIGN_REQUESTS"]
+    } else {
+        &["ISSUER", "ID_TOKEN_SIGNING_ALGORITHMS"]
+    };
+    for key in unshown {
+        put(key, stored.get(*key).cloned());
     }
     Ok(OAuth2Form {
         editing: Some(source.id),

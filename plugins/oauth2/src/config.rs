@@ -125,6 +125,10 @@ pub(crate) enum Endpoints {
         discovery_url: Url,
         /// `JWKS_URL`: replaces the discovery document's `jwks_uri`.
         jwks_url: Option<Url>,
+        /// `ISSUER`: the issuer the discovery document and the ID tokens
+        /// must name, when it is not the discovery URL's base (Discovery
+        /// §4.3); none: that base.
+        issuer: Option<Url>,
     },
     /// OAuth 2.0 with a profile endpoint: the settings (or the preset)
     /// name them.
@@ -163,6 +167,55 @@ pub(crate) struct Config {
     pub(crate) scopes: Vec<String>,
     pub(crate) endpoints: Endpoints,
     pub(crate) attributes: Attributes,
+    /// `ID_TOKEN_SIGNING_ALGORITHMS`: the JWS algorithms an ID token may be
+    /// signed with, as JOSE names them (RFC 7518 §3.1).
+    pub(crate) id_token_algorithms: Vec<String>,
+}
+
+/// The ID token algorithms a source accepts unless
+/// `ID_TOKEN_SIGNING_ALGORITHMS` says otherwise: the asymmetric ones only.
+/// An `HS*` signature is a MAC keyed with the client secret (OpenID Connect
+/// Core §10.1): whoever holds the secret can make one, so a provider's
+/// discovery listing HS256 (Keycloak's does) is no reason to take it.
+pub(crate) const DEFAULT_ID_TOKEN_ALGORITHMS: &[&str] = &[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
+];
+
+/// Every algorithm `ID_TOKEN_SIGNING_ALGORITHMS` may name: those the ID
+/// token check can verify (ES512 it cannot).
+pub(crate) const ID_TOKEN_ALGORITHMS: &[&str] = &[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA", "HS256",
+    "HS384", "HS512",
+];
+
+/// The algorithms of an `ID_TOKEN_SIGNING_ALGORITHMS` value: separated by
+/// commas or spaces, JOSE names in their exact case, without repeats.
+fn parse_algorithms(value: Option<&str>) -> Result<Vec<String>, SignInError> {
+    let Some(value) = value else {
+        return Ok(DEFAULT_ID_TOKEN_ALGORITHMS
+            .iter()
+            .map(|a| a.to_string())
+            .collect());
+    };
+    let mut out: Vec<String> = Vec::new();
+    for alg in value.split([',', ' ', '\t']).filter(|a| !a.is_empty()) {
+        if !ID_TOKEN_ALGORITHMS.contains(&alg) {
+            return Err(SignInError::Misconfigured(format!(
+                "ID_TOKEN_SIGNING_ALGORITHMS: {alg:?} is not one of {}",
+                ID_TOKEN_ALGORITHMS.join(", ")
+            )));
+        }
+        if !out.iter().any(|a| a == alg) {
+            out.push(alg.to_string());
+        }
+    }
+    if out.is_empty() {
+        return Err(SignInError::Misconfigured(format!(
+            "ID_TOKEN_SIGNING_ALGORITHMS names no algorithm: leave it out for {}",
+            DEFAULT_ID_TOKEN_ALGORITHMS.join(", ")
+        )));
+    }
+    Ok(out)
 }
 
 impl Config {
@@ -209,6 +262,7 @@ impl Config {
                     )
                 })?,
                 jwks_url: url_setting("JWKS_URL", get("JWKS_URL"))?,
+                issuer: url_setting("ISSUER", get("ISSUER"))?,
             },
             _ => {
                 let endpoint = |key: &str, preset: Option<&'static str>| {
@@ -243,6 +297,7 @@ impl Config {
             scopes,
             endpoints,
             attributes,
+            id_token_algorithms: parse_algorithms(get("ID_TOKEN_SIGNING_ALGORITHMS"))?,
         })
     }
 }
@@ -433,6 +488,52 @@ mod tests {
         assert_eq!(config.attributes.name, "name");
         assert_eq!(config.attributes.username, "preferred_username");
         assert_eq!(config.attributes.groups, None);
+    }
+
+    #[test]
+    fn id_tokens_are_asymmetric_unless_the_source_says_otherwise() {
+        let oidc = |extra: &[(&'static str, &'static str)]| {
+            let mut pairs = vec![
+                ("PROVIDER", "openidConnect"),
+                ("CLIENT_ID", "abc"),
+                (
+                    "OPENID_CONNECT_AUTO_DISCOVERY_URL",
+                    "https://id.example.org/.well-known/openid-configuration",
+                ),
+            ];
+            pairs.extend_from_slice(extra);
+            Config::from_settings(&settings(&pairs))
+        };
+        let config = oidc(&[]).expect("valid");
+        assert_eq!(config.id_token_algorithms, DEFAULT_ID_TOKEN_ALGORITHMS);
+        assert!(
+            !config
+                .id_token_algorithms
+                .iter()
+                .any(|a| a.starts_with("HS"))
+        );
+        let config = oidc(&[("ID_TOKEN_SIGNING_ALGORITHMS", "RS256, HS256 RS256")]).expect("valid");
+        assert_eq!(config.id_token_algorithms, ["RS256", "HS256"]);
+        let why = misconfigured(oidc(&[("ID_TOKEN_SIGNING_ALGORITHMS", "RS256,none")]));
+        assert!(
+            why.starts_with("ID_TOKEN_SIGNING_ALGORITHMS: \"none\" is not one of RS256"),
+            "{why}"
+        );
+        let why = misconfigured(oidc(&[("ID_TOKEN_SIGNING_ALGORITHMS", "hs256")]));
+        assert!(why.contains("\"hs256\" is not one of"), "{why}");
+        let why = misconfigured(oidc(&[("ID_TOKEN_SIGNING_ALGORITHMS", " , ")]));
+        assert!(why.contains("names no algorithm"), "{why}");
+        let Endpoints::Discovery { issuer, .. } =
+            oidc(&[("ISSUER", "https://id.example.org/tenant/")])
+                .expect("valid")
+                .endpoints
+        else {
+            panic!("oidc uses discovery");
+        };
+        assert_eq!(
+            issuer.as_ref().map(Url::as_str),
+            Some("https://id.example.org/tenant/")
+        );
     }
 
     #[test]

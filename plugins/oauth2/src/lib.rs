@@ -16,7 +16,8 @@
 //! `OPENID_CONNECT_AUTO_DISCOVERY_URL`, `JWKS_URL`, `AUTH_URL`,
 //! `TOKEN_URL`, `PROFILE_URL`, `SCOPES`, `OPENID_CONNECT_SCOPES`,
 //! `USERNAME_ATTRIBUTE`, `EMAIL_ATTRIBUTE`, `NAME_ATTRIBUTE`,
-//! `GROUP_CLAIM_NAME`; `config.rs` says what each means.
+//! `GROUP_CLAIM_NAME`, and for OpenID Connect `ISSUER` and
+//! `ID_TOKEN_SIGNING_ALGORITHMS`; `config.rs` says what each means.
 
 mod claims;
 mod config;
@@ -119,9 +120,7 @@ impl IdentitySource for OAuth2 {
     ) -> Result<Redirect, SignInError> {
         let config = Config::from_settings(&settings)?;
         let (url, pending) = match &config.endpoints {
-            Endpoints::Discovery { discovery_url, .. } => {
-                oidc::begin(&config, discovery_url, &callback_url)?
-            }
+            Endpoints::Discovery { .. } => oidc::begin(&config, &callback_url)?,
             Endpoints::OAuth2 {
                 auth_url,
                 token_url,
@@ -153,13 +152,8 @@ impl IdentitySource for OAuth2 {
         let (pending, code) = checked?;
         let config = Config::from_settings(&settings)?;
         let claims = match &config.endpoints {
-            Endpoints::Discovery {
-                discovery_url,
-                jwks_url,
-            } => oidc::complete(
+            Endpoints::Discovery { .. } => oidc::complete(
                 &config,
-                discovery_url,
-                jwks_url.as_ref(),
                 &callback_url,
                 pending,
                 code,
@@ -199,10 +193,7 @@ impl IdentitySource for OAuth2 {
     fn test_connection(settings: Vec<Setting>) -> Result<String, SignInError> {
         let config = Config::from_settings(&settings)?;
         match &config.endpoints {
-            Endpoints::Discovery {
-                discovery_url,
-                jwks_url,
-            } => oidc::test_connection(discovery_url, jwks_url.as_ref()),
+            Endpoints::Discovery { .. } => oidc::test_connection(&config),
             Endpoints::OAuth2 {
                 auth_url,
                 token_url,

@@ -6,7 +6,8 @@
 // Listens on 127.0.0.1 with the issuer http://localhost:<port>, so that the
 // browser keeps its cookies apart from Postern's on 127.0.0.1. Each test
 // registers a client of its own (RFC 7591 dynamic registration, POST /reg)
-// with its own redirect URI. Any login and password sign in (the library's
+// with its own redirect URI (and, if it asks, its own ID token algorithm:
+// HS256 too). Any login and password sign in (the library's
 // development interactions); an account's claims are made up from its login
 // and can be changed by a test:
 //
@@ -52,6 +53,12 @@ const provider = new Provider(issuer, {
   // Put the scopes' claims into the ID token too, not only behind
   // /userinfo: Postern reads either.
   conformIdTokenClaims: false,
+  // The library's ID token algorithms, and HS256 as Keycloak's discovery
+  // lists it: a client registered with id_token_signed_response_alg HS256
+  // gets ID tokens keyed with its client secret.
+  enabledJWA: {
+    idTokenSigningAlgValues: ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA', 'HS256'],
+  },
   features: {
     devInteractions: { enabled: true },
     // Open registration: no initial access token.

@@ -29,7 +29,10 @@ const PROVIDERS: &[&str] = &[
     "oauth2",
 ];
 /// Keys that concern SAML only; an OAuth 2.0 source has no use for them.
-const SAML_KEYS: &[&str] = &["ISSUER", "REDIRECT_URI", "CERTIFICATE", "SIGN_REQUESTS"];
+const SAML_KEYS: &[&str] = &["REDIRECT_URI", "CERTIFICATE", "SIGN_REQUESTS"];
+/// Keys that only an OpenID Connect source reads (`ISSUER` is a SAML key
+/// too, with another meaning).
+const OPENID_CONNECT_KEYS: &[&str] = &["ISSUER", "ID_TOKEN_SIGNING_ALGORITHMS"];
 
 /// An OAuth 2.0 source as the administrator sees it; never its secret.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
@@ -354,7 +357,13 @@ pub(crate) fn checked_section(
             PROVIDERS.join(", ")
         ));
     };
+    let openid_connect = matches!(*provider, "openidConnect" | "oidc");
     for (key, value) in &section {
+        if !openid_connect && OPENID_CONNECT_KEYS.contains(&key.as_str()) {
+            return invalid(format!(
+                "{key} is a key of OpenID Connect sources only (PROVIDER = openidConnect), not of PROVIDER = {provider}"
+            ));
+        }
         let spec = schema::key_spec(SECTION, key)
             .filter(|_| !SAML_KEYS.contains(&key.as_str()))
             .ok_or_else(|| {
@@ -813,6 +822,42 @@ mod tests {
             .starts_with("AUTO_REGISTER = \"yes\": expected a boolean")
         );
         assert_eq!(refusal(&[("PROVIDER", "github")]), "CLIENT_ID is required");
+        let discovery = (
+            "OPENID_CONNECT_AUTO_DISCOVERY_URL",
+            "https://id.example.com/.well-known/openid-configuration",
+        );
+        let ok = checked_section(section(&[
+            ("PROVIDER", "oidc"),
+            ("CLIENT_ID", "x"),
+            discovery,
+            ("ISSUER", "https://id.example.com/tenant"),
+            ("ID_TOKEN_SIGNING_ALGORITHMS", "RS256,HS256"),
+        ]))
+        .expect("OpenID Connect keys");
+        assert_eq!(
+            ok.get("ID_TOKEN_SIGNING_ALGORITHMS").map(String::as_str),
+            Some("RS256,HS256")
+        );
+        assert_eq!(
+            refusal(&[
+                ("PROVIDER", "oidc"),
+                ("CLIENT_ID", "x"),
+                discovery,
+                ("ID_TOKEN_SIGNING_ALGORITHMS", "RS256, none")
+            ]),
+            format!(
+                "ID_TOKEN_SIGNING_ALGORITHMS = \"RS256, none\": expected a comma-separated list of {}",
+                schema::ID_TOKEN_ALGORITHMS.join(", ")
+            )
+        );
+        assert_eq!(
+            refusal(&[
+                ("PROVIDER", "github"),
+                ("CLIENT_ID", "x"),
+                ("ISSUER", "https://github.com")
+            ]),
+            "ISSUER is a key of OpenID Connect sources only (PROVIDER = openidConnect), not of PROVIDER = github"
+        );
     }
 
     #[test]
