@@ -771,6 +771,7 @@ async fn oauth2(app: App, cmd: OAuth2Cmd) -> anyhow::Result<()> {
                 name,
                 redirect_uris,
                 confidential: !public,
+                id_token_signed_response_alg: None,
             };
             let (a, secret) = apps::create(
                 &app.db,
@@ -792,14 +793,15 @@ async fn oauth2(app: App, cmd: OAuth2Cmd) -> anyhow::Result<()> {
             println!("Deleted {client_id}.");
         }
         OAuth2Cmd::RotateKey => {
-            let kid = keys::rotate(
+            let kids = keys::rotate(
                 &app.db,
                 &app.key,
                 &app.config().oauth2.jwt_signing_algorithm,
             )
             .await?;
             println!(
-                "New signing key {kid}; the previous one stays published until its tokens expire."
+                "New signing keys {}; the previous ones stay published until their tokens expire.",
+                kids.join(", ")
             );
         }
     }

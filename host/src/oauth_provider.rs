@@ -85,6 +85,18 @@ pub enum Error {
     /// `expired_token`: the device code expired; start again.
     #[error("the device code has expired")]
     ExpiredToken,
+    /// `login_required` (OpenID Connect Core §3.1.2.6): `prompt=none`, and
+    /// nobody is signed in, or the sign-in is older than `max_age`.
+    #[error("{0}")]
+    LoginRequired(String),
+    /// `consent_required`: `prompt=none`, and the user has not consented
+    /// to these scopes (or `prompt=consent` was asked with it).
+    #[error("{0}")]
+    ConsentRequired(String),
+    /// `interaction_required`: `prompt=none`, and the user must do
+    /// something else first (enrol a second factor).
+    #[error("{0}")]
+    InteractionRequired(String),
     /// An application the caller does not own, or none with this id.
     #[error("no such application")]
     NotFound,
@@ -119,9 +131,34 @@ impl Error {
             Error::AuthorizationPending => "authorization_pending",
             Error::SlowDown => "slow_down",
             Error::ExpiredToken => "expired_token",
+            Error::LoginRequired(_) => "login_required",
+            Error::ConsentRequired(_) => "consent_required",
+            Error::InteractionRequired(_) => "interaction_required",
             Error::NotFound => "invalid_request",
             Error::Internal(_) | Error::Db(_) => "server_error",
         }
+    }
+
+    /// The `error_description` sent to the client: the text, in the
+    /// characters RFC 6749 allows there (§4.1.2.1 and §5.2: %x20-21 /
+    /// %x23-5B / %x5D-7E). Every error the provider sends goes through
+    /// here, because the texts quote what the client sent, which may hold
+    /// anything: `"` becomes `'`, `\` becomes `/`, and any other character
+    /// outside the set `?`. An internal failure is described as such, its
+    /// cause only logged.
+    pub fn description(&self) -> String {
+        let text = match self {
+            Error::Internal(_) | Error::Db(_) => "internal error".to_string(),
+            e => e.to_string(),
+        };
+        text.chars()
+            .map(|c| match c {
+                '"' => '\'',
+                '\\' => '/',
+                ' '..='~' => c,
+                _ => '?',
+            })
+            .collect()
     }
 }
 
@@ -145,7 +182,7 @@ pub fn parse_scope(scope: &str) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for item in scope.split_whitespace() {
         if !OIDC_SCOPES.contains(&item) && !TOKEN_SCOPES.contains(&item) {
-            return Err(Error::InvalidScope(format!("unknown scope {item:?}")));
+            return Err(Error::InvalidScope(format!("unknown scope '{item}'")));
         }
         if !out.iter().any(|s| s == item) {
             out.push(item.to_string());
@@ -192,6 +229,25 @@ mod tests {
         assert!(t.allows(Access::Read, Area::Repository));
         assert!(!t.allows(Access::Write, Area::Repository));
         assert_eq!(parse_scope("").expect("default"), ["read:user"]);
+    }
+
+    #[test]
+    fn descriptions_keep_to_the_characters_rfc_6749_allows() {
+        let e = parse_scope("openid fr\"ob\\n\u{e9}\u{7f}\tx").expect_err("unknown scope");
+        let text = e.description();
+        assert_eq!(text, "unknown scope 'fr'ob/n??'");
+        let e = parse_scope("x\u{1}y").expect_err("unknown scope");
+        assert!(
+            e.description()
+                .bytes()
+                .all(|b| matches!(b, 0x20..=0x21 | 0x23..=0x5b | 0x5d..=0x7e)),
+            "{}",
+            e.description()
+        );
+        assert_eq!(
+            Error::Internal("key \"x\" lost".into()).description(),
+            "internal error"
+        );
     }
 
     #[test]

@@ -580,6 +580,10 @@ struct LoginPage {
 struct LoginQuery {
     #[serde(default)]
     redirect_to: String,
+    /// `login`: the form is shown to a signed-in user too, who must sign
+    /// in again (an OpenID client's `prompt=login` or `max_age`).
+    #[serde(default)]
+    prompt: String,
 }
 
 /// The cookie that carries `redirect_to` across the sign-in steps (as
@@ -604,7 +608,7 @@ async fn login_form(
     axum::extract::Query(query): axum::extract::Query<LoginQuery>,
 ) -> Result<Response, WebError> {
     let target = local_path(&query.redirect_to);
-    if viewer.user().is_some() {
+    if viewer.user().is_some() && query.prompt != "login" {
         return Ok(Redirect::to(target.unwrap_or("/")).into_response());
     }
     let (csrf, mut jar) = viewer.csrf(&app);
@@ -693,6 +697,16 @@ async fn login(
     }
 }
 
+/// A signed-in user who signs in again (`prompt=login`) gets a new
+/// session cookie; the session the old one opened ends, rather than living
+/// on unreachable until it expires.
+async fn end_replaced_session(app: &App, viewer: &Viewer) -> Result<(), WebError> {
+    if let Some(c) = viewer.jar.get(sessions::COOKIE) {
+        sessions::end(&app.db, c.value()).await?;
+    }
+    Ok(())
+}
+
 /// Opens a session for `user` and rotates the CSRF token, so a token seen
 /// before sign-in is worthless after it.
 async fn start_session(
@@ -702,6 +716,7 @@ async fn start_session(
     user: &User,
     remember: bool,
 ) -> Result<Response, WebError> {
+    end_replaced_session(app, &viewer).await?;
     let (value, session) =
         sessions::create(&app.db, user.id, remember, user_agent(headers)).await?;
     let max_age = remember.then(|| session.expires - session.created);
@@ -742,6 +757,7 @@ async fn start_second_step(
     factors: &[String],
     remember: bool,
 ) -> Result<Response, WebError> {
+    end_replaced_session(app, &viewer).await?;
     let (value, _) =
         sessions::create_awaiting_second_factor(&app.db, user.id, remember, user_agent(headers))
             .await?;

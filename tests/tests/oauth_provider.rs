@@ -12,8 +12,9 @@
 use std::time::Duration;
 
 use openidconnect::core::{
-    CoreAuthenticationFlow, CoreClient, CoreErrorResponseType, CoreIdTokenClaims,
-    CoreJwsSigningAlgorithm, CoreTokenResponse, CoreTokenType, CoreUserInfoClaims,
+    CoreAuthErrorResponseType, CoreAuthPrompt, CoreAuthenticationFlow, CoreClient,
+    CoreErrorResponseType, CoreIdTokenClaims, CoreIdTokenVerifier, CoreJwsSigningAlgorithm,
+    CoreTokenResponse, CoreTokenType, CoreUserInfoClaims,
 };
 use openidconnect::{
     AccessTokenHash, AuthType, AuthorizationCode, ClientId, ClientSecret, CsrfToken,
@@ -324,6 +325,17 @@ struct Flow {
 }
 
 fn library_flow(client: &Oidc, scopes: &[&str]) -> Flow {
+    prompted_flow(client, scopes, &[], None)
+}
+
+/// [`library_flow`] with OpenID Connect Core §3.1.2.1's `prompt` values and
+/// `max_age`, as the library sends them.
+fn prompted_flow(
+    client: &Oidc,
+    scopes: &[&str],
+    prompts: &[CoreAuthPrompt],
+    max_age: Option<Duration>,
+) -> Flow {
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let mut request = client
         .authorize_url(
@@ -334,6 +346,12 @@ fn library_flow(client: &Oidc, scopes: &[&str]) -> Flow {
         .set_pkce_challenge(challenge);
     for s in scopes {
         request = request.add_scope(Scope::new((*s).to_string()));
+    }
+    for p in prompts {
+        request = request.add_prompt(p.clone());
+    }
+    if let Some(max_age) = max_age {
+        request = request.set_max_age(max_age);
     }
     let (url, state, nonce) = request.url();
     assert_eq!(
@@ -1257,15 +1275,20 @@ async fn a_disabled_provider_answers_404() {
     }
 }
 
-/// `[oauth2] JWT_SIGNING_ALGORITHM = ES256` and `EdDSA`: discovery names
-/// the algorithm, the JWKS holds the matching key, and the library verifies
-/// the ID token's signature with it.
+/// `[oauth2] JWT_SIGNING_ALGORITHM = ES256` and `EdDSA`: discovery offers
+/// RS256 and the configured algorithm (OpenID Connect Discovery §3, Core
+/// §15.1), the JWKS holds a key of each. A client that registered no
+/// algorithm gets RS256 ID tokens, which the library's default verifier
+/// (RS256 alone, as most libraries' defaults) accepts; a client registered
+/// with `id_token_signed_response_alg` gets ID tokens signed with it, which
+/// the library verifies against the JWKS.
 #[tokio::test]
 async fn ec_and_ed25519_keys_sign_id_tokens_the_library_verifies() {
+    let rs256 = CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256;
     for backend in backends() {
-        for (alg, jws) in [
-            ("ES256", CoreJwsSigningAlgorithm::EcdsaP256Sha256),
-            ("EdDSA", CoreJwsSigningAlgorithm::EdDsa),
+        for (alg, jws, not_offered) in [
+            ("ES256", CoreJwsSigningAlgorithm::EcdsaP256Sha256, "EdDSA"),
+            ("EdDSA", CoreJwsSigningAlgorithm::EdDsa, "ES256"),
         ] {
             let server = start(
                 &backend,
@@ -1273,13 +1296,89 @@ async fn ec_and_ed25519_keys_sign_id_tokens_the_library_verifies() {
             )
             .await;
             server.create_user("erin", PW, false);
+            let doc: Value = reqwest::get(server.url("/.well-known/openid-configuration"))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(
+                doc["id_token_signing_alg_values_supported"],
+                json!(["RS256", alg]),
+                "{backend}"
+            );
+            let keys: Value = reqwest::get(server.url("/login/oauth/keys"))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let mut published: Vec<&str> = keys["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|k| k["alg"].as_str())
+                .collect();
+            published.sort();
+            let mut want = vec!["RS256", alg];
+            want.sort();
+            assert_eq!(published, want, "{backend}: {keys}");
+
             let redirect = "http://127.0.0.1:4321/callback";
-            let app = register(&server, "erin", "Erin's tool", &[redirect], false).await;
             let browser = server.signed_in("erin", PW).await;
             let http = bare();
-            let oidc = oidc_client(&server, &http, &app, redirect).await;
+            let provider = discover(&server, &http).await;
+            let default_verifier = |app: &App| {
+                CoreIdTokenVerifier::new_public_client(
+                    ClientId::new(app.client_id.clone()),
+                    provider.issuer().clone(),
+                    provider.jwks().clone(),
+                )
+            };
+
+            // A client that registered nothing, fixed to RS256.
+            let plain = register(&server, "erin", "Erin's tool", &[redirect], false).await;
+            let oidc = oidc_client(&server, &http, &plain, redirect).await;
             let flow = library_flow(&oidc, &["profile"]);
             let code = obtain_code(&browser, &flow.url, "tool").await;
+            let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+            let id_token = token.id_token().expect("an ID token: openid was granted");
+            assert_eq!(*id_token.signing_alg().unwrap(), rs256, "{backend} {alg}");
+            let claims = id_token
+                .claims(&default_verifier(&plain), &flow.nonce)
+                .unwrap_or_else(|e| {
+                    panic!("{backend} {alg}: an RS256-only client refuses the ID token: {e:?}")
+                });
+            assert_eq!(
+                claims.preferred_username().map(|u| u.as_str()),
+                Some("erin")
+            );
+
+            // A client registered for the configured algorithm.
+            let (s, b) = api(
+                &server,
+                reqwest::Method::POST,
+                "/api/v1/user/applications/oauth2",
+                "erin",
+                Some(json!({
+                    "name": "Erin's dashboard",
+                    "redirect_uris": [redirect],
+                    "confidential_client": false,
+                    "id_token_signed_response_alg": alg,
+                })),
+            )
+            .await;
+            assert_eq!(s, StatusCode::CREATED, "{backend}: {b}");
+            assert_eq!(b["id_token_signed_response_alg"], alg, "{b}");
+            let modern = App {
+                id: b["id"].as_i64().unwrap(),
+                client_id: b["client_id"].as_str().unwrap().to_string(),
+                client_secret: String::new(),
+                confidential: false,
+            };
+            let oidc = oidc_client(&server, &http, &modern, redirect).await;
+            let flow = library_flow(&oidc, &["profile"]);
+            let code = obtain_code(&browser, &flow.url, "dashboard").await;
             let token = library_exchange(&oidc, &http, code, flow.verifier).await;
             let id_token = token.id_token().expect("an ID token: openid was granted");
             let verifier = oidc.id_token_verifier().set_allowed_algs(vec![jws.clone()]);
@@ -1290,19 +1389,62 @@ async fn ec_and_ed25519_keys_sign_id_tokens_the_library_verifies() {
                 claims.preferred_username().map(|u| u.as_str()),
                 Some("erin")
             );
-            // A verifier that allows RS256 alone refuses it: the token is
-            // really signed with the configured algorithm.
-            let rs256_only = oidc
-                .id_token_verifier()
-                .set_allowed_algs(vec![CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256]);
-            assert!(id_token.claims(&rs256_only, &flow.nonce).is_err(), "{alg}");
-            let keys: Value = reqwest::get(server.url("/login/oauth/keys"))
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            assert_eq!(keys["keys"][0]["alg"], alg, "{backend}: {keys}");
+            // Really signed with the registered algorithm: RS256 alone refuses.
+            assert!(
+                id_token
+                    .claims(&default_verifier(&modern), &flow.nonce)
+                    .is_err(),
+                "{alg}"
+            );
+
+            // An algorithm the site does not sign with is refused, at
+            // registration and at a change; the plain client moves to the
+            // configured one, and its next ID token is signed with it.
+            for refused in [not_offered, "HS256", "none"] {
+                let (s, b) = api(
+                    &server,
+                    reqwest::Method::POST,
+                    "/api/v1/user/applications/oauth2",
+                    "erin",
+                    Some(json!({
+                        "name": "Refused",
+                        "redirect_uris": [redirect],
+                        "id_token_signed_response_alg": refused,
+                    })),
+                )
+                .await;
+                assert_eq!(
+                    s,
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "{backend} {refused}: {b}"
+                );
+            }
+            let path = format!("/api/v1/user/applications/oauth2/{}", plain.id);
+            let (s, b) = api(
+                &server,
+                reqwest::Method::PATCH,
+                &path,
+                "erin",
+                Some(json!({"id_token_signed_response_alg": not_offered})),
+            )
+            .await;
+            assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{backend}: {b}");
+            let (s, b) = api(
+                &server,
+                reqwest::Method::PATCH,
+                &path,
+                "erin",
+                Some(json!({"id_token_signed_response_alg": alg})),
+            )
+            .await;
+            assert_eq!(s, StatusCode::OK, "{backend}: {b}");
+            assert_eq!(b["id_token_signed_response_alg"], alg, "{b}");
+            let oidc = oidc_client(&server, &http, &plain, redirect).await;
+            let flow = library_flow(&oidc, &["profile"]);
+            let code = obtain_code(&browser, &flow.url, "tool").await;
+            let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+            let id_token = token.id_token().expect("an ID token");
+            assert_eq!(*id_token.signing_alg().unwrap(), jws, "{backend} {alg}");
         }
     }
 }
@@ -1418,5 +1560,542 @@ async fn an_expired_code_is_refused() {
         // the first.
         let code = obtain_code(&browser, &url, "CI").await;
         exchange_raw(&server, &app, &code, REDIRECT, &verifier).await;
+    }
+}
+
+// ------------------------------------------- OpenID Connect Core §3.1.2.1
+
+/// Every byte of an `error_description` is one RFC 6749 §4.1.2.1 and §5.2
+/// allow: %x20-21 / %x23-5B / %x5D-7E.
+fn assert_description_chars(description: &str) {
+    assert!(
+        description
+            .bytes()
+            .all(|b| matches!(b, 0x20..=0x21 | 0x23..=0x5b | 0x5d..=0x7e)),
+        "error_description holds a character RFC 6749 does not allow there: {description:?}"
+    );
+}
+
+/// The authorization error the library reads from where the provider sent
+/// the browser: the client's redirect URI, with the code, the request's
+/// state, an `error_description` in the allowed characters, and no code.
+async fn assert_auth_error(
+    browser: &reqwest::Client,
+    auth_url: &Url,
+    expected: CoreAuthErrorResponseType,
+) {
+    let res = browser.get(auth_url.clone()).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "{auth_url}");
+    let landing = location(&res);
+    assert_lands_on(&landing, &query(auth_url, "redirect_uri").unwrap());
+    let error = query(&landing, "error").unwrap_or_else(|| panic!("no error in {landing}"));
+    let read: CoreAuthErrorResponseType = serde_json::from_value(json!(error)).unwrap();
+    assert_eq!(read, expected, "{landing}");
+    assert_eq!(query(&landing, "state"), query(auth_url, "state"));
+    assert_eq!(query(&landing, "code"), None, "nothing granted: {landing}");
+    assert_description_chars(&query(&landing, "error_description").unwrap_or_default());
+}
+
+/// `url` without `max_age` and without `login` among its `prompt` values:
+/// the request as it is asked again after the sign-in that satisfied them.
+fn without_reauthentication(url: &Url) -> Url {
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .into_owned()
+        .filter(|(k, _)| k != "max_age")
+        .filter_map(|(k, v)| {
+            if k != "prompt" {
+                return Some((k, v));
+            }
+            let rest: Vec<&str> = v.split(' ').filter(|p| *p != "login").collect();
+            (!rest.is_empty()).then(|| (k, rest.join(" ")))
+        })
+        .collect();
+    let mut out = url.clone();
+    out.query_pairs_mut().clear().extend_pairs(&pairs);
+    out
+}
+
+/// `auth_url` makes the signed-in `browser` sign in again: it is sent to
+/// the sign-in page, which shows it the form (rather than sending a
+/// signed-in user on), and after signing in it is back at the request
+/// ([`without_reauthentication`]); returns that URL.
+async fn sign_in_again(
+    server: &Server,
+    browser: &reqwest::Client,
+    auth_url: &Url,
+    user: &str,
+) -> Url {
+    let backend = &server.backend;
+    let to = sent_to_sign_in(server, browser, auth_url.as_str()).await;
+    let expected = without_reauthentication(auth_url);
+    assert!(
+        same_request(&to.back, &expected),
+        "{backend}: redirect_to {} is not {expected}",
+        to.redirect_to
+    );
+    let res = browser.get(to.login.clone()).send().await.unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "{backend}: the signed-in user is shown the sign-in form (Location: {:?})",
+        res.headers().get("location")
+    );
+    let page = res.text().await.unwrap();
+    let form = form(&page, "/user/login");
+    let mut fields = form.hidden.clone();
+    fields.push(("user_name".into(), user.into()));
+    fields.push(("password".into(), PW.into()));
+    let res = browser
+        .post(to.login.join(&form.action).unwrap())
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}: signs in");
+    let back = location(&res);
+    assert!(
+        same_request(&back, &expected),
+        "{backend}: after signing in the browser goes to {back}, not back to {expected}"
+    );
+    back
+}
+
+/// The library verifies the ID token of a request that sent `max_age`:
+/// as [`verified_claims`], and `auth_time` must be there and within
+/// `max_age` (OpenID Connect Core §3.1.3.7, step 13). Returns `auth_time`.
+fn verified_auth_time(
+    client: &Oidc,
+    token: &CoreTokenResponse,
+    nonce: &Nonce,
+    max_age: Duration,
+) -> i64 {
+    let claims = verified_claims(client, token, nonce);
+    let id_token = token.id_token().expect("an ID token: openid was granted");
+    let verifier = client
+        .id_token_verifier()
+        .set_auth_time_verifier_fn(move |t| {
+            let t = t.ok_or("no auth_time, though max_age was sent")?;
+            let age = postern_tests::unix_now() as i64 - t.timestamp();
+            // A few seconds of allowance, as clients allow for clock skew.
+            if age <= max_age.as_secs() as i64 + 5 {
+                Ok(())
+            } else {
+                Err(format!("auth_time is {age} s old, max_age {max_age:?}"))
+            }
+        });
+    id_token
+        .claims(&verifier, nonce)
+        .unwrap_or_else(|e| panic!("auth_time: {e:?}"));
+    claims.auth_time().expect("auth_time").timestamp()
+}
+
+/// Sleeps until the Unix clock reads at least `t`.
+async fn until(t: u64) {
+    while postern_tests::unix_now() < t {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn prompt_and_max_age_are_obeyed_as_openid_connect_core_says() {
+    use CoreAuthErrorResponseType::{ConsentRequired, InvalidRequest, LoginRequired};
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("pat", PW, false);
+        let app = register(&server, "pat", "Grafana", &[REDIRECT], true).await;
+        let http = bare();
+        let oidc = oidc_client(&server, &http, &app, REDIRECT).await;
+        let none = [CoreAuthPrompt::None];
+        let scopes = ["profile"];
+
+        // prompt=none and nobody signed in: login_required, back at the
+        // client, not the sign-in page.
+        let flow = prompted_flow(&oidc, &scopes, &none, None);
+        assert_auth_error(&client(), &flow.url, LoginRequired).await;
+
+        // Signed in, but no consent yet: consent_required.
+        let signed_in_at = postern_tests::unix_now() as i64;
+        let browser = server.signed_in("pat", PW).await;
+        let flow = prompted_flow(&oidc, &scopes, &none, None);
+        assert_auth_error(&browser, &flow.url, ConsentRequired).await;
+        // none with another value is an invalid request (§3.1.2.1).
+        let flow = prompted_flow(
+            &oidc,
+            &scopes,
+            &[CoreAuthPrompt::None, CoreAuthPrompt::Login],
+            None,
+        );
+        assert_auth_error(&browser, &flow.url, InvalidRequest).await;
+
+        // Consent once; then prompt=none answers with a code at once, and
+        // the ID token says when the user signed in.
+        let flow = library_flow(&oidc, &scopes);
+        let code = obtain_code(&browser, &flow.url, "Grafana").await;
+        library_exchange(&oidc, &http, code, flow.verifier).await;
+        let hour = Duration::from_secs(3600);
+        let flow = prompted_flow(&oidc, &scopes, &none, Some(hour));
+        let code = obtain_code(&browser, &flow.url, "Grafana").await;
+        let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+        let first = verified_auth_time(&oidc, &token, &flow.nonce, hour);
+        assert!(
+            (signed_in_at..=postern_tests::unix_now() as i64).contains(&first),
+            "{backend}: auth_time {first} is the sign-in at {signed_in_at}"
+        );
+
+        // prompt=consent: the page, though consent is remembered.
+        let flow = prompted_flow(&oidc, &scopes, &[CoreAuthPrompt::Consent], None);
+        consent_page(&browser, &flow.url, "Grafana").await;
+
+        // The sign-in is now older than a second.
+        until(first as u64 + 2).await;
+        let second = Duration::from_secs(1);
+        // max_age=1 with prompt=none: login_required.
+        let flow = prompted_flow(&oidc, &scopes, &none, Some(second));
+        assert_auth_error(&browser, &flow.url, LoginRequired).await;
+        // max_age=1: the user signs in again and comes back for a code whose
+        // ID token carries the new sign-in's time.
+        let flow = prompted_flow(&oidc, &scopes, &[], Some(second));
+        let before = postern_tests::unix_now() as i64;
+        let back = sign_in_again(&server, &browser, &flow.url, "pat").await;
+        let code = obtain_code(&browser, &back, "Grafana").await;
+        let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+        let again = verified_auth_time(&oidc, &token, &flow.nonce, second);
+        assert!(again >= before, "{backend}: auth_time {again} < {before}");
+
+        // prompt=login, with a sign-in a second old: signed in once more.
+        until(again as u64 + 1).await;
+        let flow = prompted_flow(&oidc, &scopes, &[CoreAuthPrompt::Login], None);
+        let before = postern_tests::unix_now() as i64;
+        let back = sign_in_again(&server, &browser, &flow.url, "pat").await;
+        let code = obtain_code(&browser, &back, "Grafana").await;
+        let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+        let claims = verified_claims(&oidc, &token, &flow.nonce);
+        let latest = claims.auth_time().expect("auth_time").timestamp();
+        assert!(
+            latest >= before && latest > again,
+            "{backend}: auth_time {latest} is not the new sign-in (after {before})"
+        );
+        // A visitor asked for prompt=login signs in as anybody does, once.
+        let visitor = client();
+        let flow = prompted_flow(&oidc, &scopes, &[CoreAuthPrompt::Login], None);
+        let to = sent_to_sign_in(&server, &visitor, flow.url.as_str()).await;
+        assert!(
+            same_request(&to.back, &without_reauthentication(&flow.url)),
+            "{backend}: {}",
+            to.redirect_to
+        );
+    }
+}
+
+/// `[security] ENABLE_2FA` and a user without a second factor: the user
+/// must enrol before anything else, which `prompt=none` rules out, so the
+/// client hears `interaction_required`.
+#[tokio::test]
+async fn prompt_none_answers_interaction_required_when_enrolment_is_due() {
+    for backend in backends() {
+        let server = start(&backend, "[security]\nENABLE_2FA = true\n").await;
+        server.create_user("quinn", PW, false);
+        let out = server.cli(&[
+            "admin",
+            "oauth2",
+            "create",
+            "--name",
+            "Wiki",
+            "--redirect-uri",
+            REDIRECT,
+        ]);
+        let printed = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{printed}");
+        let line = |key: &str| {
+            printed
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .unwrap_or_else(|| panic!("{key} in {printed}"))
+                .trim()
+                .to_string()
+        };
+        let app = App {
+            id: 0,
+            client_id: line("client_id:"),
+            client_secret: line("client_secret:"),
+            confidential: true,
+        };
+        let http = bare();
+        let oidc = oidc_client(&server, &http, &app, REDIRECT).await;
+        let browser = server.signed_in("quinn", PW).await;
+        let flow = prompted_flow(&oidc, &["profile"], &[CoreAuthPrompt::None], None);
+        assert_auth_error(
+            &browser,
+            &flow.url,
+            CoreAuthErrorResponseType::InteractionRequired,
+        )
+        .await;
+        // Without prompt=none the user is sent to enrol, as from any page.
+        let flow = library_flow(&oidc, &["profile"]);
+        let res = browser.get(flow.url.clone()).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        assert_eq!(
+            location(&res).path(),
+            "/user/settings/security",
+            "{backend}"
+        );
+    }
+}
+
+// ------------------------------------------------------- RFC 6749 §6
+
+/// A refresh grant by the library that asks for `scopes`.
+async fn library_refresh_scoped(
+    client: &Oidc,
+    http: &reqwest::Client,
+    refresh_token: &RefreshToken,
+    scopes: &[&str],
+) -> Result<CoreTokenResponse, CoreErrorResponseType> {
+    client
+        .exchange_refresh_token(refresh_token)
+        .expect("discovery names a token endpoint")
+        .add_scopes(scopes.iter().map(|s| Scope::new((*s).to_string())))
+        .request_async(http)
+        .await
+        .map_err(library_error)
+}
+
+#[tokio::test]
+async fn a_refused_refresh_changes_nothing_and_a_narrowed_one_keeps_the_grant() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("rita", PW, false);
+        let app = register(&server, "rita", "Buildbot", &[REDIRECT], true).await;
+        let browser = server.signed_in("rita", PW).await;
+        let http = bare();
+        let oidc = oidc_client(&server, &http, &app, REDIRECT).await;
+        let flow = library_flow(&oidc, &["profile", "read:repository"]);
+        let code = obtain_code(&browser, &flow.url, "Buildbot").await;
+        let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+        let access = token.access_token().secret().clone();
+        let refresh = token.refresh_token().expect("a refresh token").clone();
+        let introspect = |token: String| {
+            let (server, app) = (&server, &app);
+            async move {
+                let (s, _, b) = client_post(
+                    server,
+                    "/login/oauth/introspect",
+                    ClientAuth::basic(app),
+                    &[("token", &token)],
+                )
+                .await;
+                assert_eq!(s, StatusCode::OK, "{b}");
+                b
+            }
+        };
+
+        // Wider than granted: invalid_scope, twice, and nothing else.
+        for _ in 0..2 {
+            let wider = library_refresh_scoped(
+                &oidc,
+                &http,
+                &refresh,
+                &["openid", "profile", "write:repository"],
+            )
+            .await;
+            assert_eq!(
+                wider.err(),
+                Some(CoreErrorResponseType::InvalidScope),
+                "{backend}"
+            );
+        }
+        let facts = introspect(refresh.secret().clone()).await;
+        assert_eq!(
+            facts["active"], true,
+            "{backend}: the refresh token is spent: {facts}"
+        );
+        let (s, _) = bearer(&server, "/api/v1/user", &access).await;
+        assert_eq!(s, StatusCode::OK, "{backend}: the grant was revoked");
+
+        // The client's ordinary retry, narrowed to profile: a new pair,
+        // the access token narrowed, the refresh token not.
+        let narrowed = library_refresh_scoped(&oidc, &http, &refresh, &["openid", "profile"])
+            .await
+            .unwrap_or_else(|e| panic!("{backend}: the retry is refused: {e:?}"));
+        let mut asked = scopes_of(&narrowed);
+        asked.sort();
+        assert_eq!(asked, ["openid", "profile"], "{backend}");
+        let narrow_access = narrowed.access_token().secret().clone();
+        let facts = introspect(narrow_access.clone()).await;
+        assert_eq!(facts["scope"], "openid profile", "{backend}: {facts}");
+        let next_refresh = narrowed.refresh_token().expect("rotation").clone();
+        let facts = introspect(next_refresh.secret().clone()).await;
+        let mut kept: Vec<&str> = facts["scope"].as_str().unwrap().split(' ').collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            ["openid", "profile", "read:repository"],
+            "{backend}: the new refresh token keeps the grant: {facts}"
+        );
+
+        // So the next refresh, without scope, has the whole grant back.
+        let whole = library_refresh(&oidc, &http, &next_refresh)
+            .await
+            .unwrap_or_else(|e| panic!("{backend}: {e:?}"));
+        let mut all = scopes_of(&whole);
+        all.sort();
+        assert_eq!(all, ["openid", "profile", "read:repository"], "{backend}");
+
+        // Reuse is still reuse: the spent token, with a scope or without,
+        // revokes the family.
+        let replay =
+            library_refresh_scoped(&oidc, &http, &next_refresh, &["write:repository"]).await;
+        assert_eq!(
+            replay.err(),
+            Some(CoreErrorResponseType::InvalidGrant),
+            "{backend}"
+        );
+        let replay = library_refresh(&oidc, &http, &next_refresh).await;
+        assert_eq!(
+            replay.err(),
+            Some(CoreErrorResponseType::InvalidGrant),
+            "{backend}"
+        );
+        let (s, _) = bearer(&server, "/api/v1/user", whole.access_token().secret()).await;
+        assert_eq!(
+            s,
+            StatusCode::UNAUTHORIZED,
+            "{backend}: the family is revoked"
+        );
+    }
+}
+
+// ---------------------------------------- RFC 6749 §5.2, RFC 7009 §2.1
+
+/// `error_description` keeps to RFC 6749's characters, whatever the client
+/// sent; a revocation without `token` is an invalid request; and the
+/// authorization endpoint takes POST as well as GET (OpenID Connect Core
+/// §3.1.2.1).
+#[tokio::test]
+async fn errors_revocation_and_post_authorization_follow_the_rfcs() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("sam", PW, false);
+        let app = register(&server, "sam", "Matrix", &[REDIRECT], true).await;
+        let browser = server.signed_in("sam", PW).await;
+        let (challenge, verifier) = pkce();
+
+        // An unknown scope, quoted in the description, at the redirect.
+        let url = authorize_url(
+            &server,
+            &app.client_id,
+            REDIRECT,
+            "openid frob\"nicate\\",
+            Some(&challenge),
+        );
+        let res = browser.get(url.clone()).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        let landing = location(&res);
+        assert_eq!(query(&landing, "error").as_deref(), Some("invalid_scope"));
+        let description = query(&landing, "error_description").expect("a description");
+        assert_description_chars(&description);
+        assert!(description.contains("frob"), "{description}");
+
+        // And in the token endpoint's JSON, for every kind of refusal.
+        let code = obtain_code(
+            &browser,
+            &authorize_url(
+                &server,
+                &app.client_id,
+                REDIRECT,
+                "openid",
+                Some(&challenge),
+            ),
+            "Matrix",
+        )
+        .await;
+        let granted = exchange_raw(&server, &app, &code, REDIRECT, &verifier).await;
+        let refresh = granted["refresh_token"].as_str().unwrap();
+        let refusals = [
+            (
+                token_request(
+                    &server,
+                    ClientAuth::basic(&app),
+                    &[("grant_type", "urn:\"quoted\"\\grant")],
+                )
+                .await,
+                "unsupported_grant_type",
+            ),
+            (
+                refresh_raw(&server, &app, refresh, Some("openid \"écrire\"")).await,
+                "invalid_scope",
+            ),
+            (
+                refresh_raw(&server, &app, refresh, Some("openid write:repository")).await,
+                "invalid_scope",
+            ),
+        ];
+        for (answer, error) in &refusals {
+            assert_token_error(answer, StatusCode::BAD_REQUEST, error);
+            assert_description_chars(answer.2["error_description"].as_str().unwrap());
+        }
+
+        // RFC 7009 §2.1: `token` is required.
+        for fields in [vec![], vec![("token", "")]] {
+            let answer = client_post(
+                &server,
+                "/login/oauth/revoke",
+                ClientAuth::basic(&app),
+                &fields,
+            )
+            .await;
+            assert_token_error(&answer, StatusCode::BAD_REQUEST, "invalid_request");
+        }
+        // With one, the refresh token is revoked as before.
+        let (s, _, b) = client_post(
+            &server,
+            "/login/oauth/revoke",
+            ClientAuth::basic(&app),
+            &[("token", refresh)],
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{backend}: {b}");
+
+        // The library's request, posted form-encoded as a client's page
+        // would: the browser lands on the same request, and the code it
+        // yields verifies.
+        let http = bare();
+        let oidc = oidc_client(&server, &http, &app, REDIRECT).await;
+        let flow = library_flow(&oidc, &["profile"]);
+        let params: Vec<(String, String)> = flow.url.query_pairs().into_owned().collect();
+        let res = browser
+            .post(server.url("/login/oauth/authorize"))
+            .form(&params)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: POST authorize"
+        );
+        let next = location(&res);
+        assert!(same_request(&next, &flow.url), "{backend}: {next}");
+        let code = obtain_code(&browser, &next, "Matrix").await;
+        let token = library_exchange(&oidc, &http, code, flow.verifier).await;
+        let claims = verified_claims(&oidc, &token, &flow.nonce);
+        assert_eq!(claims.preferred_username().map(|u| u.as_str()), Some("sam"));
+        // A refused POST request still goes back to the client.
+        let flow = prompted_flow(&oidc, &["profile"], &[CoreAuthPrompt::None], None);
+        let params: Vec<(String, String)> = flow.url.query_pairs().into_owned().collect();
+        let res = client()
+            .post(server.url("/login/oauth/authorize"))
+            .form(&params)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend}");
+        assert_auth_error(
+            &client(),
+            &location(&res),
+            CoreAuthErrorResponseType::LoginRequired,
+        )
+        .await;
     }
 }

@@ -53,6 +53,7 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
         name: "bench".into(),
         redirect_uris: vec![REDIRECT.into()],
         confidential: true,
+        id_token_signed_response_alg: None,
     };
     let (client, secret) = apps::create(&app.db, Some(user.id), registration, 32).await?;
     let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD

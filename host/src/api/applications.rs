@@ -13,6 +13,7 @@ use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::oauth_provider::apps::{self, Registration};
+use crate::oauth_provider::keys;
 use crate::state::App;
 use crate::tokens::{Access, Area};
 
@@ -27,6 +28,8 @@ pub struct ApplicationView {
     pub client_secret: Option<String>,
     pub redirect_uris: Vec<String>,
     pub confidential_client: bool,
+    /// The algorithm of the application's ID tokens.
+    pub id_token_signed_response_alg: String,
     pub created: String,
     #[schema(value_type = Object)]
     pub _links: Links,
@@ -42,6 +45,7 @@ fn view(base: &str, app: apps::App, secret: Option<String>) -> ApplicationView {
         client_secret: secret,
         redirect_uris: app.redirect_uris,
         confidential_client: app.confidential,
+        id_token_signed_response_alg: app.id_token_signed_response_alg,
         created: rfc3339(app.created),
         _links: LinksBuilder::new(href.clone())
             .action(true, "edit", "PATCH", href.clone())
@@ -59,6 +63,11 @@ pub struct CreateApplication {
     /// (a native or single-page app) proves itself with PKCE. Default true.
     #[serde(default = "yes")]
     pub confidential_client: bool,
+    /// The algorithm the application's ID tokens are signed with (OpenID
+    /// Connect Dynamic Client Registration §2): `RS256` (the default), or
+    /// the site's `[oauth2] JWT_SIGNING_ALGORITHM`. Not in Gitea's API.
+    #[serde(default)]
+    pub id_token_signed_response_alg: Option<String>,
 }
 
 fn yes() -> bool {
@@ -72,8 +81,27 @@ pub struct EditApplication {
     pub name: Option<String>,
     pub redirect_uris: Option<Vec<String>>,
     pub confidential_client: Option<bool>,
+    /// The algorithm the application's ID tokens are signed with, as at
+    /// creation; absent, it stays.
+    #[serde(default)]
+    pub id_token_signed_response_alg: Option<String>,
     #[serde(default)]
     pub regenerate_secret: bool,
+}
+
+/// An `id_token_signed_response_alg` the site signs with: RS256 or the
+/// configured algorithm (422 otherwise).
+fn offered_alg(app: &App, alg: Option<String>) -> Result<Option<String>, ApiError> {
+    let configured = &app.config().oauth2.jwt_signing_algorithm;
+    match alg {
+        Some(a) if !keys::offered(configured).contains(&a.as_str()) => {
+            Err(ApiError::Unprocessable(format!(
+                "id_token_signed_response_alg: this site signs ID tokens with {}",
+                keys::offered(configured).join(" or ")
+            )))
+        }
+        other => Ok(other),
+    }
 }
 
 fn user_base(version: ApiVersion) -> String {
@@ -89,6 +117,7 @@ async fn create_for(
         name: body.name,
         redirect_uris: body.redirect_uris,
         confidential: body.confidential_client,
+        id_token_signed_response_alg: offered_alg(app, body.id_token_signed_response_alg)?,
     };
     Ok(apps::create(
         &app.db,
@@ -112,6 +141,7 @@ async fn edit_for(
             .redirect_uris
             .unwrap_or_else(|| current.redirect_uris.clone()),
         confidential: body.confidential_client.unwrap_or(current.confidential),
+        id_token_signed_response_alg: offered_alg(app, body.id_token_signed_response_alg)?,
     };
     let updated = apps::update(&app.db, &current, registration).await?;
     let secret = if body.regenerate_secret {
@@ -146,7 +176,7 @@ fn enabled(app: &App) -> Result<(), ApiError> {
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "The OAuth2 provider is off", body = ErrorBody),
         (status = 415, description = "The body is not JSON", body = ErrorBody),
-        (status = 422, description = "A name or redirect URI is missing or invalid", body = ErrorBody),
+        (status = 422, description = "A name, redirect URI or ID token algorithm is missing or invalid", body = ErrorBody),
     ),
     security(("session" = []), ("basic" = []), ("token" = []))
 )]
@@ -234,7 +264,7 @@ pub(crate) async fn get(
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "No such application of yours", body = ErrorBody),
         (status = 415, description = "The body is not JSON", body = ErrorBody),
-        (status = 422, description = "A name or redirect URI is invalid", body = ErrorBody),
+        (status = 422, description = "A name, redirect URI or ID token algorithm is invalid", body = ErrorBody),
     ),
     security(("session" = []), ("basic" = []), ("token" = []))
 )]
@@ -304,7 +334,7 @@ fn org_base(version: ApiVersion, org: &str) -> String {
         (status = 403, description = "Not an owner of the organization, or the token lacks write:organization", body = ErrorBody),
         (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
         (status = 415, description = "The body is not JSON", body = ErrorBody),
-        (status = 422, description = "A name or redirect URI is missing or invalid", body = ErrorBody),
+        (status = 422, description = "A name, redirect URI or ID token algorithm is missing or invalid", body = ErrorBody),
     ),
     security(("session" = []), ("basic" = []), ("token" = []))
 )]
@@ -369,7 +399,7 @@ pub(crate) async fn org_list(
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),
         (status = 404, description = "No such application of the organization", body = ErrorBody),
         (status = 415, description = "The body is not JSON", body = ErrorBody),
-        (status = 422, description = "A name or redirect URI is invalid", body = ErrorBody),
+        (status = 422, description = "A name, redirect URI or ID token algorithm is invalid", body = ErrorBody),
     ),
     security(("session" = []), ("basic" = []), ("token" = []))
 )]

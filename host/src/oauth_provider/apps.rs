@@ -23,9 +23,12 @@ pub struct App {
     /// (a native or browser app) with PKCE alone.
     pub confidential: bool,
     pub created: i64,
+    /// The algorithm its ID tokens are signed with (OpenID Connect Dynamic
+    /// Client Registration §2); RS256 unless it registered another.
+    pub id_token_signed_response_alg: String,
 }
 
-const COLUMNS: &str = "id, owner_id, name, client_id, redirect_uris, confidential, created";
+const COLUMNS: &str = "id, owner_id, name, client_id, redirect_uris, confidential, created, id_token_signed_response_alg";
 
 fn from_row(r: &AnyRow) -> std::result::Result<App, sqlx::Error> {
     let uris: String = r.try_get(4)?;
@@ -37,6 +40,7 @@ fn from_row(r: &AnyRow) -> std::result::Result<App, sqlx::Error> {
         redirect_uris: uris.lines().map(str::to_string).collect(),
         confidential: r.try_get::<i64, _>(5)? != 0,
         created: r.try_get(6)?,
+        id_token_signed_response_alg: r.try_get(7)?,
     })
 }
 
@@ -46,6 +50,9 @@ pub struct Registration {
     pub name: String,
     pub redirect_uris: Vec<String>,
     pub confidential: bool,
+    /// `id_token_signed_response_alg`: `None` keeps what the application
+    /// has (RS256 for a new one).
+    pub id_token_signed_response_alg: Option<String>,
 }
 
 impl Registration {
@@ -78,6 +85,14 @@ impl Registration {
                 )));
             }
         }
+        if let Some(alg) = &self.id_token_signed_response_alg
+            && !super::keys::SIGNING_ALGS.contains(&alg.as_str())
+        {
+            return Err(Error::Invalid(format!(
+                "id_token_signed_response_alg: {alg:?} is not one of {}",
+                super::keys::SIGNING_ALGS.join(", ")
+            )));
+        }
         Ok(self)
     }
 }
@@ -105,9 +120,13 @@ pub async fn create(
 ) -> Result<(App, String)> {
     let r = registration.checked()?;
     let secret = new_secret(min_secret_len);
+    let alg = r
+        .id_token_signed_response_alg
+        .as_deref()
+        .unwrap_or(super::keys::DEFAULT_ALG);
     let row = sqlx::query(&format!(
-        "INSERT INTO oauth_apps (owner_id, name, client_id, secret_hash, redirect_uris, confidential, created) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
+        "INSERT INTO oauth_apps (owner_id, name, client_id, secret_hash, redirect_uris, confidential, created, id_token_signed_response_alg) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
     ))
     .bind(owner_id)
     .bind(&r.name)
@@ -116,6 +135,7 @@ pub async fn create(
     .bind(r.redirect_uris.join("\n"))
     .bind(i64::from(r.confidential))
     .bind(now())
+    .bind(alg)
     .fetch_one(db.pool())
     .await?;
     Ok((from_row(&row)?, secret))
@@ -171,15 +191,20 @@ pub async fn by_client_id(db: &Db, client_id: &str) -> Result<Option<App>> {
     Ok(row.as_ref().map(from_row).transpose()?)
 }
 
-/// Changes an application's name, redirect URIs and kind.
+/// Changes an application's name, redirect URIs, kind and (when given) ID
+/// token algorithm.
 pub async fn update(db: &Db, app: &App, registration: Registration) -> Result<App> {
     let r = registration.checked()?;
+    let alg = r
+        .id_token_signed_response_alg
+        .unwrap_or_else(|| app.id_token_signed_response_alg.clone());
     sqlx::query(
-        "UPDATE oauth_apps SET name = $1, redirect_uris = $2, confidential = $3 WHERE id = $4",
+        "UPDATE oauth_apps SET name = $1, redirect_uris = $2, confidential = $3, id_token_signed_response_alg = $4 WHERE id = $5",
     )
     .bind(&r.name)
     .bind(r.redirect_uris.join("\n"))
     .bind(i64::from(r.confidential))
+    .bind(&alg)
     .bind(app.id)
     .execute(db.pool())
     .await?;
@@ -187,6 +212,7 @@ pub async fn update(db: &Db, app: &App, registration: Registration) -> Result<Ap
         name: r.name,
         redirect_uris: r.redirect_uris,
         confidential: r.confidential,
+        id_token_signed_response_alg: alg,
         ..app.clone()
     })
 }
@@ -229,7 +255,7 @@ pub async fn authenticate(db: &Db, client_id: &str, secret: Option<&str>) -> Res
     .await?
     .ok_or_else(unknown)?;
     let app = from_row(&row)?;
-    let stored: String = row.try_get(7)?;
+    let stored: String = row.try_get(8)?;
     match secret {
         Some(secret) => {
             let given = digest(secret);
@@ -286,6 +312,7 @@ mod tests {
             ],
             confidential,
             created: 0,
+            id_token_signed_response_alg: "RS256".into(),
         }
     }
 
@@ -308,10 +335,18 @@ mod tests {
             name: name.into(),
             redirect_uris: vec![uri.into()],
             confidential: true,
+            id_token_signed_response_alg: None,
         };
         assert!(r(" ", "https://a/cb").checked().is_err());
         assert!(r("a", "/relative").checked().is_err());
         assert!(r("a", "https://a/cb#frag").checked().is_err());
         assert!(r("a", "https://a/cb").checked().is_ok());
+        let with_alg = |alg: &str| Registration {
+            id_token_signed_response_alg: Some(alg.into()),
+            ..r("a", "https://a/cb")
+        };
+        assert!(with_alg("ES256").checked().is_ok());
+        assert!(with_alg("HS256").checked().is_err());
+        assert!(with_alg("none").checked().is_err());
     }
 }

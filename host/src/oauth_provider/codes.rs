@@ -14,6 +14,14 @@ pub(super) const RETAIN: i64 = 86400;
 /// The parameters of `GET /login/oauth/authorize`, as the client sent them.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct AuthorizeRequest {
+    /// OpenID Connect Core §3.1.2.1: space-separated `none`, `login`,
+    /// `consent`, `select_account`.
+    #[serde(default)]
+    pub prompt: String,
+    /// OpenID Connect Core §3.1.2.1: the longest time, in seconds, since
+    /// the user last authenticated that the client accepts.
+    #[serde(default)]
+    pub max_age: String,
     #[serde(default)]
     pub response_type: String,
     #[serde(default)]
@@ -42,6 +50,116 @@ pub struct Checked {
     pub nonce: String,
     pub code_challenge: String,
     pub code_challenge_method: String,
+    pub prompt: Prompt,
+    /// `max_age`, when the client sent one.
+    pub max_age: Option<i64>,
+}
+
+/// What `prompt` asks (OpenID Connect Core §3.1.2.1). `select_account`
+/// needs nothing: a browser has one account here. Values this provider
+/// does not know are ignored, as unknown parameters are (RFC 6749 §3.1).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prompt {
+    /// `none`: no page may be shown; what would need one is an error.
+    pub none: bool,
+    /// `login`: the user signs in again, whatever session they have.
+    pub login: bool,
+    /// `consent`: the consent page, even when consent was given before.
+    pub consent: bool,
+}
+
+impl Prompt {
+    fn parse(prompt: &str) -> Result<Prompt> {
+        let values: Vec<&str> = prompt.split_whitespace().collect();
+        let has = |v: &str| values.contains(&v);
+        let p = Prompt {
+            none: has("none"),
+            login: has("login"),
+            consent: has("consent"),
+        };
+        // §3.1.2.1: "If this parameter contains none with any other value,
+        // an error is returned."
+        if p.none && values.iter().any(|v| *v != "none") {
+            return Err(Error::InvalidRequest(
+                "prompt=none may not be combined with another value".into(),
+            ));
+        }
+        Ok(p)
+    }
+}
+
+/// What an authorization request needs next, for this browser.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Nobody is signed in: the sign-in page, then back.
+    SignIn,
+    /// `prompt=login`, or a sign-in older than `max_age`: the signed-in
+    /// user signs in again, then back.
+    SignInAgain,
+    /// The consent page.
+    Consent,
+    /// A code, at once.
+    Issue,
+}
+
+/// The next step of a checked request, for the session `(user, when the
+/// user signed in)` if there is one. With `prompt=none`, a step that needs
+/// a page is the OpenID Connect Core §3.1.2.6 error instead, which goes
+/// back to the client.
+pub async fn next_step(db: &Db, checked: &Checked, session: Option<(&User, i64)>) -> Result<Step> {
+    let silent = checked.prompt.none;
+    let Some((user, auth_time)) = session else {
+        return if silent {
+            Err(Error::LoginRequired("nobody is signed in".into()))
+        } else {
+            Ok(Step::SignIn)
+        };
+    };
+    // §3.1.2.1: past max_age the user MUST be authenticated again.
+    let stale = checked.max_age.is_some_and(|max| now() - auth_time > max);
+    if checked.prompt.login || stale {
+        return if silent {
+            Err(Error::LoginRequired(
+                "the sign-in is older than max_age allows".into(),
+            ))
+        } else {
+            Ok(Step::SignInAgain)
+        };
+    }
+    if checked.prompt.consent || !remembered(db, &checked.app, user, &checked.scopes).await? {
+        return if silent {
+            Err(Error::ConsentRequired(
+                "the user has not consented to these scopes for this application".into(),
+            ))
+        } else {
+            Ok(Step::Consent)
+        };
+    }
+    Ok(Step::Issue)
+}
+
+/// The way back to an authorization request from the sign-in its
+/// `prompt=login` or `max_age` called for: the same request without
+/// `login` in `prompt` and without `max_age`, which the sign-in that comes
+/// before it satisfies. Left in, they would send the browser to sign in
+/// once more, and again (a `max_age` of 0 or of less than the time the
+/// sign-in takes is never met by the time the browser is back). The ID
+/// token's `auth_time` tells the client when that sign-in was.
+pub fn after_sign_in(query: &str) -> String {
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .filter_map(|(k, v)| match k.as_str() {
+            "max_age" => None,
+            "prompt" => {
+                let rest: Vec<&str> = v.split_whitespace().filter(|p| *p != "login").collect();
+                (!rest.is_empty()).then(|| (k.clone(), rest.join(" ")))
+            }
+            _ => Some((k, v)),
+        })
+        .collect();
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
 }
 
 /// Why an authorization request was refused.
@@ -98,7 +216,7 @@ pub async fn check(db: &Db, req: &AuthorizeRequest) -> std::result::Result<Check
         }
         other => {
             return Err(back(Error::InvalidRequest(format!(
-                "unknown code_challenge_method {other:?}"
+                "unknown code_challenge_method '{other}'"
             ))));
         }
     }
@@ -108,7 +226,23 @@ pub async fn check(db: &Db, req: &AuthorizeRequest) -> std::result::Result<Check
             "code_challenge must be 43 to 128 characters".into(),
         )));
     }
+    let prompt = Prompt::parse(&req.prompt).map_err(back)?;
+    let max_age = match req.max_age.trim() {
+        "" => None,
+        text => Some(
+            text.parse::<i64>()
+                .ok()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| {
+                    back(Error::InvalidRequest(
+                        "max_age must be a number of seconds".into(),
+                    ))
+                })?,
+        ),
+    };
     Ok(Checked {
+        prompt,
+        max_age,
         redirect_uri: req.redirect_uri.clone(),
         scopes,
         state: req.state.clone(),
@@ -325,6 +459,26 @@ pub(super) fn pkce_matches(challenge: &str, verifier: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prompt_none_stands_alone() {
+        let p = Prompt::parse("login consent select_account").expect("valid");
+        assert!(p.login && p.consent && !p.none);
+        assert!(Prompt::parse("none").expect("valid").none);
+        assert!(matches!(
+            Prompt::parse("none login"),
+            Err(Error::InvalidRequest(_))
+        ));
+    }
+
+    #[test]
+    fn the_way_back_from_a_sign_in_drops_what_it_satisfied() {
+        assert_eq!(
+            after_sign_in("client_id=c&prompt=login+consent&max_age=0&state=a%20b"),
+            "client_id=c&prompt=consent&state=a+b"
+        );
+        assert_eq!(after_sign_in("prompt=login&scope=openid"), "scope=openid");
+    }
 
     #[test]
     fn pkce_s256_matches_rfc_7636_appendix_b() {

@@ -207,7 +207,7 @@ pub async fn poll(app: &App, client: &Client, device_code: &str) -> Result<Token
         app,
         client,
         &user,
-        &scopes,
+        grants::Scoped::both(&scopes),
         &hash,
         auth_time.unwrap_or(t),
         None,

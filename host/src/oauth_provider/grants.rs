@@ -86,13 +86,31 @@ pub fn issuer(app: &App) -> String {
         .to_string()
 }
 
+/// The scopes of a new pair of tokens: a refresh narrows the access token
+/// alone (RFC 6749 §6).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Scoped<'a> {
+    pub access: &'a [String],
+    pub refresh: &'a [String],
+}
+
+impl<'a> Scoped<'a> {
+    /// The same scopes for both tokens.
+    pub fn both(scopes: &'a [String]) -> Self {
+        Scoped {
+            access: scopes,
+            refresh: scopes,
+        }
+    }
+}
+
 /// Issues an access and a refresh token in `family`, and an ID token when
-/// `openid` is among the scopes.
+/// `openid` is among the access token's scopes.
 pub(super) async fn issue(
     app: &App,
     client: &Client,
     user: &User,
-    scopes: &[String],
+    scoped: Scoped<'_>,
     family: &str,
     auth_time: i64,
     nonce: Option<String>,
@@ -109,10 +127,17 @@ pub(super) async fn issue(
         .bind(t - codes::RETAIN)
         .execute(app.db.pool())
         .await?;
+    let scopes = scoped.access;
     let scope = scopes.join(" ");
-    for (secret, kind, lifetime) in [
-        (&access, "access", cfg.access_token_expiration),
-        (&refresh, "refresh", cfg.refresh_token_expiration),
+    let refresh_scope = scoped.refresh.join(" ");
+    for (secret, kind, scope, lifetime) in [
+        (&access, "access", &scope, cfg.access_token_expiration),
+        (
+            &refresh,
+            "refresh",
+            &refresh_scope,
+            cfg.refresh_token_expiration,
+        ),
     ] {
         sqlx::query(
             "INSERT INTO oauth_tokens (token_hash, kind, app_id, user_id, scope, family, auth_time, created, expires) \
@@ -122,7 +147,7 @@ pub(super) async fn issue(
         .bind(kind)
         .bind(client.id)
         .bind(user.id)
-        .bind(&scope)
+        .bind(scope)
         .bind(family)
         .bind(auth_time)
         .bind(t)
@@ -141,7 +166,8 @@ pub(super) async fn issue(
             nonce: nonce.filter(|n| !n.is_empty()),
             profile: profile(&app.db, user, scopes).await?,
         };
-        Some(keys::sign(&app.db, &app.key, &cfg.jwt_signing_algorithm, &claims).await?)
+        let alg = keys::id_token_alg(client, &cfg.jwt_signing_algorithm);
+        Some(keys::sign(&app.db, &app.key, alg, &claims).await?)
     } else {
         None
     };
@@ -215,7 +241,7 @@ pub async fn exchange_code(
         app,
         client,
         &user,
-        &scopes,
+        Scoped::both(&scopes),
         &code.hash,
         code.auth_time,
         Some(code.nonce),
@@ -223,8 +249,13 @@ pub async fn exchange_code(
     .await
 }
 
-/// `grant_type=refresh_token`: a new pair for a refresh token used once;
-/// `scope`, when given, may narrow the grant but never widen it.
+/// `grant_type=refresh_token`: a new pair for a refresh token used once.
+/// `scope`, when given, may narrow the new access token but never widen
+/// it; the new refresh token keeps the scope of the grant (RFC 6749 §6),
+/// so a later refresh may ask for the rest again.
+///
+/// Everything is checked before the token is spent: a refused request
+/// changes nothing, and the client's retry is a retry, not a reuse.
 pub async fn refresh(
     app: &App,
     client: &Client,
@@ -253,20 +284,11 @@ pub async fn refresh(
     }
     // [oauth2] INVALIDATE_REFRESH_TOKENS = false keeps a refresh token good
     // until it expires, as some older clients expect; no reuse detection.
-    if app.config().oauth2.invalidate_refresh_tokens {
-        let taken =
-            sqlx::query("UPDATE oauth_tokens SET used = $1 WHERE token_hash = $2 AND used IS NULL")
-                .bind(t)
-                .bind(&hash)
-                .execute(app.db.pool())
-                .await?;
-        if row.try_get::<Option<i64>, _>(6)?.is_some() || taken.rows_affected() != 1 {
-            revoke_family(&app.db, &family).await?;
-            tracing::warn!(client = %client.client_id, "a refresh token was used twice; its family is revoked");
-            return Err(bad(
-                "the refresh token was already used; every token of its grant is revoked",
-            ));
-        }
+    let rotate = app.config().oauth2.invalidate_refresh_tokens;
+    // A spent token is reuse whatever else the request asks (RFC 9700
+    // §4.14.2), so it is recognised before the request is judged.
+    if rotate && row.try_get::<Option<i64>, _>(6)?.is_some() {
+        return reused(app, client, &family).await;
     }
     let granted: Vec<String> = row
         .try_get::<String, _>(2)?
@@ -274,19 +296,44 @@ pub async fn refresh(
         .map(str::to_string)
         .collect();
     let scopes = match scope.filter(|s| !s.trim().is_empty()) {
-        None => granted,
+        None => granted.clone(),
         Some(asked) => {
             let asked = parse_scope(asked)?;
             if let Some(extra) = asked.iter().find(|s| !granted.contains(s)) {
                 return Err(Error::InvalidScope(format!(
-                    "{extra:?} was not granted; a refresh may narrow the scope, never widen it"
+                    "'{extra}' was not granted; a refresh may narrow the scope, never widen it"
                 )));
             }
             asked
         }
     };
     let user = active_user(&app.db, row.try_get(1)?).await?;
-    issue(app, client, &user, &scopes, &family, row.try_get(4)?, None).await
+    if rotate {
+        // Of two requests racing with one token, one marks it used.
+        let taken =
+            sqlx::query("UPDATE oauth_tokens SET used = $1 WHERE token_hash = $2 AND used IS NULL")
+                .bind(t)
+                .bind(&hash)
+                .execute(app.db.pool())
+                .await?;
+        if taken.rows_affected() != 1 {
+            return reused(app, client, &family).await;
+        }
+    }
+    let scopes = Scoped {
+        access: &scopes,
+        refresh: &granted,
+    };
+    issue(app, client, &user, scopes, &family, row.try_get(4)?, None).await
+}
+
+/// A refresh token presented a second time: its whole family is revoked.
+async fn reused(app: &App, client: &Client, family: &str) -> Result<TokenResponse> {
+    revoke_family(&app.db, family).await?;
+    tracing::warn!(client = %client.client_id, "a refresh token was used twice; its family is revoked");
+    Err(Error::InvalidGrant(
+        "the refresh token was already used; every token of its grant is revoked".into(),
+    ))
 }
 
 /// An access token the API and git accept: whose it is and what it may do.

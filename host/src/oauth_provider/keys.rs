@@ -1,6 +1,12 @@
-//! The keys that sign ID tokens (RS256, ES256 or EdDSA, as
-//! `[oauth2] JWT_SIGNING_ALGORITHM` says), the JWKS that publishes them
-//! (RFC 7517), and the ID token itself (OpenID Connect Core §2).
+//! The keys that sign ID tokens, the JWKS that publishes them (RFC 7517),
+//! and the ID token itself (OpenID Connect Core §2).
+//!
+//! An RS256 key is always kept: RS256 is what OpenID Connect Core §15.1
+//! and Discovery §3 require of every provider and what most client
+//! libraries accept by default. `[oauth2] JWT_SIGNING_ALGORITHM` (ES256 or
+//! EdDSA) adds a key of its own; each client's ID tokens are signed with
+//! the algorithm it registered (`id_token_signed_response_alg`, RS256 when
+//! it registered none).
 //!
 //! A key is made at first use, kept sealed with the instance key, and
 //! published until the tokens it signed have expired after it is retired.
@@ -73,9 +79,45 @@ fn slot(kid: &str) -> String {
     format!("oauth_signing_key/{kid}")
 }
 
+/// The algorithms ID tokens are signed with here: RS256, and the
+/// configured one when it is another (OpenID Connect Discovery §3 lists
+/// these as `id_token_signing_alg_values_supported`).
+pub fn offered(configured: &str) -> Vec<&str> {
+    let mut algs = vec![DEFAULT_ALG];
+    if matches!(configured, "ES256" | "EdDSA") {
+        algs.push(configured);
+    }
+    algs
+}
+
+/// Every algorithm this provider can sign ID tokens with.
+pub const SIGNING_ALGS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
+
+/// The algorithm of a client that registered none (OpenID Connect Dynamic
+/// Client Registration §2, `id_token_signed_response_alg`).
+pub const DEFAULT_ALG: &str = "RS256";
+
+/// The algorithm that signs `client`'s ID tokens: the one it registered,
+/// while it is offered. A client registered for an algorithm the site no
+/// longer offers (`JWT_SIGNING_ALGORITHM` changed since) gets RS256, which
+/// every client must accept, and the log says so.
+pub fn id_token_alg<'a>(client: &'a super::apps::App, configured: &'a str) -> &'a str {
+    let wanted = client.id_token_signed_response_alg.as_str();
+    if offered(configured).contains(&wanted) {
+        wanted
+    } else {
+        tracing::warn!(
+            client = %client.client_id,
+            "the client registered id_token_signed_response_alg {wanted}, which JWT_SIGNING_ALGORITHM no longer offers; its ID tokens are signed with RS256"
+        );
+        DEFAULT_ALG
+    }
+}
+
 /// Makes a new key of `alg` (on a blocking thread: key generation is CPU
-/// work), stores it sealed, retires the previous one, and returns its kid.
-pub async fn rotate(db: &Db, key: &InstanceKey, alg: &str) -> Result<String> {
+/// work), stores it sealed, retires the previous one of that algorithm,
+/// and returns its kid.
+async fn rotate_one(db: &Db, key: &InstanceKey, alg: &str) -> Result<String> {
     let owned = alg.to_string();
     let (der, mut jwk) = tokio::task::spawn_blocking(move || generate(&owned))
         .await
@@ -85,8 +127,9 @@ pub async fn rotate(db: &Db, key: &InstanceKey, alg: &str) -> Result<String> {
     jwk["alg"] = alg.into();
     jwk["kid"] = kid.clone().into();
     let t = now();
-    sqlx::query("UPDATE oauth_signing_keys SET retired = $1 WHERE retired IS NULL")
+    sqlx::query("UPDATE oauth_signing_keys SET retired = $1 WHERE retired IS NULL AND alg = $2")
         .bind(t)
+        .bind(alg)
         .execute(db.pool())
         .await?;
     sqlx::query(
@@ -102,24 +145,34 @@ pub async fn rotate(db: &Db, key: &InstanceKey, alg: &str) -> Result<String> {
     Ok(kid)
 }
 
-/// The key that signs now: the newest one not retired, if it is of `alg`;
-/// otherwise (none yet, or the algorithm was changed) a new one.
+/// Replaces every signing key the site uses (RS256, and the configured
+/// algorithm's) with a new one; returns the new kids. The old keys stay
+/// published until the tokens they signed have expired.
+pub async fn rotate(db: &Db, key: &InstanceKey, configured: &str) -> Result<Vec<String>> {
+    let mut kids = Vec::new();
+    for alg in offered(configured) {
+        kids.push(rotate_one(db, key, alg).await?);
+    }
+    Ok(kids)
+}
+
+/// The key of `alg` that signs now: the newest one of that algorithm not
+/// retired; a new one when there is none yet.
 async fn current(
     db: &Db,
     key: &InstanceKey,
     alg: &str,
 ) -> Result<(String, Algorithm, EncodingKey)> {
     let row = sqlx::query(
-        "SELECT kid, alg, private_key FROM oauth_signing_keys WHERE retired IS NULL ORDER BY created DESC, kid LIMIT 1",
+        "SELECT kid, private_key FROM oauth_signing_keys WHERE retired IS NULL AND alg = $1 ORDER BY created DESC, kid LIMIT 1",
     )
+    .bind(alg)
     .fetch_optional(db.pool())
     .await?;
     let (kid, sealed) = match row {
-        Some(r) if r.try_get::<String, _>(1)? == alg => {
-            (r.try_get::<String, _>(0)?, r.try_get::<Vec<u8>, _>(2)?)
-        }
-        _ => {
-            rotate(db, key, alg).await?;
+        Some(r) => (r.try_get::<String, _>(0)?, r.try_get::<Vec<u8>, _>(1)?),
+        None => {
+            rotate_one(db, key, alg).await?;
             return Box::pin(current(db, key, alg)).await;
         }
     };
@@ -134,11 +187,31 @@ async fn current(
     Ok((kid, algorithm(alg), encoding))
 }
 
-/// Makes the signing key at the first start (and after
+/// Makes the signing keys at the first start (and after
 /// `JWT_SIGNING_ALGORITHM` changed), so that the JWKS is complete before the
-/// first client reads it.
-pub async fn ensure(db: &Db, key: &InstanceKey, alg: &str) -> Result<()> {
-    current(db, key, alg).await.map(|_| ())
+/// first client reads it; retires the key of an algorithm no longer
+/// offered (it stays published until its tokens have expired).
+pub async fn ensure(db: &Db, key: &InstanceKey, configured: &str) -> Result<()> {
+    let algs = offered(configured);
+    let live = sqlx::query("SELECT DISTINCT alg FROM oauth_signing_keys WHERE retired IS NULL")
+        .fetch_all(db.pool())
+        .await?;
+    for row in live {
+        let alg: String = row.try_get(0)?;
+        if !algs.contains(&alg.as_str()) {
+            sqlx::query(
+                "UPDATE oauth_signing_keys SET retired = $1 WHERE retired IS NULL AND alg = $2",
+            )
+            .bind(now())
+            .bind(&alg)
+            .execute(db.pool())
+            .await?;
+        }
+    }
+    for alg in algs {
+        current(db, key, alg).await?;
+    }
+    Ok(())
 }
 
 /// The published keys: the current one and those retired less than
@@ -175,7 +248,7 @@ pub struct IdClaims {
     pub profile: super::grants::Profile,
 }
 
-/// Signs an ID token with the current key of `alg`.
+/// Signs an ID token with the current key of `alg` (one of [`offered`]).
 pub async fn sign(db: &Db, key: &InstanceKey, alg: &str, claims: &IdClaims) -> Result<String> {
     let (kid, algorithm, encoding) = current(db, key, alg).await?;
     let mut header = Header::new(algorithm);
@@ -228,6 +301,13 @@ pub async fn verify_hint(db: &Db, token: &str, keep: i64) -> Result<Option<(Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rs256_is_always_offered() {
+        assert_eq!(offered("RS256"), ["RS256"]);
+        assert_eq!(offered("ES256"), ["RS256", "ES256"]);
+        assert_eq!(offered("EdDSA"), ["RS256", "EdDSA"]);
+    }
 
     /// Each algorithm's key signs, and its published JWK verifies.
     #[test]

@@ -431,6 +431,8 @@ impl AppForm {
             name: self.application_name.clone(),
             redirect_uris: self.redirect_uris.lines().map(str::to_string).collect(),
             confidential: self.confidential_client.is_some(),
+            // The page does not show it; an edit keeps what the API set.
+            id_token_signed_response_alg: None,
         }
     }
 }

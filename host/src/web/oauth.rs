@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 use super::{Viewer, WebError, Who, check_csrf, end_browser_session, message, render};
 use crate::db::now;
-use crate::oauth_provider::codes::{self, AuthorizeRequest, Checked, Refusal};
+use crate::oauth_provider::codes::{self, AuthorizeRequest, Checked, Refusal, Step};
 use crate::oauth_provider::{Error, apps, device, keys};
 use crate::state::App;
 use crate::users;
@@ -31,7 +31,10 @@ use endpoints::{device_code, discovery, introspect, jwks, revoke, token, userinf
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
-        .route("/login/oauth/authorize", get(authorize))
+        .route(
+            "/login/oauth/authorize",
+            get(authorize).post(authorize_post),
+        )
         .route("/login/oauth/grant", post(grant))
         .route("/login/oauth/access_token", post(token))
         .route("/login/oauth/userinfo", get(userinfo).post(userinfo))
@@ -70,6 +73,19 @@ fn back_to_client(redirect_uri: &str, params: &[(&str, &str)]) -> Response {
     }
 }
 
+/// Back to the client with an RFC 6749 §4.1.2.1 error (or an OpenID
+/// Connect Core §3.1.2.6 one) and the request's `state`.
+fn error_to_client(redirect_uri: &str, error: &Error, state: &str) -> Response {
+    back_to_client(
+        redirect_uri,
+        &[
+            ("error", error.code()),
+            ("error_description", &error.description()),
+            ("state", state),
+        ],
+    )
+}
+
 fn refusal(viewer: &Viewer, app: &App, refusal: Refusal) -> Result<Response, WebError> {
     match refusal {
         Refusal::Page(why) => Err(message(
@@ -83,14 +99,7 @@ fn refusal(viewer: &Viewer, app: &App, refusal: Refusal) -> Result<Response, Web
             redirect_uri,
             error,
             state,
-        } => Ok(back_to_client(
-            &redirect_uri,
-            &[
-                ("error", error.code()),
-                ("error_description", &error.to_string()),
-                ("state", &state),
-            ],
-        )),
+        } => Ok(error_to_client(&redirect_uri, &error, &state)),
     }
 }
 
@@ -143,29 +152,57 @@ async fn issue(app: &App, viewer: &Viewer, checked: &Checked) -> Result<Response
     ))
 }
 
-/// `GET /login/oauth/authorize` (RFC 6749 §4.1.1): checks the request,
-/// sends a visitor to sign in and back, skips consent already given, or
-/// shows the consent page.
+/// `GET /login/oauth/authorize` (RFC 6749 §4.1.1, OpenID Connect Core
+/// §3.1.2.1): checks the request, then sends a visitor to sign in and back
+/// (or the signed-in user to sign in again, for `prompt=login` and
+/// `max_age`), skips consent already given, or shows the consent page.
+/// With `prompt=none` every one of those pages is an error for the client
+/// instead (§3.1.2.6).
 async fn authorize(
     State(app): State<App>,
-    viewer: Viewer,
+    viewer: Result<Viewer, WebError>,
     uri: axum::http::Uri,
     Query(req): Query<AuthorizeRequest>,
 ) -> Result<Response, WebError> {
     enabled(&app)?;
     let checked = match codes::check(&app.db, &req).await {
         Ok(c) => c,
-        Err(r) => return refusal(&viewer, &app, r),
+        Err(Refusal::Redirect {
+            redirect_uri,
+            error,
+            state,
+        }) => return Ok(error_to_client(&redirect_uri, &error, &state)),
+        Err(page) => return refusal(&viewer?, &app, page),
     };
-    let Some(user) = viewer.user() else {
-        return Ok(sign_in_first(&uri));
+    let viewer = match viewer {
+        Ok(v) => v,
+        // [security] ENABLE_2FA and no factor yet: the user must enrol
+        // before anything else, which takes pages.
+        Err(WebError::Enrolment) if checked.prompt.none => {
+            let error =
+                Error::InteractionRequired("the user must enrol a second factor first".into());
+            return Ok(error_to_client(
+                &checked.redirect_uri,
+                &error,
+                &checked.state,
+            ));
+        }
+        Err(e) => return Err(e),
     };
-    if codes::remembered(&app.db, &checked.app, user, &checked.scopes)
-        .await
-        .map_err(WebError::internal)?
-    {
-        return issue(&app, &viewer, &checked).await;
-    }
+    let session = viewer
+        .user()
+        .map(|u| (u, viewer.signed_in_at.unwrap_or_else(now)));
+    let step = match codes::next_step(&app.db, &checked, session).await {
+        Ok(step) => step,
+        Err(e @ (Error::Db(_) | Error::Internal(_))) => return Err(WebError::internal(e)),
+        Err(e) => return Ok(error_to_client(&checked.redirect_uri, &e, &checked.state)),
+    };
+    let user = match (step, viewer.user()) {
+        (Step::SignIn, _) | (_, None) => return Ok(sign_in_first_to_authorize(&uri, false)),
+        (Step::SignInAgain, Some(_)) => return Ok(sign_in_first_to_authorize(&uri, true)),
+        (Step::Issue, Some(_)) => return issue(&app, &viewer, &checked).await,
+        (Step::Consent, Some(user)) => user,
+    };
     let owner = owner_name(&app, checked.app.owner_id).await?;
     let (csrf, jar) = viewer.csrf(&app);
     let page = GrantPage {
@@ -188,6 +225,24 @@ async fn authorize(
         code_challenge_method: checked.code_challenge_method.clone(),
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
+}
+
+/// `POST /login/oauth/authorize`: the same request, form-encoded (OpenID
+/// Connect Core §3.1.2.1: "MUST support the use of the HTTP GET and POST
+/// methods"). It is answered with a 303 to the GET form of the same
+/// parameters: the session cookie is `SameSite=Lax`, so a browser sends it
+/// with the top-level GET that follows, not with the client site's POST,
+/// and without it a signed-in user would look like a visitor (and
+/// `prompt=none` would answer `login_required`).
+async fn authorize_post(
+    State(app): State<App>,
+    Form(params): Form<Vec<(String, String)>>,
+) -> Result<Response, WebError> {
+    enabled(&app)?;
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(params)
+        .finish();
+    Ok(Redirect::to(&format!("/login/oauth/authorize?{query}")).into_response())
 }
 
 /// Gitea's consent form fields, and the PKCE challenge carried along.
@@ -427,4 +482,19 @@ fn sign_in_first(uri: &axum::http::Uri) -> Response {
     let back = uri.path_and_query().map_or("/", |p| p.as_str());
     let target: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
     Redirect::to(&format!("/user/login?redirect_to={target}")).into_response()
+}
+
+/// To the sign-in page from an authorization request, and back to it
+/// without what the sign-in satisfies ([`codes::after_sign_in`]). `again`:
+/// the user is signed in and must sign in once more, so the sign-in page
+/// is shown to them (`prompt=login`) rather than sending them on.
+fn sign_in_first_to_authorize(uri: &axum::http::Uri, again: bool) -> Response {
+    let back = format!(
+        "{}?{}",
+        uri.path(),
+        codes::after_sign_in(uri.query().unwrap_or_default())
+    );
+    let target: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
+    let prompt = if again { "&prompt=login" } else { "" };
+    Redirect::to(&format!("/user/login?redirect_to={target}{prompt}")).into_response()
 }

@@ -35,11 +35,7 @@ impl IntoResponse for OAuthError {
             }
             _ => StatusCode::BAD_REQUEST,
         };
-        let description = match &self.0 {
-            Error::Internal(_) | Error::Db(_) => "internal error".to_string(),
-            e => e.to_string(),
-        };
-        let body = serde_json::json!({ "error": self.0.code(), "error_description": description });
+        let body = serde_json::json!({ "error": self.0.code(), "error_description": self.0.description() });
         let mut response = (status, no_store(), axum::Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
@@ -214,7 +210,7 @@ pub(super) async fn token(
         "" => return Err(Error::InvalidRequest("grant_type is required".into()).into()),
         other => {
             return Err(Error::UnsupportedGrantType(format!(
-                "grant_type {other:?} is not supported"
+                "grant_type '{other}' is not supported"
             ))
             .into());
         }
@@ -300,12 +296,13 @@ pub(super) async fn introspect(
 }
 
 /// `POST /login/oauth/revoke` (RFC 7009), client-authenticated; 200 for
-/// an unknown token too (§2.2).
+/// an unknown token too (§2.2), 400 `invalid_request` without one (§2.1:
+/// `token` is REQUIRED).
 pub(super) async fn revoke(
     State(app): State<App>,
     req: ClientRequest,
 ) -> Result<Response, OAuthError> {
-    grants::revoke(&app.db, &req.client, req.get("token")).await?;
+    grants::revoke(&app.db, &req.client, req.require("token")?).await?;
     Ok(StatusCode::OK.into_response())
 }
 
@@ -329,7 +326,8 @@ pub(super) async fn discovery(State(app): State<App>) -> Result<Response, WebErr
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token", DEVICE_GRANT],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": [app.config().oauth2.jwt_signing_algorithm],
+        // RS256 always (Discovery §3), and the configured algorithm.
+        "id_token_signing_alg_values_supported": keys::offered(&app.config().oauth2.jwt_signing_algorithm),
         "scopes_supported": scopes,
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
