@@ -616,3 +616,87 @@ fn assert_security_headers(res: &reqwest::Response, what: &str) {
     assert_eq!(h["x-content-type-options"], "nosniff", "{what}");
     assert_eq!(h["referrer-policy"], "same-origin", "{what}");
 }
+
+/// The value of the hidden field `name` on a page.
+fn hidden(page: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {name} field: {page}"))
+        + marker.len();
+    page[start..].split('"').next().unwrap().to_string()
+}
+
+/// Begins a passkey sign-in at `base` and answers it with `credential`.
+async fn passkey_answer(http: &reqwest::Client, base: &str, credential: &str) -> reqwest::Response {
+    let page = postern_tests::get_text(http, &format!("{base}/user/passkey")).await;
+    http.post(format!("{base}/user/passkey"))
+        .form(&[
+            ("ceremony", hidden(&page, "ceremony")),
+            ("credential", credential.to_string()),
+            ("_csrf", postern_tests::csrf_of(&page)),
+        ])
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn forged_passkey_answers_count_against_the_address() {
+    use postern_tests::client;
+    use reqwest::StatusCode;
+    for backend in backends() {
+        let port = postern_tests::browser::free_port();
+        let env = vec![
+            ("POSTERN__SERVER__HTTP_PORT".to_string(), port.to_string()),
+            (
+                "POSTERN__SERVER__ROOT_URL".to_string(),
+                format!("http://localhost:{port}/"),
+            ),
+            ("POSTERN__WEBAUTHN__DOMAIN".to_string(), "localhost".into()),
+            (
+                "POSTERN__SECURITY__LOGIN_RATE_LIMIT_PER_ADDRESS".to_string(),
+                "3".into(),
+            ),
+        ];
+        let server = Server::start(
+            &backend,
+            Options {
+                env,
+                ..Options::default()
+            },
+        )
+        .await;
+        let base = format!("http://localhost:{port}");
+        let http = client();
+        // A well-formed assertion for a key nobody registered.
+        let forged = serde_json::json!({
+            "id": "AAAA", "rawId": "AAAA", "type": "public-key",
+            "response": {
+                "authenticatorData": "AAAA", "clientDataJSON": "AAAA",
+                "signature": "AAAA", "userHandle": "AAAA"
+            }
+        })
+        .to_string();
+        for i in 0..3 {
+            let res = passkey_answer(&http, &base, &forged).await;
+            assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{backend}: {i}");
+            assert!(
+                res.text()
+                    .await
+                    .unwrap()
+                    .contains("The key&#39;s answer was not accepted."),
+                "{backend}: {i}"
+            );
+        }
+        let res = passkey_answer(&http, &base, &forged).await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{backend}");
+        assert!(res.headers().contains_key("retry-after"), "{backend}");
+        let me = http
+            .get(format!("{base}/api/v1/user"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(me.status(), StatusCode::UNAUTHORIZED, "{backend}");
+    }
+}
