@@ -659,7 +659,8 @@ async fn forged_passkey_answers_count_against_the_address() {
                 "3".into(),
             ),
         ];
-        let server = Server::start(
+        // Kept to the end: the server stops when it is dropped.
+        let _server = Server::start(
             &backend,
             Options {
                 env,
