@@ -1140,6 +1140,38 @@ mod tests {
     }
 
     #[test]
+    fn a_third_party_transport_may_be_granted_tcp_and_not_directory() {
+        let dir = tmp();
+        let sha = "0".repeat(64);
+        let file = write(
+            &dir,
+            &format!(
+                "[plugin.relay]\nKIND = webhook-transport\nPATH = /relay.wasm\nSHA256 = {sha}\nGRANTS = log, tcp\n"
+            ),
+        );
+        let config = Config::load_with_env(Some(&file), Vec::new()).unwrap();
+        let relay = config
+            .plugins
+            .iter()
+            .find(|p| p.id == "relay")
+            .expect("the plugin is configured");
+        assert_eq!(
+            relay.grants.as_deref(),
+            Some(&["log".to_string(), "tcp".to_string()][..])
+        );
+        let file = write(
+            &dir,
+            &format!(
+                "[plugin.relay]\nKIND = identity-source\nPATH = /relay.wasm\nSHA256 = {sha}\nGRANTS = log, directory\n"
+            ),
+        );
+        let err = Config::load_with_env(Some(&file), Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[plugin.relay] GRANTS"), "{err}");
+    }
+
+    #[test]
     fn postgres_url_is_built_from_gitea_keys() {
         let env = vec![
             (

@@ -272,7 +272,11 @@ const SECONDS: Kind = Kind::Int {
     min: 1,
     max: 10 * 365 * 24 * 3600,
 };
-const CAPABILITIES: &[&str] = &["log", "credentials", "kv", "http"];
+/// What `[plugin.<id>] GRANTS` may name: the capabilities a third-party
+/// plugin can be lent. `directory` and `saml` hold a source's own
+/// connection or keys and are lent to the built-in plugins alone.
+/// `plugins::capabilities` holds this list against its `Capability` names.
+pub const GRANTABLE: &[&str] = &["log", "credentials", "kv", "http", "tcp"];
 /// The API versions this build can serve.
 pub const API_VERSIONS: &[&str] = &["v1", "v2"];
 
@@ -1039,9 +1043,9 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
             ),
             k(
                 "GRANTS",
-                Kind::List(CAPABILITIES),
+                Kind::List(GRANTABLE),
                 "log",
-                "Capabilities lent to the plugin: log, credentials, kv.",
+                "Capabilities lent to the plugin: log, credentials, kv, http (wasi:http), tcp (wasi:sockets, webhook transports).",
             ),
             k(
                 "MEMORY_LIMIT_MB",

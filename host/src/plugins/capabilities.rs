@@ -497,3 +497,36 @@ impl CallState {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[plugin.<id>] GRANTS` accepts exactly the capabilities a third
+    /// party may be lent: every name it takes is one the runtime links, and
+    /// every capability but the built-ins' own is among them.
+    #[test]
+    fn the_grantable_names_are_the_capabilities_but_the_built_ins_own() {
+        let grantable = crate::config::schema::GRANTABLE;
+        for name in grantable {
+            assert!(Capability::parse(name).is_some(), "{name}");
+        }
+        for capability in [
+            Capability::Log,
+            Capability::Credentials,
+            Capability::Kv,
+            Capability::Directory,
+            Capability::Http,
+            Capability::Tcp,
+            Capability::Saml,
+        ] {
+            let built_in_only = matches!(capability, Capability::Directory | Capability::Saml);
+            assert_eq!(
+                grantable.contains(&capability.name()),
+                !built_in_only,
+                "{}",
+                capability.name()
+            );
+        }
+    }
+}
