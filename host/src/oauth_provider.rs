@@ -162,6 +162,15 @@ impl Error {
     }
 }
 
+/// Every algorithm this provider can sign ID tokens with. Here rather than
+/// in `keys`, which signs with them, so that `apps` can check a client's
+/// choice without naming `keys`.
+pub const SIGNING_ALGS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
+
+/// The algorithm of a client that registered none (OpenID Connect Dynamic
+/// Client Registration §2, `id_token_signed_response_alg`).
+pub const DEFAULT_ALG: &str = "RS256";
+
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// The sha256 under which a secret (client secret, code, token) is stored.

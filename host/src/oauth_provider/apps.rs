@@ -86,11 +86,11 @@ impl Registration {
             }
         }
         if let Some(alg) = &self.id_token_signed_response_alg
-            && !super::keys::SIGNING_ALGS.contains(&alg.as_str())
+            && !super::SIGNING_ALGS.contains(&alg.as_str())
         {
             return Err(Error::Invalid(format!(
                 "id_token_signed_response_alg: {alg:?} is not one of {}",
-                super::keys::SIGNING_ALGS.join(", ")
+                super::SIGNING_ALGS.join(", ")
             )));
         }
         Ok(self)
@@ -123,7 +123,7 @@ pub async fn create(
     let alg = r
         .id_token_signed_response_alg
         .as_deref()
-        .unwrap_or(super::keys::DEFAULT_ALG);
+        .unwrap_or(super::DEFAULT_ALG);
     let row = sqlx::query(&format!(
         "INSERT INTO oauth_apps (owner_id, name, client_id, secret_hash, redirect_uris, confidential, created, id_token_signed_response_alg) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"

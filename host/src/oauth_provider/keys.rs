@@ -90,12 +90,7 @@ pub fn offered(configured: &str) -> Vec<&str> {
     algs
 }
 
-/// Every algorithm this provider can sign ID tokens with.
-pub const SIGNING_ALGS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
-
-/// The algorithm of a client that registered none (OpenID Connect Dynamic
-/// Client Registration §2, `id_token_signed_response_alg`).
-pub const DEFAULT_ALG: &str = "RS256";
+pub use super::{DEFAULT_ALG, SIGNING_ALGS};
 
 /// The algorithm that signs `client`'s ID tokens: the one it registered,
 /// while it is offered. A client registered for an algorithm the site no
