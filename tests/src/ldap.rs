@@ -248,21 +248,42 @@ access to *
             child: None,
             dir,
         };
-        slapd.resume();
-        slapd
+        // A port free when picked may be taken by another test's server
+        // before slapd binds it; slapd then exits at once. The first start
+        // may pick new ports; a resume keeps them.
+        for _ in 0..5 {
+            if slapd.launch() {
+                return slapd;
+            }
+            slapd.port = free_port();
+            slapd.ldaps_port = free_port();
+        }
+        panic!(
+            "slapd did not start on five pairs of ports: {}",
+            slapd.log()
+        );
     }
 
     /// Starts (again) slapd on the same database and ports.
     pub fn resume(&mut self) {
+        assert!(self.launch(), "slapd did not start again: {}", self.log());
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("slapd.log")).unwrap_or_default()
+    }
+
+    /// Starts slapd unless it runs; false when it exited before listening.
+    fn launch(&mut self) -> bool {
         if let Some(child) = &mut self.child {
             if matches!(child.try_wait(), Ok(None)) {
-                return;
+                return true;
             }
             self.child = None;
         }
         let d = self.dir.path();
         let log = std::fs::File::create(d.join("slapd.log")).expect("log");
-        let child = Command::new(sbin("slapd"))
+        let mut child = Command::new(sbin("slapd"))
             .arg("-f")
             .arg(d.join("slapd.conf"))
             .arg("-h")
@@ -276,16 +297,20 @@ access to *
             .stderr(log)
             .spawn()
             .expect("slapd is installed (Debian package slapd)");
-        self.child = Some(child);
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if !matches!(child.try_wait(), Ok(None)) {
+                return false;
+            }
             assert!(
                 started.elapsed() < Duration::from_secs(20),
                 "slapd did not start: {}",
-                std::fs::read_to_string(d.join("slapd.log")).unwrap_or_default()
+                self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        self.child = Some(child);
+        true
     }
 
     /// Stops slapd, as a crash would (SIGKILL).
