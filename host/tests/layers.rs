@@ -187,6 +187,27 @@ fn every_module_has_a_layer() {
     );
 }
 
+/// The map in docs/architecture.md names every entry of the table above
+/// (as `a` or, for a nested entry, `a/b`), so a new layer entry cannot be
+/// left out of it.
+#[test]
+fn every_layer_entry_is_on_the_map() {
+    let map = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md"),
+    )
+    .expect("docs/architecture.md is readable");
+    let missing: Vec<String> = LAYERS
+        .iter()
+        .flat_map(|(_, entries)| entries.iter())
+        .map(|entry| entry.replace("::", "/"))
+        .filter(|name| !map.contains(&format!("`{name}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "layer entries docs/architecture.md does not name: {missing:?}"
+    );
+}
+
 #[test]
 fn imports_point_down() {
     let mods = modules(&src());
