@@ -629,6 +629,57 @@ pub async fn sign_in(
     .await
 }
 
+/// An API request as `user` (HTTP basic authentication with `password`),
+/// with a JSON body when one is given: the request every API test sends.
+pub async fn request_as(
+    server: &Server,
+    method: reqwest::Method,
+    path: &str,
+    user: &str,
+    password: &str,
+    body: Option<serde_json::Value>,
+) -> reqwest::Response {
+    let mut req = reqwest::Client::new()
+        .request(method, server.url(path))
+        .basic_auth(user, Some(password));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req.send().await.expect("the server answers")
+}
+
+/// An answer's status and JSON body (`Null` when the body is not JSON).
+pub async fn status_and_json(res: reqwest::Response) -> (reqwest::StatusCode, serde_json::Value) {
+    let status = res.status();
+    (status, res.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+/// The whole seconds of a 429's `Retry-After`.
+pub fn retry_after(res: &reqwest::Response) -> u64 {
+    res.headers()
+        .get("retry-after")
+        .expect("a 429 says when to come back")
+        .to_str()
+        .expect("ASCII")
+        .parse()
+        .expect("whole seconds")
+}
+
+/// The text of the element with `id` on a page (up to its first tag).
+pub fn text_of(html: &str, id: &str) -> String {
+    let marker = format!("id=\"{id}\">");
+    let start = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no #{id} on the page:\n{html}"))
+        + marker.len();
+    html[start..]
+        .split('<')
+        .next()
+        .expect("split yields one part")
+        .trim()
+        .to_string()
+}
+
 /// The text of the error box on a page, if any.
 pub fn flash_error(html: &str) -> Option<String> {
     let marker = "id=\"flash-error\">";

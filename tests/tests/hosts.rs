@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use postern_tests::ldap::{PEOPLE, READER_DN, READER_PASSWORD, Slapd, person};
-use postern_tests::{Options, Server, backends, client, sign_in};
+use postern_tests::{Options, Server, backends, client, retry_after, sign_in};
 use reqwest::StatusCode;
 
 const PW: &str = "correct-horse-battery";
@@ -18,16 +18,6 @@ async fn basic(base: &str, login: &str, password: &str) -> reqwest::Response {
         .send()
         .await
         .expect("GET /api/v1/user")
-}
-
-fn retry_after(res: &reqwest::Response) -> u64 {
-    res.headers()
-        .get("retry-after")
-        .expect("a 429 says when to come back")
-        .to_str()
-        .expect("ASCII")
-        .parse()
-        .expect("whole seconds")
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use postern_tests::ldap::{Slapd, person};
-use postern_tests::{Options, Server, backends, client, sign_in};
+use postern_tests::{Options, Server, backends, client, request_as, sign_in};
 use reqwest::StatusCode;
 
 async fn server_with(backend: &postern_tests::Backend, ini: String) -> Server {
@@ -480,13 +480,7 @@ async fn as_boss(
     path: &str,
     body: Option<serde_json::Value>,
 ) -> reqwest::Response {
-    let mut req = reqwest::Client::new()
-        .request(method, server.url(path))
-        .basic_auth("boss", Some(PW));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    req.send().await.unwrap()
+    request_as(server, method, path, "boss", PW, body).await
 }
 
 async fn team_members(server: &Server, team: i64) -> Vec<String> {

@@ -18,7 +18,8 @@ use postern_tests::oidc::{
     Mode, TAMPER_CLIENT_ID, TAMPER_CLIENT_SECRET, TamperingProvider, start_at,
 };
 use postern_tests::{
-    Server, backends, client, csrf_of, flash_error, get_text, postern_bin, run_cli, submit_form,
+    Server, backends, client, csrf_of, flash_error, get_text, postern_bin, request_as, run_cli,
+    submit_form,
 };
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -93,13 +94,7 @@ async fn api(
     path: &str,
     body: Option<Value>,
 ) -> (StatusCode, Value, String) {
-    let mut req = reqwest::Client::new()
-        .request(method, server.url(path))
-        .basic_auth("root", Some(PW));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.unwrap();
+    let res = request_as(server, method, path, "root", PW, body).await;
     let status = res.status();
     let text = res.text().await.unwrap();
     (

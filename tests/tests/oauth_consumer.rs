@@ -16,7 +16,7 @@ use postern_tests::oidc::{
     capitalised, cookie_header, page_text, session_user, sign_in_at_node_provider,
     sign_in_at_postern_provider, start_at,
 };
-use postern_tests::{Server, backends, client};
+use postern_tests::{Server, backends, client, request_as};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use url::Url;
@@ -92,13 +92,7 @@ async fn as_boss(
     path: &str,
     body: Option<Value>,
 ) -> reqwest::Response {
-    let mut req = reqwest::Client::new()
-        .request(method, server.url(path))
-        .basic_auth("boss", Some(PW));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    req.send().await.unwrap()
+    request_as(server, method, path, "boss", PW, body).await
 }
 
 /// Makes the site administrator `boss`, the organization `acme` and its

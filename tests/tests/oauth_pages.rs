@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use postern_tests::oauth::{ClientAuth, PW, api, bearer, location, query, token_request};
-use postern_tests::{Options, Server, backends, client, csrf_of, flash_error, get_text};
+use postern_tests::{Options, Server, backends, client, csrf_of, flash_error, get_text, text_of};
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -32,16 +32,6 @@ async fn post_form(
         .await
         .unwrap();
     (res.status(), res.text().await.unwrap())
-}
-
-/// The text of the element with `id` (`id="client-id">…<`).
-fn text_of(html: &str, id: &str) -> String {
-    let marker = format!("id=\"{id}\">");
-    let start = html
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no #{id} on the page:\n{html}"))
-        + marker.len();
-    html[start..].split('<').next().unwrap().trim().to_string()
 }
 
 /// `GET /api/v1/user/applications/oauth2` as `user`.

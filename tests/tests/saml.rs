@@ -15,7 +15,7 @@ use postern_tests::oidc::{
     wait_until_on,
 };
 use postern_tests::saml::{self, Idp, Posted, Sp};
-use postern_tests::{Backend, Server, backends};
+use postern_tests::{Backend, Server, backends, request_as, status_and_json};
 use reqwest::StatusCode;
 
 /// The source's name, as the spec has it: its callback is
@@ -947,15 +947,7 @@ async fn as_boss(
     path: &str,
     body: Option<serde_json::Value>,
 ) -> (StatusCode, serde_json::Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, server.url(path))
-        .basic_auth("boss", Some(PW));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.unwrap();
-    let status = res.status();
-    (status, res.json().await.unwrap_or(serde_json::Value::Null))
+    status_and_json(request_as(server, method, path, "boss", PW, body).await).await
 }
 
 #[tokio::test]

@@ -5,7 +5,9 @@
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use postern_tests::{Options, Server, backends, client, csrf_of, flash_error, get_text, sign_in};
+use postern_tests::{
+    Options, Server, backends, client, csrf_of, flash_error, get_text, retry_after, sign_in,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -804,16 +806,6 @@ async fn factors_are_listed_and_disabling_the_last_one_ends_the_second_step() {
             "{backend}"
         );
     }
-}
-
-fn retry_after(res: &reqwest::Response) -> u64 {
-    res.headers()
-        .get("retry-after")
-        .expect("a 429 says when to come back")
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 /// A code that is not `code`.

@@ -8,23 +8,15 @@
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use postern_tests::{Options, Server, backends, csrf_of, flash_error, get_text, submit_form};
+use postern_tests::{
+    Options, Server, backends, csrf_of, flash_error, get_text, submit_form, text_of,
+};
 use reqwest::StatusCode;
 use serde_json::json;
 
 const PW: &str = "correct horse battery staple";
 const PAGE: &str = "/owner/app/settings/hooks";
 const TARGET: &str = "https://hooks.example.com/x";
-
-/// The text of the element with `id` (`id="hook-secret-value">…<`).
-fn text_of(html: &str, id: &str) -> String {
-    let marker = format!("id=\"{id}\">");
-    let start = html
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no #{id} on the page:\n{html}"))
-        + marker.len();
-    html[start..].split('<').next().unwrap().trim().to_string()
-}
 
 /// The first `data-{attr}="…"` value on a page.
 fn data_of(html: &str, attr: &str) -> String {

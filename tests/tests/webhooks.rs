@@ -19,7 +19,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use axum::response::{IntoResponse, Response};
-use postern_tests::{Backend, Options, Server, backends, git};
+use postern_tests::{Backend, Options, Server, backends, git, request_as, status_and_json};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -183,16 +183,7 @@ async fn call(
     user: &str,
     body: Option<Value>,
 ) -> (StatusCode, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, s.url(path))
-        .basic_auth(user, Some(PW));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.unwrap();
-    let status = res.status();
-    let text = res.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    status_and_json(request_as(s, method, path, user, PW, body).await).await
 }
 
 async fn post(s: &Server, path: &str, user: &str, body: Value) -> (StatusCode, Value) {
