@@ -266,29 +266,29 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         ),
         (
             "/repos/{owner}/{repo}/issues/{index}/comments",
-            get(issues::comments).post(issues::add_comment),
+            get(issues::comments::comments).post(issues::comments::add_comment),
         ),
         (
             "/repos/{owner}/{repo}/issues/comments/{id}",
-            patch(issues::edit_comment).delete(issues::delete_comment),
+            patch(issues::comments::edit_comment).delete(issues::comments::delete_comment),
         ),
         (
             "/repos/{owner}/{repo}/issues/{index}/labels",
-            post(issues::add_labels),
+            post(issues::labels::add_labels),
         ),
         (
             "/repos/{owner}/{repo}/issues/{index}/labels/{id}",
-            delete(issues::remove_label),
+            delete(issues::labels::remove_label),
         ),
         (
             "/repos/{owner}/{repo}/labels",
-            get(issues::labels).post(issues::create_label),
+            get(issues::labels::labels).post(issues::labels::create_label),
         ),
         (
             "/repos/{owner}/{repo}/labels/{id}",
-            get(issues::get_label)
-                .patch(issues::edit_label)
-                .delete(issues::delete_label),
+            get(issues::labels::get_label)
+                .patch(issues::labels::edit_label)
+                .delete(issues::labels::delete_label),
         ),
     ];
     let mut versioned = Router::new();
