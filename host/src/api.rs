@@ -140,18 +140,18 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         ("/orgs/{org}", get(orgs::get).patch(orgs::edit)),
         (
             "/orgs/{org}/teams",
-            get(orgs::teams).post(orgs::create_team),
+            get(orgs::teams::teams).post(orgs::teams::create_team),
         ),
         (
             "/orgs/{org}/repos",
             get(orgs::repos).post(orgs::create_repo),
         ),
-        ("/teams/{id}/members", get(orgs::team_members)),
+        ("/teams/{id}/members", get(orgs::teams::team_members)),
         (
             "/teams/{id}/members/{username}",
-            put(orgs::add_member).delete(orgs::remove_member),
+            put(orgs::teams::add_member).delete(orgs::teams::remove_member),
         ),
-        ("/teams/{id}/repos/{org}/{repo}", put(orgs::add_repo)),
+        ("/teams/{id}/repos/{org}/{repo}", put(orgs::teams::add_repo)),
         ("/user/keys/{id}", delete(keys::delete)),
         (
             "/repos/{owner}/{repo}/branch_protections",
