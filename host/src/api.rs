@@ -140,18 +140,18 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         ("/orgs/{org}", get(orgs::get).patch(orgs::edit)),
         (
             "/orgs/{org}/teams",
-            get(orgs::teams).post(orgs::create_team),
+            get(orgs::teams::teams).post(orgs::teams::create_team),
         ),
         (
             "/orgs/{org}/repos",
             get(orgs::repos).post(orgs::create_repo),
         ),
-        ("/teams/{id}/members", get(orgs::team_members)),
+        ("/teams/{id}/members", get(orgs::teams::team_members)),
         (
             "/teams/{id}/members/{username}",
-            put(orgs::add_member).delete(orgs::remove_member),
+            put(orgs::teams::add_member).delete(orgs::teams::remove_member),
         ),
-        ("/teams/{id}/repos/{org}/{repo}", put(orgs::add_repo)),
+        ("/teams/{id}/repos/{org}/{repo}", put(orgs::teams::add_repo)),
         ("/user/keys/{id}", delete(keys::delete)),
         (
             "/repos/{owner}/{repo}/branch_protections",
@@ -266,29 +266,29 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         ),
         (
             "/repos/{owner}/{repo}/issues/{index}/comments",
-            get(issues::comments).post(issues::add_comment),
+            get(issues::comments::comments).post(issues::comments::add_comment),
         ),
         (
             "/repos/{owner}/{repo}/issues/comments/{id}",
-            patch(issues::edit_comment).delete(issues::delete_comment),
+            patch(issues::comments::edit_comment).delete(issues::comments::delete_comment),
         ),
         (
             "/repos/{owner}/{repo}/issues/{index}/labels",
-            post(issues::add_labels),
+            post(issues::labels::add_labels),
         ),
         (
             "/repos/{owner}/{repo}/issues/{index}/labels/{id}",
-            delete(issues::remove_label),
+            delete(issues::labels::remove_label),
         ),
         (
             "/repos/{owner}/{repo}/labels",
-            get(issues::labels).post(issues::create_label),
+            get(issues::labels::labels).post(issues::labels::create_label),
         ),
         (
             "/repos/{owner}/{repo}/labels/{id}",
-            get(issues::get_label)
-                .patch(issues::edit_label)
-                .delete(issues::delete_label),
+            get(issues::labels::get_label)
+                .patch(issues::labels::edit_label)
+                .delete(issues::labels::delete_label),
         ),
     ];
     let mut versioned = Router::new();
