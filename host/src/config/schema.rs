@@ -1259,7 +1259,7 @@ mod tests {
     /// a key of the schema: an unlisted one would read as empty.
     #[test]
     fn every_fixed_key_the_host_reads_is_in_the_schema() {
-        let text = include_str!("../config.rs");
+        let text = include_str!("load.rs");
         let mut checked = 0;
         for helper in ["get(\"", "flag(\"", "int(\""] {
             for (i, _) in text.match_indices(helper) {
@@ -1276,7 +1276,7 @@ mod tests {
                 checked += 1;
                 assert!(
                     key_spec(section, key).is_some(),
-                    "config.rs reads [{section}] {key}, which the schema does not list"
+                    "config/load.rs reads [{section}] {key}, which the schema does not list"
                 );
             }
         }
