@@ -2,138 +2,24 @@
 //! directory and OAuth 2.0 sources, which an administrator can add, change
 //! and remove while the host runs.
 
+mod plugin;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde::Serialize;
 use wasmtime::Engine;
 
-use super::calls::Prepared;
 use super::capabilities::Lender;
 use super::contract::SignInRefusal;
 use super::loading::{directory_spec, load_one, redirect_spec, saml_spec, specs};
-use super::stats::Stats;
-use super::{Capability, Error, Kind, Limits, Origin, Result, builtin, engine};
+use super::{Error, Kind, Origin, Result, builtin, engine};
 use crate::config::Config;
 use crate::config::source_settings::{DefinedIn, SourceSettings};
 use crate::db::Db;
 
-pub(super) enum State {
-    Ready {
-        prepared: Prepared,
-        wit_version: &'static str,
-    },
-    Refused(String),
-    Disabled,
-}
-
-/// One loaded (or refused) plugin.
-pub struct Plugin {
-    pub id: Arc<str>,
-    pub kind: Kind,
-    pub version: String,
-    pub origin: Origin,
-    pub sha256: String,
-    pub grants: Vec<Capability>,
-    pub limits: Limits,
-    /// The plugin's own settings from its `[plugin.<id>]` section.
-    pub settings: Vec<(String, String)>,
-    /// What the host itself reads of an identity source's settings.
-    pub host_settings: SourceSettings,
-    /// What it may reach through `http`, and what it was refused.
-    pub(super) http: Option<Arc<super::outbound::Grant>>,
-    pub(super) state: State,
-    pub(super) stats: Stats,
-    /// Turned off by an administrator while running (`[plugin.<id>]
-    /// ENABLED` as a run-time setting): calls are refused until it is
-    /// turned on again.
-    pub(super) paused: std::sync::atomic::AtomicBool,
-    /// A native library's calls under way, abandoned ones included: a
-    /// call cut by its time-out keeps its slot until its thread returns,
-    /// so a library that hangs fills its slots, not the host's thread pool.
-    pub(super) native_slots: Option<Arc<tokio::sync::Semaphore>>,
-}
-
-/// What `admin plugin list` and `GET /api/v1/admin/plugins` show.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct PluginInfo {
-    pub id: String,
-    /// The plugin that serves it: its own id, or for a source the built-in
-    /// it is an instance of (`ldap` for `source.1`, `oauth2` or `saml` for
-    /// `source.oauth2_<name>`).
-    pub plugin: String,
-    pub kind: Kind,
-    pub version: String,
-    pub wit_version: String,
-    pub origin: String,
-    pub sha256: String,
-    pub grants: Vec<String>,
-    pub state: String,
-    pub calls: u64,
-    pub traps: u64,
-    pub last_error: Option<String>,
-    /// Requests through `http` the host refused (a host its settings do not
-    /// name, plain HTTP, a forbidden address) since the start.
-    pub http_refusals: u64,
-}
-
-impl Plugin {
-    pub(super) fn info(&self) -> PluginInfo {
-        PluginInfo {
-            id: self.id.to_string(),
-            plugin: match &self.origin {
-                Origin::InstanceOf(of) => of.to_string(),
-                _ => self.id.to_string(),
-            },
-            kind: self.kind,
-            version: self.version.clone(),
-            wit_version: match &self.state {
-                State::Ready { wit_version, .. } => wit_version.to_string(),
-                _ => "-".into(),
-            },
-            origin: match &self.origin {
-                Origin::BuiltIn => "built-in".into(),
-                Origin::InstanceOf(of) => format!("built-in {of}"),
-                Origin::Path(p) => p.display().to_string(),
-                Origin::Native(_) => "native".into(),
-            },
-            sha256: self.sha256.clone(),
-            grants: self.grants.iter().map(|g| g.name().to_string()).collect(),
-            state: self.info_state(),
-            calls: self.stats.calls.load(Ordering::Relaxed),
-            traps: self.stats.traps.load(Ordering::Relaxed),
-            last_error: self.stats.last_error(),
-            http_refusals: self.http.as_ref().map_or(0, |g| g.refusals()),
-        }
-    }
-
-    /// `ready`, `disabled`, or `refused: <why>`.
-    pub fn info_state(&self) -> String {
-        match &self.state {
-            State::Ready { .. } if self.is_paused() => "disabled".into(),
-            State::Ready { .. } => "ready".into(),
-            State::Refused(why) => format!("refused: {why}"),
-            State::Disabled => "disabled".into(),
-        }
-    }
-
-    pub fn is_ready(&self) -> bool {
-        matches!(self.state, State::Ready { .. }) && !self.is_paused()
-    }
-
-    /// Whether an administrator turned it off while running.
-    pub fn is_paused(&self) -> bool {
-        self.paused.load(Ordering::Relaxed)
-    }
-
-    /// Whether an administrator may turn it on and off: a plugin of its
-    /// own, not an instance that serves an identity source (a source is
-    /// changed in Authentication).
-    pub fn switchable(&self) -> bool {
-        !matches!(self.origin, Origin::InstanceOf(_))
-    }
-}
+pub(super) use plugin::State;
+pub use plugin::{Plugin, PluginInfo};
 
 /// All plugins, and the engine they run on.
 pub struct Plugins {
