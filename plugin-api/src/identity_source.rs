@@ -219,8 +219,7 @@ impl<T: IdentitySource> bindings::exports::postern::plugin::source::Guest for Ad
     }
 }
 
-/// Exports a type implementing
-/// [`IdentitySource`](identity_source::IdentitySource) as the component's
+/// Exports a type implementing [`IdentitySource`] as the component's
 /// `source` interface: the plugin is then an identity source.
 #[cfg(feature = "identity-source")]
 #[macro_export]

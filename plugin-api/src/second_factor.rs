@@ -209,8 +209,8 @@ impl<T: SecondFactor> bindings::exports::postern::plugin::factor::Guest for Adap
     }
 }
 
-/// Exports a type implementing [`SecondFactor`](second_factor::SecondFactor)
-/// as the component's `factor` interface: the plugin is then a second factor.
+/// Exports a type implementing [`SecondFactor`] as the component's `factor`
+/// interface: the plugin is then a second factor.
 #[cfg(feature = "second-factor")]
 #[macro_export]
 macro_rules! export_second_factor {

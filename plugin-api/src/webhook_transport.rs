@@ -88,9 +88,8 @@ impl<T: WebhookTransport> bindings::exports::postern::plugin::transport::Guest f
     }
 }
 
-/// Exports a type implementing
-/// [`WebhookTransport`](webhook_transport::WebhookTransport) as the
-/// component's `transport` interface: the plugin is then a webhook transport.
+/// Exports a type implementing [`WebhookTransport`] as the component's
+/// `transport` interface: the plugin is then a webhook transport.
 #[cfg(feature = "webhook-transport")]
 #[macro_export]
 macro_rules! export_webhook_transport {
