@@ -24,12 +24,14 @@ mod capabilities;
 #[macro_use]
 mod common_bindings;
 pub mod contract;
+mod embedded;
 mod engine;
 pub mod inspect;
 mod loading;
 pub mod native;
 pub mod oauth2_sources;
 pub mod outbound;
+mod plugin;
 mod registry;
 mod saml_capability;
 pub mod scaffold;
@@ -37,6 +39,7 @@ pub(crate) mod since_v0_1;
 pub(crate) mod since_v0_2;
 pub(crate) mod since_v0_3;
 mod stats;
+mod worlds;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -46,7 +49,8 @@ use serde::Serialize;
 pub use capabilities::Capability;
 pub(crate) use capabilities::Route;
 pub use engine::WASMTIME_VERSION;
-pub use registry::{Plugin, PluginInfo, Plugins, settings_print};
+pub use plugin::{Plugin, PluginInfo};
+pub use registry::{Plugins, settings_print};
 
 /// Why a plugin could not be loaded or called.
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,7 @@ use sqlx::Row;
 
 use super::apps::App as Client;
 use super::codes::{self, Taken};
-use super::keys::{self, IdClaims};
+use super::keys;
 use super::{Error, Result, digest, new_secret, parse_scope};
 use crate::db::{Db, now};
 use crate::state::App;
@@ -461,4 +461,19 @@ pub async fn introspect(db: &Db, client: &Client, token: &str) -> Result<Introsp
         iat: Some(r.try_get(3)?),
         sub: Some(user.id.to_string()),
     })
+}
+
+/// The claims of an ID token.
+#[derive(Debug, Serialize)]
+pub struct IdClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub auth_time: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+    #[serde(flatten)]
+    pub profile: Profile,
 }

@@ -228,23 +228,15 @@ pub async fn jwks(db: &Db, keep: i64) -> Result<serde_json::Value> {
     Ok(serde_json::json!({ "keys": keys }))
 }
 
-/// The claims of an ID token.
-#[derive(Debug, Serialize)]
-pub struct IdClaims {
-    pub iss: String,
-    pub sub: String,
-    pub aud: String,
-    pub exp: i64,
-    pub iat: i64,
-    pub auth_time: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nonce: Option<String>,
-    #[serde(flatten)]
-    pub profile: super::grants::Profile,
-}
-
 /// Signs an ID token with the current key of `alg` (one of [`offered`]).
-pub async fn sign(db: &Db, key: &InstanceKey, alg: &str, claims: &IdClaims) -> Result<String> {
+/// The claims are the caller's: the grant that issues the token decides
+/// what it says, this module only holds the keys.
+pub async fn sign<C: Serialize>(
+    db: &Db,
+    key: &InstanceKey,
+    alg: &str,
+    claims: &C,
+) -> Result<String> {
     let (kid, algorithm, encoding) = current(db, key, alg).await?;
     let mut header = Header::new(algorithm);
     header.kid = Some(kid);

@@ -1,7 +1,6 @@
-//! The built-in plugins, compiled to `wasm32-wasip2` by `build.rs` and
-//! embedded in the binary.
-
-use super::{Capability, Kind};
+//! The built-in plugins' names: a leaf, so that configuration can refuse a
+//! third-party plugin that takes one. Their components and grants are in
+//! `embedded`.
 
 /// The local accounts identity source.
 pub const LOCAL: &str = "local";
@@ -25,75 +24,6 @@ pub const OAUTH2: &str = "oauth2";
 /// The SAML 2.0 identity source: loaded once per `[source.oauth2_<name>]`
 /// whose PROVIDER is `saml`, under that section's name.
 pub const SAML: &str = "saml";
-
-/// The SAML source's component.
-pub fn saml_wasm() -> &'static [u8] {
-    wasm::SAML
-}
-
-/// The OAuth 2.0 / OpenID Connect source's component.
-pub fn oauth2_wasm() -> &'static [u8] {
-    wasm::OAUTH2
-}
-
-/// The directory source's component.
-pub fn ldap_wasm() -> &'static [u8] {
-    wasm::LDAP
-}
-
-mod wasm {
-    include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
-}
-
-/// A built-in plugin and the grants it gets unless `[plugin.<id>] GRANTS`
-/// says otherwise.
-pub struct Builtin {
-    pub id: &'static str,
-    pub kind: Kind,
-    pub version: &'static str,
-    pub grants: &'static [Capability],
-    pub wasm: &'static [u8],
-}
-
-pub fn all() -> Vec<Builtin> {
-    vec![
-        Builtin {
-            id: LOCAL,
-            kind: Kind::IdentitySource,
-            version: env!("CARGO_PKG_VERSION"),
-            grants: &[Capability::Log, Capability::Credentials],
-            wasm: wasm::LOCAL,
-        },
-        Builtin {
-            id: TOTP,
-            kind: Kind::SecondFactor,
-            version: env!("CARGO_PKG_VERSION"),
-            grants: &[Capability::Log, Capability::Kv],
-            wasm: wasm::TOTP,
-        },
-        Builtin {
-            id: WEBAUTHN,
-            kind: Kind::SecondFactor,
-            version: env!("CARGO_PKG_VERSION"),
-            grants: &[Capability::Log, Capability::Kv],
-            wasm: wasm::WEBAUTHN,
-        },
-        Builtin {
-            id: WEBHOOK_HTTP,
-            kind: Kind::WebhookTransport,
-            version: env!("CARGO_PKG_VERSION"),
-            grants: &[Capability::Log, Capability::Http],
-            wasm: wasm::WEBHOOK_HTTP,
-        },
-        Builtin {
-            id: WEBHOOK_NATS,
-            kind: Kind::WebhookTransport,
-            version: env!("CARGO_PKG_VERSION"),
-            grants: &[Capability::Log, Capability::Tcp],
-            wasm: wasm::WEBHOOK_NATS,
-        },
-    ]
-}
 
 /// The ids of the built-in plugins; a third-party plugin may not take one.
 pub fn ids() -> &'static [&'static str] {

@@ -10,14 +10,14 @@
 
 use std::sync::{Arc, OnceLock};
 
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, ResourceTable};
 use wasmtime::{Engine, StoreLimits};
 use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::outbound::{Grant, Hooks, Rules};
-use super::{Error, Result, since_v0_1, since_v0_2, since_v0_3};
+use super::{Error, Result};
 use crate::db::Db;
 
 /// A capability the operator can grant in `[plugin.<id>] GRANTS`.
@@ -136,24 +136,6 @@ pub(crate) fn check_imports(
         }
     }
     Ok(())
-}
-
-/// A linker with the WASI baseline and exactly the granted capabilities, in
-/// every WIT version the host serves.
-pub(crate) fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<CallState>> {
-    let mut linker = Linker::new(engine);
-    let link = |e: wasmtime::Error| Error::Runtime(e.to_string());
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(link)?;
-    since_v0_1::add_to_linker(&mut linker, grants).map_err(link)?;
-    since_v0_2::add_to_linker(&mut linker, grants).map_err(link)?;
-    since_v0_2::add_directory_to_linker(&mut linker, grants).map_err(link)?;
-    since_v0_3::add_to_linker(&mut linker, grants).map_err(link)?;
-    since_v0_3::add_directory_to_linker(&mut linker, grants).map_err(link)?;
-    super::saml_capability::add_to_linker(&mut linker, grants).map_err(link)?;
-    if grants.contains(&Capability::Http) {
-        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(link)?;
-    }
-    Ok(linker)
 }
 
 /// What capabilities need from the rest of the host.

@@ -223,7 +223,7 @@ macro_rules! common_bindings {
         }
 
         // The `transport` interface is the same in every version.
-        impl crate::plugins::calls::TransportCalls
+        impl crate::plugins::worlds::TransportCalls
             for webhook_transport::WebhookTransportPre<CallState>
         {
             fn deliver(

@@ -9,13 +9,16 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
-use wasmtime::component::Component;
+use wasmtime::component::{Component, Linker};
 
-use super::calls::Prepared;
+use super::capabilities::CallState;
 use super::outbound::Grant;
-use super::registry::{Plugin, State};
-use super::{Capability, Error, Kind, Limits, Origin, Result, builtin, capabilities, engine};
-use super::{since_v0_1, since_v0_2, since_v0_3};
+use super::plugin::{Plugin, State};
+use super::worlds::Prepared;
+use super::{
+    Capability, Error, Kind, Limits, Origin, Result, builtin, capabilities, embedded, engine,
+};
+use super::{saml_capability, since_v0_1, since_v0_2, since_v0_3};
 use crate::config::source_settings::{DefinedIn, SourceSettings, directory_id, redirect_id};
 use crate::config::{Config, PluginSection};
 
@@ -50,7 +53,7 @@ pub(super) fn directory_spec(
         host_settings: SourceSettings::directory(number, section, defined_in),
         kind: Ok(Kind::IdentitySource),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        source: SpecSource::InstanceOf(builtin::LDAP, builtin::ldap_wasm()),
+        source: SpecSource::InstanceOf(builtin::LDAP, embedded::ldap_wasm()),
         grants: vec![Capability::Log, Capability::Directory],
         limits: Limits {
             memory_bytes: DIRECTORY_MEMORY_MB * 1024 * 1024,
@@ -96,7 +99,7 @@ pub(super) fn redirect_spec(
         host_settings: SourceSettings::redirect(name, section, defined_in),
         kind: Ok(Kind::IdentitySource),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        source: SpecSource::InstanceOf(builtin::OAUTH2, builtin::oauth2_wasm()),
+        source: SpecSource::InstanceOf(builtin::OAUTH2, embedded::oauth2_wasm()),
         grants: vec![Capability::Log, Capability::Http],
         limits: Limits {
             memory_bytes: DEFAULT_MEMORY_MB as usize * 1024 * 1024,
@@ -169,7 +172,7 @@ pub(super) fn saml_spec(
         host_settings,
         kind: Ok(Kind::IdentitySource),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        source: SpecSource::InstanceOf(builtin::SAML, builtin::saml_wasm()),
+        source: SpecSource::InstanceOf(builtin::SAML, embedded::saml_wasm()),
         grants: vec![Capability::Log, Capability::Kv, Capability::Saml],
         limits: Limits {
             memory_bytes: DEFAULT_MEMORY_MB as usize * 1024 * 1024,
@@ -297,7 +300,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
         .unwrap_or_default()
     };
     let mut out = Vec::new();
-    for b in builtin::all() {
+    for b in embedded::all() {
         let s = section(b.id);
         out.push(Spec {
             id: b.id.to_string(),
@@ -475,7 +478,7 @@ fn prepare(
     };
     let component = engine::compile_cached(engine, cache_dir, &bytes, sha256).map_err(invalid)?;
     capabilities::check_imports(&spec.id, engine, &component, &spec.grants)?;
-    let linker = capabilities::linker(engine, &spec.grants)?;
+    let linker = linker(engine, &spec.grants)?;
     let version = exported_version(engine, &component, kind).ok_or_else(|| Error::Invalid {
         plugin: spec.id.clone(),
         kind: kind.as_str(),
@@ -519,6 +522,24 @@ fn prepare(
         )),
     };
     Ok((prepared, version))
+}
+
+/// A linker with the WASI baseline and exactly the granted capabilities, in
+/// every WIT version the host serves.
+fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    let link = |e: wasmtime::Error| Error::Runtime(e.to_string());
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(link)?;
+    since_v0_1::add_to_linker(&mut linker, grants).map_err(link)?;
+    since_v0_2::add_to_linker(&mut linker, grants).map_err(link)?;
+    since_v0_2::add_directory_to_linker(&mut linker, grants).map_err(link)?;
+    since_v0_3::add_to_linker(&mut linker, grants).map_err(link)?;
+    since_v0_3::add_directory_to_linker(&mut linker, grants).map_err(link)?;
+    saml_capability::add_to_linker(&mut linker, grants).map_err(link)?;
+    if grants.contains(&Capability::Http) {
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(link)?;
+    }
+    Ok(linker)
 }
 
 /// The WIT version of the world interface a component exports

@@ -2,8 +2,6 @@
 //! directory and OAuth 2.0 sources, which an administrator can add, change
 //! and remove while the host runs.
 
-mod plugin;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,13 +11,11 @@ use wasmtime::Engine;
 use super::capabilities::Lender;
 use super::contract::SignInRefusal;
 use super::loading::{directory_spec, load_one, redirect_spec, saml_spec, specs};
+use super::plugin::{Plugin, PluginInfo, State};
 use super::{Error, Kind, Origin, Result, builtin, engine};
 use crate::config::Config;
 use crate::config::source_settings::{DefinedIn, SourceSettings};
 use crate::db::Db;
-
-pub(super) use plugin::State;
-pub use plugin::{Plugin, PluginInfo};
 
 /// All plugins, and the engine they run on.
 pub struct Plugins {
@@ -510,5 +506,43 @@ async fn lend_saml_keys(lender: &Lender, spec: &mut super::loading::Spec) {
                 );
         }
         Err(e) => spec.refuse(format!("the SAML service provider key: {e}")),
+    }
+}
+
+impl Plugins {
+    /// Writes the counts gathered since the last flush to the database, where
+    /// `admin plugin list` reads them.
+    pub async fn flush_stats(&self) {
+        for p in self.all() {
+            let counts = crate::db::PluginCounts {
+                calls: p.stats.pending_calls.swap(0, Ordering::Relaxed),
+                traps: p.stats.pending_traps.swap(0, Ordering::Relaxed),
+                http_refusals: p.http.as_ref().map_or(0, |g| g.take_pending()),
+            };
+            if counts == crate::db::PluginCounts::default() {
+                continue;
+            }
+            let last_error = p
+                .stats
+                .last_error()
+                .or_else(|| p.http.as_ref()?.last_refusal());
+            if let Err(e) = self
+                .lender
+                .db
+                .plugin_status_add(&p.id, counts, last_error.as_deref())
+                .await
+            {
+                tracing::warn!(plugin = %p.id, "could not record plugin counts: {e}");
+                p.stats
+                    .pending_calls
+                    .fetch_add(counts.calls, Ordering::Relaxed);
+                p.stats
+                    .pending_traps
+                    .fetch_add(counts.traps, Ordering::Relaxed);
+                if let Some(g) = &p.http {
+                    g.put_back(counts.http_refusals);
+                }
+            }
+        }
     }
 }

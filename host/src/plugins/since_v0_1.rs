@@ -6,8 +6,8 @@
 //! sign-in and no removal; the host fills those in (see the factor calls
 //! below).
 
-use crate::plugins::calls::{Call, FactorCalls, SourceCalls};
 use crate::plugins::contract::{Ceremony, FactorRefusal};
+use crate::plugins::worlds::{Call, FactorCalls, SourceCalls};
 
 pub(crate) const WIT_VERSION: &str = "0.1.0";
 

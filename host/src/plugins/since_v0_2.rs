@@ -1,8 +1,8 @@
 //! Bindings for `postern:plugin@0.2.0` (frozen, in `plugin-api/wit/v0.2.0`),
 //! and conversions between its types and the host's own.
 
-use crate::plugins::calls::{Call, FactorCalls, SourceCalls};
 use crate::plugins::contract::{Ceremony, FactorRefusal};
+use crate::plugins::worlds::{Call, FactorCalls, SourceCalls};
 
 pub(crate) const WIT_VERSION: &str = "0.2.0";
 

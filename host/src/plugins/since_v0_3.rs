@@ -4,8 +4,8 @@
 //! `email-verified`, three more sign-in errors, and the `http` capability
 //! (linked by `capabilities`, not here: it is the standard `wasi:http`).
 
-use crate::plugins::calls::{Call, FactorCalls, SourceCalls};
 use crate::plugins::contract::{Ceremony, FactorRefusal, Redirect};
+use crate::plugins::worlds::{Call, FactorCalls, SourceCalls};
 
 pub(crate) const WIT_VERSION: &str = "0.3.0";
 

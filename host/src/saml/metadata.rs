@@ -164,7 +164,7 @@ mod tests {
 
     #[test]
     fn sp_metadata_reads_back_and_idp_metadata_without_a_key_is_refused() {
-        let (_, cert) = super::super::keys::generate("https://git.example/").unwrap();
+        let (_, cert) = crate::saml::keys::generate("https://git.example/").unwrap();
         let der = cert.to_der().unwrap();
         let xml = sp_metadata(&SpMetadata {
             entity_id: "https://git.example/user/oauth2/SAML/callback",

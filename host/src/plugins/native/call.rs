@@ -7,12 +7,12 @@ use wasmtime::Store;
 
 use super::host_table::Context;
 use super::library::Native;
-use crate::plugins::calls::{Call, FactorCalls, SourceCalls, TransportCalls};
 use crate::plugins::capabilities::CallState;
 use crate::plugins::contract::{
     Ceremony, Delivery, FactorRefusal, Identity, KnownAccount, ListedUser, NewAccount,
     PasswordSignIn, Redirect, Registration, RegistrationRefusal, SignInRefusal, TransportOutcome,
 };
+use crate::plugins::worlds::{Call, FactorCalls, SourceCalls, TransportCalls};
 
 impl Native {
     /// One call: the request as JSON in, the answer as JSON out. A status

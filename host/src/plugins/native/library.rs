@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::host_table::TABLE;
 use super::{ABI_VERSIONS, AbiVersion, Entry, Free, Init};
-use crate::plugins::calls::Prepared;
+use crate::plugins::worlds::Prepared;
 use crate::plugins::{Capability, Error, Kind, Result};
 
 /// Whether a file is a native library (ELF, Mach-O or PE), by its first

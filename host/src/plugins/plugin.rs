@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use serde::Serialize;
 
 use crate::config::source_settings::SourceSettings;
-use crate::plugins::calls::Prepared;
 use crate::plugins::stats::Stats;
+use crate::plugins::worlds::Prepared;
 use crate::plugins::{Capability, Kind, Limits, Origin};
 
 pub(in crate::plugins) enum State {
@@ -124,5 +124,20 @@ impl Plugin {
     /// changed in Authentication).
     pub fn switchable(&self) -> bool {
         !matches!(self.origin, Origin::InstanceOf(_))
+    }
+}
+
+impl Plugin {
+    /// Records why the plugin's last request did not go as the operator
+    /// would expect although nothing failed (a directory sign-in that
+    /// created nobody): shown as the last error in `admin plugin list` and
+    /// as the source's last problem.
+    pub fn record_problem(&self, text: String) {
+        self.stats.set_last_error(text);
+    }
+
+    /// The last error or problem recorded since the host started.
+    pub fn last_problem(&self) -> Option<String> {
+        self.stats.last_error()
     }
 }

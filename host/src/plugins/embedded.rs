@@ -1,0 +1,100 @@
+//! The built-in plugins' components, compiled to `wasm32-wasip2` by
+//! `build.rs` and embedded in the binary, with the grants each gets.
+
+use super::builtin::{LOCAL, TOTP, WEBAUTHN, WEBHOOK_HTTP, WEBHOOK_NATS};
+use super::{Capability, Kind};
+
+/// The SAML source's component.
+pub fn saml_wasm() -> &'static [u8] {
+    wasm::SAML
+}
+
+/// The OAuth 2.0 / OpenID Connect source's component.
+pub fn oauth2_wasm() -> &'static [u8] {
+    wasm::OAUTH2
+}
+
+/// The directory source's component.
+pub fn ldap_wasm() -> &'static [u8] {
+    wasm::LDAP
+}
+
+mod wasm {
+    include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
+}
+
+/// A built-in plugin and the grants it gets unless `[plugin.<id>] GRANTS`
+/// says otherwise.
+pub struct Builtin {
+    pub id: &'static str,
+    pub kind: Kind,
+    pub version: &'static str,
+    pub grants: &'static [Capability],
+    pub wasm: &'static [u8],
+}
+
+pub fn all() -> Vec<Builtin> {
+    vec![
+        Builtin {
+            id: LOCAL,
+            kind: Kind::IdentitySource,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Credentials],
+            wasm: wasm::LOCAL,
+        },
+        Builtin {
+            id: TOTP,
+            kind: Kind::SecondFactor,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Kv],
+            wasm: wasm::TOTP,
+        },
+        Builtin {
+            id: WEBAUTHN,
+            kind: Kind::SecondFactor,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Kv],
+            wasm: wasm::WEBAUTHN,
+        },
+        Builtin {
+            id: WEBHOOK_HTTP,
+            kind: Kind::WebhookTransport,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Http],
+            wasm: wasm::WEBHOOK_HTTP,
+        },
+        Builtin {
+            id: WEBHOOK_NATS,
+            kind: Kind::WebhookTransport,
+            version: env!("CARGO_PKG_VERSION"),
+            grants: &[Capability::Log, Capability::Tcp],
+            wasm: wasm::WEBHOOK_NATS,
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::builtin::{LDAP, OAUTH2, SAML};
+
+    /// `builtin::ids()`, which configuration reads, names exactly the
+    /// plugins embedded here, each with a component.
+    #[test]
+    fn the_names_are_the_embedded_plugins() {
+        let mut embedded: Vec<&str> = all().iter().map(|b| b.id).collect();
+        // Loaded once per source section rather than by themselves.
+        let templates = [
+            (LDAP, ldap_wasm()),
+            (OAUTH2, oauth2_wasm()),
+            (SAML, saml_wasm()),
+        ];
+        embedded.extend(templates.iter().map(|(id, _)| *id));
+        embedded.sort_unstable();
+        let mut named = crate::plugins::builtin::ids().to_vec();
+        named.sort_unstable();
+        assert_eq!(embedded, named);
+        assert!(all().iter().all(|b| !b.wasm.is_empty()));
+        assert!(templates.iter().all(|(_, wasm)| !wasm.is_empty()));
+    }
+}
