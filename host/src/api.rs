@@ -406,7 +406,7 @@ pub(crate) struct Health {
 }
 
 /// Liveness for load balancers.
-#[utoipa::path(get, path = "/api/healthz", tag = "meta", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/api/healthz", tag = "meta", responses((status = 200, body = Health)), security(()))]
 pub(crate) async fn health(State(_app): State<App>) -> Json<Health> {
     Json(Health { status: "pass" })
 }

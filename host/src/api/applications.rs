@@ -171,14 +171,10 @@ fn enabled(app: &App) -> Result<(), ApiError> {
     request_body = CreateApplication,
     responses(
         (status = 201, description = "The application, with its client secret (shown once)", body = ApplicationView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "The OAuth2 provider is off", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A name, redirect URI or ID token algorithm is missing or invalid", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create(
     State(app): State<App>,
@@ -201,12 +197,9 @@ pub(crate) async fn create(
     params(PageQuery),
     responses(
         (status = 200, description = "A page of applications, without secrets", body = Listed<ApplicationView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
         (status = 404, description = "The OAuth2 provider is off", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn list(
     State(app): State<App>,
@@ -233,11 +226,9 @@ pub(crate) struct AppPath {
     params(("id" = i64, Path, description = "The application's id")),
     responses(
         (status = 200, description = "The application, without its secret", body = ApplicationView),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
         (status = 404, description = "No such application of yours", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn get(
     State(app): State<App>,
@@ -259,14 +250,10 @@ pub(crate) async fn get(
     request_body = EditApplication,
     responses(
         (status = 200, description = "The application; with its new secret when regenerated", body = ApplicationView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "No such application of yours", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A name, redirect URI or ID token algorithm is invalid", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn edit(
     State(app): State<App>,
@@ -288,11 +275,9 @@ pub(crate) async fn edit(
     params(("id" = i64, Path, description = "The application's id")),
     responses(
         (status = 204, description = "The application is deleted"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "No such application of yours", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete(
     State(app): State<App>,
@@ -329,14 +314,10 @@ fn org_base(version: ApiVersion, org: &str) -> String {
     request_body = CreateApplication,
     responses(
         (status = 201, description = "The application, with its client secret (shown once)", body = ApplicationView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not an owner of the organization, or the token lacks write:organization", body = ErrorBody),
         (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A name, redirect URI or ID token algorithm is missing or invalid", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn org_create(
     State(app): State<App>,
@@ -361,12 +342,9 @@ pub(crate) async fn org_create(
     params(("org" = String, Path, description = "The organization"), PageQuery),
     responses(
         (status = 200, description = "A page of applications, without secrets", body = Listed<ApplicationView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),
         (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn org_list(
     State(app): State<App>,
@@ -394,14 +372,10 @@ pub(crate) async fn org_list(
     request_body = EditApplication,
     responses(
         (status = 200, description = "The application; with its new secret when regenerated", body = ApplicationView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),
         (status = 404, description = "No such application of the organization", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A name, redirect URI or ID token algorithm is invalid", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn org_edit(
     State(app): State<App>,
@@ -425,11 +399,9 @@ pub(crate) async fn org_edit(
     ),
     responses(
         (status = 204, description = "The application is deleted"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),
         (status = 404, description = "No such application of the organization", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn org_delete(
     State(app): State<App>,

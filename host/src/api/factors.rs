@@ -37,11 +37,9 @@ pub struct TotpCode {
     post, path = "/api/v1/user/2fa/totp", tag = "user",
     responses(
         (status = 201, description = "The enrolment, to confirm with a code", body = TotpEnrollment),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 409, description = "TOTP is already enabled", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn begin(
     State(app): State<App>,
@@ -69,14 +67,10 @@ pub struct BackupCodes {
     request_body = TotpCode,
     responses(
         (status = 200, description = "TOTP is enabled; the backup codes, shown once", body = BackupCodes),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "No enrolment in progress", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "The code is wrong or expired", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn confirm(
     State(app): State<App>,
@@ -96,7 +90,6 @@ pub(crate) async fn confirm(
     post, path = "/api/v1/user/2fa/backup_codes", tag = "user",
     responses(
         (status = 200, description = "The new backup codes, shown once", body = BackupCodes),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 409, description = "No second factor is enabled", body = ErrorBody),
     ),
@@ -122,7 +115,6 @@ pub(crate) async fn regenerate(
     delete, path = "/api/v1/user/2fa/remembered_devices", tag = "user",
     responses(
         (status = 204, description = "No browser is remembered any more"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
     ),
     security(("session" = []), ("token" = []))
@@ -143,11 +135,8 @@ pub(crate) async fn forget_devices(
     params(PageQuery),
     responses(
         (status = 200, description = "A page of factors, oldest first", body = Listed<Factor>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn list(
     State(app): State<App>,
@@ -173,7 +162,6 @@ pub(crate) struct FactorPath {
     params(("id" = i64, Path, description = "The factor's id")),
     responses(
         (status = 204, description = "Removed"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "The user has no such factor", body = ErrorBody),
     ),
@@ -194,7 +182,6 @@ pub(crate) async fn remove(
     delete, path = "/api/v1/user/2fa/totp", tag = "user",
     responses(
         (status = 204, description = "TOTP is off"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "TOTP was not enabled", body = ErrorBody),
     ),
@@ -224,10 +211,8 @@ pub struct KeyRegistration {
     post, path = "/api/v1/user/2fa/webauthn", tag = "user",
     responses(
         (status = 201, description = "The options for the browser", body = KeyRegistration),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user, or WebAuthn is off", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn begin_key(
     State(app): State<App>,
@@ -268,14 +253,10 @@ pub struct KeyRegistered {
     request_body = KeyConfirmation,
     responses(
         (status = 201, description = "The key is registered", body = KeyRegistered),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user, or WebAuthn is off", body = ErrorBody),
         (status = 404, description = "No registration in progress", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "The credential was not accepted, or the name is bad", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn confirm_key(
     State(app): State<App>,

@@ -30,10 +30,7 @@ use views::{DeliveryView, delivery_view};
     responses(
         (status = 200, description = "A page of dead deliveries", body = CursorPage<DeliveryView>),
         (status = 400, description = "A bad cursor", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn dead(
     State(app): State<App>,

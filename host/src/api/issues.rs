@@ -169,7 +169,6 @@ impl IssueFilter {
     responses(
         (status = 200, description = "A page of issues", body = Listed<IssueView>),
         (status = 400, description = "A bad filter or paging value", body = ErrorBody),
-        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
         (status = 403, description = "The token does not cover this repository", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
     ),
@@ -223,14 +222,10 @@ pub struct CreateIssue {
     request_body = CreateIssue,
     responses(
         (status = 201, description = "The issue", body = IssueView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not allowed to open issues here", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A field is wrong", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create(
     State(app): State<App>,
@@ -272,7 +267,6 @@ pub(crate) async fn create(
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
     responses(
         (status = 200, description = "The issue", body = IssueView),
-        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
         (status = 403, description = "The token does not cover this repository", body = ErrorBody),
         (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
     ),
@@ -309,14 +303,10 @@ pub struct EditIssue {
     request_body = EditIssue,
     responses(
         (status = 201, description = "The issue as changed", body = IssueView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not allowed to change this issue", body = ErrorBody),
         (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A field is wrong", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn edit(
     State(app): State<App>,
@@ -370,11 +360,9 @@ pub(crate) async fn edit(
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete(
     State(app): State<App>,
@@ -394,11 +382,9 @@ pub(crate) async fn delete(
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
     responses(
         (status = 204, description = "Locked"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn lock(
     State(app): State<App>,
@@ -414,11 +400,9 @@ pub(crate) async fn lock(
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
     responses(
         (status = 204, description = "Unlocked"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn unlock(
     State(app): State<App>,

@@ -61,14 +61,10 @@ pub struct CreateKey {
     request_body = CreateKey,
     responses(
         (status = 201, description = "The key", body = KeyView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 409, description = "The key is already in use", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "Not an OpenSSH public key", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create(
     State(app): State<App>,
@@ -87,11 +83,8 @@ pub(crate) async fn create(
     params(PageQuery),
     responses(
         (status = 200, description = "A page of keys", body = Listed<KeyView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn list(
     State(app): State<App>,
@@ -116,11 +109,9 @@ pub(crate) struct KeyPath {
     params(("id" = i64, Path, description = "The key's id")),
     responses(
         (status = 204, description = "The key is deleted"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "No such key of yours", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete(
     State(app): State<App>,

@@ -3,7 +3,7 @@
 //! checked-in `docs/openapi.json` is kept equal to it by a test.
 
 use axum::Json;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
@@ -142,7 +142,7 @@ use super::{
         repos::delete,
     ),
     components(schemas(super::ErrorBody, super::links::Link)),
-    modifiers(&SessionCookie, &CommonErrors),
+    modifiers(&SessionCookie, &StandardAnswers),
     tags(
         (name = "user", description = "The signed-in user"),
         (name = "admin", description = "Site administration"),
@@ -182,11 +182,91 @@ impl Modify for SessionCookie {
     }
 }
 
-/// Answers every operation can give, whatever its own: 406 for a version
-/// `Accept` names that is not served, 500 with only a request id.
-struct CommonErrors;
+/// The standard security and answers, written here once instead of on
+/// every operation, so an operation states just what is particular to it.
+///
+/// Security: an operation that names none needs a signed-in caller, by
+/// session, Basic authentication or token; `security(())` marks a public
+/// one, which needs nothing (and is described without a requirement).
+///
+/// Answers, each added only where the operation's own attribute does not
+/// already give that status:
+/// - every operation: 406 for a version `Accept` names that is not served,
+///   500 with only a request id;
+/// - one that needs a signed-in caller (its security has no anonymous
+///   entry): 401; one that serves anonymous callers too when the site lets
+///   them: 401 for when it does not;
+/// - one that takes a JSON body: 400 for malformed JSON, 415 for another
+///   content type;
+/// - one that pages (`page`/`limit`): 400 for a bad paging value;
+/// - one under `/api/v1/admin/`: 403 for a caller who is not a site
+///   administrator.
+struct StandardAnswers;
 
-impl Modify for CommonErrors {
+impl StandardAnswers {
+    const NOT_SERVED: &str = "The API version named in Accept is not served";
+    const FAULT: &str = "A fault in the server; the message holds only the request id";
+    const SIGN_IN: &str = "Nobody is signed in";
+    const SIGN_IN_TO_VIEW: &str = "Sign-in is required to view";
+    const MALFORMED: &str = "Malformed JSON";
+    const NOT_JSON: &str = "The body is not JSON";
+    const BAD_PAGING: &str = "A bad paging value";
+    const NOT_ADMIN: &str = "Not a site administrator";
+
+    /// The answers an operation at `path` gives without saying so.
+    fn of(path: &str, op: &utoipa::openapi::path::Operation) -> Vec<(&'static str, &'static str)> {
+        let mut out = vec![("406", Self::NOT_SERVED), ("500", Self::FAULT)];
+        let alternatives = op.security.as_deref().unwrap_or_default();
+        let anonymous = alternatives
+            .iter()
+            .filter(|r| Self::is_anonymous(r))
+            .count();
+        if !alternatives.is_empty() {
+            out.push((
+                "401",
+                if anonymous == 0 {
+                    Self::SIGN_IN
+                } else {
+                    Self::SIGN_IN_TO_VIEW
+                },
+            ));
+        }
+        if op.request_body.is_some() {
+            out.push(("400", Self::MALFORMED));
+            out.push(("415", Self::NOT_JSON));
+        }
+        let pages = op.parameters.iter().flatten().any(|p| p.name == "page");
+        if pages {
+            out.push(("400", Self::BAD_PAGING));
+        }
+        if path.starts_with("/api/v1/admin/") {
+            out.push(("403", Self::NOT_ADMIN));
+        }
+        out
+    }
+
+    fn is_anonymous(requirement: &SecurityRequirement) -> bool {
+        serde_json::to_value(requirement).is_ok_and(|v| v.as_object().is_some_and(|o| o.is_empty()))
+    }
+
+    /// The operation's security once the default is applied.
+    fn secure(op: &mut utoipa::openapi::path::Operation) {
+        match &op.security {
+            None => {
+                op.security = Some(
+                    ["session", "basic", "token"]
+                        .into_iter()
+                        .map(|scheme| SecurityRequirement::new(scheme, Vec::<String>::new()))
+                        .collect(),
+                )
+            }
+            Some(alternatives) if alternatives.iter().all(Self::is_anonymous) => op.security = None,
+            Some(_) => {}
+        }
+    }
+}
+
+impl Modify for StandardAnswers {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
         let error = |description: &str| {
@@ -200,7 +280,7 @@ impl Modify for CommonErrors {
                 )
                 .build()
         };
-        for item in openapi.paths.paths.values_mut() {
+        for (path, item) in openapi.paths.paths.iter_mut() {
             let operations = [
                 &mut item.get,
                 &mut item.put,
@@ -209,18 +289,13 @@ impl Modify for CommonErrors {
                 &mut item.patch,
             ];
             for op in operations.into_iter().flatten() {
-                op.responses
-                    .responses
-                    .entry("406".into())
-                    .or_insert_with(|| {
-                        error("The API version named in Accept is not served").into()
-                    });
-                op.responses
-                    .responses
-                    .entry("500".into())
-                    .or_insert_with(|| {
-                        error("A fault in the server; the message holds only the request id").into()
-                    });
+                Self::secure(op);
+                for (status, description) in Self::of(path, op) {
+                    op.responses
+                        .responses
+                        .entry(status.into())
+                        .or_insert_with(|| error(description).into());
+                }
             }
         }
     }

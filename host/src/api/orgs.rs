@@ -99,14 +99,10 @@ pub(super) async fn owned_org(app: &App, who: &Principal, name: &str) -> Result<
     request_body = CreateOrg,
     responses(
         (status = 201, description = "The organization", body = OrgView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Organization creation is for administrators", body = ErrorBody),
         (status = 409, description = "The name is taken", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An invalid name", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create(
     State(app): State<App>,
@@ -131,7 +127,6 @@ pub(crate) struct OrgPath {
     params(("org" = String, Path, description = "The organization's name")),
     responses(
         (status = 200, description = "The organization", body = OrgView),
-        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
         (status = 404, description = "No such organization", body = ErrorBody),
     ),
     security((), ("session" = []), ("basic" = []), ("token" = []))
@@ -189,14 +184,10 @@ pub struct EditOrg {
     request_body = EditOrg,
     responses(
         (status = 200, description = "The organization as changed", body = OrgView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),
         (status = 404, description = "No such organization", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An unknown field", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn edit(
     State(app): State<App>,
@@ -228,15 +219,11 @@ pub(crate) async fn edit(
     request_body = CreateRepo,
     responses(
         (status = 201, description = "The repository", body = RepositoryView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),
         (status = 404, description = "No such organization", body = ErrorBody),
         (status = 409, description = "The name is taken", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An invalid name", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create_repo(
     State(app): State<App>,
@@ -259,8 +246,6 @@ pub(crate) async fn create_repo(
     params(("org" = String, Path, description = "The organization's name"), PageQuery),
     responses(
         (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
         (status = 404, description = "No such organization", body = ErrorBody),
     ),
     security((), ("session" = []), ("basic" = []), ("token" = []))

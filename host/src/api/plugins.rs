@@ -4,7 +4,7 @@ use axum::extract::State;
 
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::users::require_admin;
-use super::{ApiError, ErrorBody, Principal};
+use super::{ApiError, Principal};
 use crate::plugins::PluginInfo;
 use crate::state::App;
 use crate::tokens::{Access, Area};
@@ -16,9 +16,6 @@ use crate::tokens::{Access, Area};
     params(PageQuery),
     responses(
         (status = 200, description = "A page of plugins", body = Listed<PluginInfo>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
     ),
     security(("session" = []))
 )]

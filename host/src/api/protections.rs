@@ -225,15 +225,11 @@ async fn admin_repo(
     request_body = BranchProtectionOptions,
     responses(
         (status = 201, description = "The rule", body = BranchProtectionView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
         (status = 409, description = "A rule with this name exists", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An invalid rule", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create(
     State(app): State<App>,
@@ -267,12 +263,9 @@ pub(crate) async fn create(
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), PageQuery),
     responses(
         (status = 200, description = "A page of rules", body = Listed<BranchProtectionView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn list(
     State(app): State<App>,
@@ -300,11 +293,9 @@ async fn find(app: &App, repo: &Repository, name: &str) -> Result<Protection, Ap
            ("name" = String, Path, description = "The rule's name")),
     responses(
         (status = 200, description = "The rule", body = BranchProtectionView),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository or rule", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn get(
     State(app): State<App>,
@@ -325,14 +316,10 @@ pub(crate) async fn get(
     request_body = BranchProtectionOptions,
     responses(
         (status = 200, description = "The rule as changed", body = BranchProtectionView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository or rule", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An invalid rule, or a rename", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn edit(
     State(app): State<App>,
@@ -364,11 +351,9 @@ pub(crate) async fn edit(
            ("name" = String, Path, description = "The rule's name")),
     responses(
         (status = 204, description = "The rule is deleted"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository or rule", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete(
     State(app): State<App>,

@@ -117,14 +117,10 @@ pub struct CreateRepo {
     request_body = CreateRepo,
     responses(
         (status = 201, description = "The repository", body = RepositoryView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:repository", body = ErrorBody),
         (status = 409, description = "The name is taken", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An invalid name", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create(
     State(app): State<App>,
@@ -171,11 +167,8 @@ pub(crate) async fn create_for(
     params(PageQuery),
     responses(
         (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:repository", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn list_mine(
     State(app): State<App>,
@@ -216,7 +209,6 @@ pub(crate) struct RepoPath {
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
     responses(
         (status = 200, description = "The repository", body = RepositoryView),
-        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
         (status = 403, description = "The token does not cover this repository", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
     ),
@@ -250,11 +242,9 @@ pub(crate) async fn get(
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not the repository's owner", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete(
     State(app): State<App>,
@@ -290,12 +280,9 @@ pub struct CollaboratorView {
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), PageQuery),
     responses(
         (status = 200, description = "A page of collaborators", body = Listed<CollaboratorView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn collaborators(
     State(app): State<App>,
@@ -368,12 +355,10 @@ impl From<Permission> for Level {
     request_body = AddCollaborator,
     responses(
         (status = 204, description = "The collaborator is set"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository or user", body = ErrorBody),
         (status = 422, description = "An unknown permission", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn put_collaborator(
     State(app): State<App>,
@@ -405,11 +390,9 @@ pub(crate) async fn put_collaborator(
            ("collaborator" = String, Path, description = "The collaborator's login")),
     responses(
         (status = 204, description = "The collaborator is removed"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository or collaborator", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete_collaborator(
     State(app): State<App>,

@@ -53,7 +53,6 @@ fn view(version: ApiVersion, row: SessionRow, current: Option<&str>) -> SessionV
     responses(
         (status = 200, description = "A page of sessions", body = CursorPage<SessionView>),
         (status = 400, description = "A bad cursor or page size", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
     ),
     security(("session" = []))
 )]
@@ -97,7 +96,6 @@ pub(crate) struct SessionPath {
     params(("id" = String, Path, description = "The session's id")),
     responses(
         (status = 200, description = "The session", body = SessionView),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 404, description = "No such session of yours", body = ErrorBody),
     ),
     security(("session" = []))
@@ -121,7 +119,6 @@ pub(crate) async fn get(
     params(("id" = String, Path, description = "The session's id")),
     responses(
         (status = 204, description = "The session is ended"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 404, description = "No such session of yours", body = ErrorBody),
     ),
     security(("session" = []))

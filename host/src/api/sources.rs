@@ -32,11 +32,7 @@ pub(crate) struct SourcePath {
     params(PageQuery),
     responses(
         (status = 200, description = "A page of directory sources", body = Listed<DirectorySourceView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn list(
     State(app): State<App>,
@@ -67,11 +63,8 @@ pub struct ConnectionTest {
     params(("id" = String, Path, description = "The source: source.<n>")),
     responses(
         (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn test(
     State(app): State<App>,
@@ -94,11 +87,8 @@ pub(crate) async fn test(
     params(("id" = String, Path, description = "The source: source.<n>")),
     responses(
         (status = 200, description = "The sync's summary", body = Summary),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn sync(
     State(app): State<App>,
@@ -123,13 +113,8 @@ pub(crate) async fn sync(
     request_body(content = BTreeMap<String, String>, description = "The source's keys and values"),
     responses(
         (status = 201, description = "The new source", body = DirectorySourceView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A key or value is wrong, or directory sign-in is off", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create(
     State(app): State<App>,
@@ -157,15 +142,10 @@ pub(crate) async fn create(
     request_body(content = BTreeMap<String, String>, description = "The keys to change"),
     responses(
         (status = 200, description = "The source as changed", body = DirectorySourceView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
         (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A key or value is wrong", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn edit(
     State(app): State<App>,
@@ -191,12 +171,9 @@ pub(crate) async fn edit(
     params(("id" = String, Path, description = "The source: source.<n>")),
     responses(
         (status = 204, description = "Removed"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
         (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete(
     State(app): State<App>,
@@ -231,11 +208,7 @@ pub(crate) struct OAuth2Path {
     params(PageQuery),
     responses(
         (status = 200, description = "A page of OAuth 2.0 sources", body = Listed<OAuth2SourceView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn oauth2_list(
     State(app): State<App>,
@@ -255,11 +228,8 @@ pub(crate) async fn oauth2_list(
     params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
     responses(
         (status = 200, description = "The source", body = OAuth2SourceView),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn oauth2_get(
     State(app): State<App>,
@@ -298,13 +268,8 @@ pub(crate) struct NewOAuth2Source {
     request_body = NewOAuth2Source,
     responses(
         (status = 201, description = "The new source", body = OAuth2SourceView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "The name is malformed or taken, a key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn oauth2_create(
     State(app): State<App>,
@@ -331,15 +296,10 @@ pub(crate) async fn oauth2_create(
     request_body(content = BTreeMap<String, String>, description = "The keys to change"),
     responses(
         (status = 200, description = "The source as changed", body = OAuth2SourceView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
         (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn oauth2_edit(
     State(app): State<App>,
@@ -363,15 +323,10 @@ pub(crate) async fn oauth2_edit(
     request_body(content = BTreeMap<String, String>, description = "Every key of the source"),
     responses(
         (status = 200, description = "The source as changed", body = OAuth2SourceView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
         (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn oauth2_replace(
     State(app): State<App>,
@@ -392,12 +347,9 @@ pub(crate) async fn oauth2_replace(
     params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
     responses(
         (status = 204, description = "Removed"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
         (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn oauth2_delete(
     State(app): State<App>,
@@ -419,11 +371,8 @@ pub(crate) async fn oauth2_delete(
     params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
     responses(
         (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn oauth2_test(
     State(app): State<App>,

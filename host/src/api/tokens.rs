@@ -99,11 +99,9 @@ async fn owner(app: &App, who: &Principal, username: &str) -> Result<User, ApiEr
     request_body = CreateToken,
     responses(
         (status = 201, description = "The token, with its secret shown this once", body = TokenView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "No Basic authentication with a password", body = ErrorBody),
         (status = 404, description = "No such user, or not yours", body = ErrorBody),
         (status = 409, description = "A token with this name exists", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A bad scope, expiry or repository", body = ErrorBody),
     ),
     security(("basic" = []))
@@ -153,12 +151,9 @@ pub(crate) async fn create(
     params(("username" = String, Path, description = "The tokens' owner"), PageQuery),
     responses(
         (status = 200, description = "A page of tokens", body = Listed<TokenView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
         (status = 404, description = "No such user, or not yours", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn list(
     State(app): State<App>,
@@ -185,11 +180,9 @@ pub(crate) async fn list(
            ("token" = String, Path, description = "The token's id or name")),
     responses(
         (status = 204, description = "The token is deleted"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
         (status = 404, description = "No such token", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete(
     State(app): State<App>,

@@ -157,7 +157,6 @@ pub(crate) fn require_admin(caller: &User) -> Result<(), ApiError> {
     get, path = "/api/v1/user", tag = "user",
     responses(
         (status = 200, description = "The signed-in user", body = UserV1),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
     ),
     security(("session" = []))
 )]
@@ -197,8 +196,6 @@ pub struct UserFilter {
          headers(("Link" = String, description = "first, prev, next and last pages"),
                  ("X-Total-Count" = u64, description = "how many users match"))),
         (status = 400, description = "A bad filter or paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
     ),
     security(("session" = []))
 )]
@@ -243,8 +240,6 @@ async fn find(app: &App, username: &str) -> Result<User, ApiError> {
     params(("username" = String, Path, description = "The user's login")),
     responses(
         (status = 200, description = "The user", body = UserV1),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
     ),
     security(("session" = []))
@@ -315,13 +310,9 @@ pub struct EditUser {
     request_body = EditUser,
     responses(
         (status = 200, description = "The user as changed", body = UserV1),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
-        (status = 403, description = "Not a site administrator", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
         (status = 409, description = "The e-mail address is taken", body = ErrorBody),
         (status = 413, description = "The body is too large", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A field is invalid", body = ErrorBody),
     ),
     security(("session" = []))

@@ -140,12 +140,9 @@ macro_rules! scope_handlers {
             #[utoipa::path(get, path = $base, tag = $tag, params($($param)* PageQuery),
                 responses(
                     (status = 200, description = "A page of hooks", body = Listed<HookView>),
-                    (status = 400, description = "A bad paging value", body = ErrorBody),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such owner", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn list(
                 State($app): State<App>, $who: Principal, Path($p): Path<$basepath>,
                 paging: Paging,
@@ -160,14 +157,10 @@ macro_rules! scope_handlers {
                 request_body = HookOptions,
                 responses(
                     (status = 201, description = "The hook, with its secret", body = HookView),
-                    (status = 400, description = "Malformed JSON", body = ErrorBody),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such owner", body = ErrorBody),
-                    (status = 415, description = "The body is not JSON", body = ErrorBody),
                     (status = 422, description = "A field is wrong, or the URL is not allowed", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn create(
                 State($app): State<App>, $who: Principal, Path($p): Path<$basepath>,
                 ApiJson(body): ApiJson<HookOptions>,
@@ -181,11 +174,9 @@ macro_rules! scope_handlers {
             #[utoipa::path(get, path = $item, tag = $tag, params($($param)* ("id" = i64, Path, description = "Hook id")),
                 responses(
                     (status = 200, description = "The hook", body = HookView),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such hook", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn get(
                 State($app): State<App>, $who: Principal, Path($p): Path<$itempath>,
             ) -> Result<Json<HookView>, ApiError> {
@@ -199,14 +190,10 @@ macro_rules! scope_handlers {
                 request_body = HookOptions,
                 responses(
                     (status = 200, description = "The hook as changed", body = HookView),
-                    (status = 400, description = "Malformed JSON", body = ErrorBody),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such hook", body = ErrorBody),
-                    (status = 415, description = "The body is not JSON", body = ErrorBody),
                     (status = 422, description = "A field is wrong, or the URL is not allowed", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn edit(
                 State($app): State<App>, $who: Principal, Path($p): Path<$itempath>,
                 ApiJson(body): ApiJson<HookOptions>,
@@ -220,11 +207,9 @@ macro_rules! scope_handlers {
             #[utoipa::path(delete, path = $item, tag = $tag, params($($param)* ("id" = i64, Path, description = "Hook id")),
                 responses(
                     (status = 204, description = "Removed"),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such hook", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn delete(
                 State($app): State<App>, $who: Principal, Path($p): Path<$itempath>,
             ) -> Result<StatusCode, ApiError> {
@@ -239,11 +224,9 @@ macro_rules! scope_handlers {
                 responses(
                     (status = 200, description = "A page of deliveries", body = CursorPage<DeliveryView>),
                     (status = 400, description = "A bad cursor or state", body = ErrorBody),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such hook", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn deliveries(
                 State($app): State<App>, $who: Principal, Path($p): Path<$itempath>,
                 OriginalUri(uri): OriginalUri, ApiQuery(state): ApiQuery<StateQuery>,
@@ -259,11 +242,9 @@ macro_rules! scope_handlers {
                 params($($param)* ("id" = i64, Path, description = "Hook id"), ("delivery_id" = i64, Path, description = "Delivery id")),
                 responses(
                     (status = 200, description = "The delivery and its attempts", body = DeliveryView),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such hook or delivery", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn delivery(
                 State($app): State<App>, $who: Principal, Path($p): Path<$deliverypath>,
             ) -> Result<Json<DeliveryView>, ApiError> {
@@ -277,12 +258,10 @@ macro_rules! scope_handlers {
                 params($($param)* ("id" = i64, Path, description = "Hook id"), ("delivery_id" = i64, Path, description = "Delivery id")),
                 responses(
                     (status = 202, description = "The new delivery, queued", body = DeliveryView),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such hook or delivery", body = ErrorBody),
                     (status = 422, description = "The delivery is still pending", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn redeliver(
                 State($app): State<App>, $who: Principal, Path($p): Path<$deliverypath>,
             ) -> Result<(StatusCode, Json<DeliveryView>), ApiError> {
@@ -296,11 +275,9 @@ macro_rules! scope_handlers {
                 params($($param)* ("id" = i64, Path, description = "Hook id")),
                 responses(
                     (status = 202, description = "How many were queued again", body = Redelivered),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such hook", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn redeliver_dead(
                 State($app): State<App>, $who: Principal, Path($p): Path<$itempath>,
             ) -> Result<(StatusCode, Json<Redelivered>), ApiError> {
@@ -314,11 +291,9 @@ macro_rules! scope_handlers {
                 params($($param)* ("id" = i64, Path, description = "Hook id")),
                 responses(
                     (status = 202, description = "The ping's delivery, queued", body = DeliveryView),
-                    (status = 401, description = "Nobody is signed in", body = ErrorBody),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
                     (status = 404, description = "No such hook", body = ErrorBody),
-                ),
-                security(("session" = []), ("basic" = []), ("token" = [])))]
+                ))]
             pub(crate) async fn test(
                 State($app): State<App>, $who: Principal, Path($p): Path<$itempath>,
             ) -> Result<(StatusCode, Json<DeliveryView>), ApiError> {

@@ -27,8 +27,6 @@ pub(crate) struct CommentPath {
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number"), PageQuery),
     responses(
         (status = 200, description = "A page of comments", body = Listed<CommentView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
         (status = 403, description = "The token does not cover this repository", body = ErrorBody),
         (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
     ),
@@ -64,14 +62,10 @@ pub struct CommentBody {
     request_body = CommentBody,
     responses(
         (status = 201, description = "The comment", body = CommentView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not allowed to comment (a locked issue)", body = ErrorBody),
         (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An empty comment", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn add_comment(
     State(app): State<App>,
@@ -102,14 +96,10 @@ async fn comment_of(app: &App, repo: &Repository, id: i64) -> Result<Comment, Ap
     request_body = CommentBody,
     responses(
         (status = 200, description = "The comment as changed", body = CommentView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not the author nor an admin", body = ErrorBody),
         (status = 404, description = "No such comment or repository, or hidden", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An empty comment", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn edit_comment(
     State(app): State<App>,
@@ -130,11 +120,9 @@ pub(crate) async fn edit_comment(
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("id" = i64, Path, description = "The comment's id")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not the author nor an admin", body = ErrorBody),
         (status = 404, description = "No such comment or repository, or hidden", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete_comment(
     State(app): State<App>,

@@ -20,8 +20,6 @@ use crate::state::App;
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), PageQuery),
     responses(
         (status = 200, description = "A page of labels", body = Listed<LabelView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
         (status = 403, description = "The token does not cover this repository", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
     ),
@@ -74,15 +72,11 @@ impl LabelBody {
     request_body = LabelBody,
     responses(
         (status = 201, description = "The label", body = LabelView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such repository, or hidden", body = ErrorBody),
         (status = 409, description = "A label of that name exists", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A field is wrong", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create_label(
     State(app): State<App>,
@@ -123,7 +117,6 @@ async fn label_of(app: &App, repo: &Repository, id: i64) -> Result<Label, ApiErr
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("id" = i64, Path, description = "The label's id")),
     responses(
         (status = 200, description = "The label", body = LabelView),
-        (status = 401, description = "Sign-in is required to view", body = ErrorBody),
         (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
     ),
     security((), ("session" = []), ("basic" = []), ("token" = []))
@@ -145,15 +138,11 @@ pub(crate) async fn get_label(
     request_body = LabelBody,
     responses(
         (status = 200, description = "The label as changed", body = LabelView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
         (status = 409, description = "A label of that name exists", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "A field is wrong", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn edit_label(
     State(app): State<App>,
@@ -182,11 +171,9 @@ pub(crate) async fn edit_label(
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("id" = i64, Path, description = "The label's id")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
         (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn delete_label(
     State(app): State<App>,
@@ -214,14 +201,10 @@ pub struct IssueLabels {
     request_body = IssueLabels,
     responses(
         (status = 200, description = "The issue's labels", body = [LabelView]),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not allowed to label issues here", body = ErrorBody),
         (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An unknown label", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn add_labels(
     State(app): State<App>,
@@ -276,11 +259,9 @@ pub(crate) struct IssueLabelPath {
     params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number"), ("id" = i64, Path, description = "The label's id")),
     responses(
         (status = 204, description = "Taken off"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not allowed to label issues here", body = ErrorBody),
         (status = 404, description = "No such issue, label or repository, or hidden", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn remove_label(
     State(app): State<App>,

@@ -97,15 +97,11 @@ impl CreateTeam {
     request_body = CreateTeam,
     responses(
         (status = 201, description = "The team", body = TeamView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),
         (status = 404, description = "No such organization", body = ErrorBody),
         (status = 409, description = "A team with this name exists", body = ErrorBody),
-        (status = 415, description = "The body is not JSON", body = ErrorBody),
         (status = 422, description = "An invalid team", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn create_team(
     State(app): State<App>,
@@ -134,11 +130,8 @@ pub(crate) async fn create_team(
     params(("org" = String, Path, description = "The organization's name"), PageQuery),
     responses(
         (status = 200, description = "A page of teams", body = Listed<TeamView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 404, description = "No such organization, or not a member", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn teams(
     State(app): State<App>,
@@ -210,11 +203,8 @@ pub(crate) struct MemberView {
     params(("id" = i64, Path, description = "The team's id"), PageQuery),
     responses(
         (status = 200, description = "A page of members", body = Listed<MemberView>),
-        (status = 400, description = "A bad paging value", body = ErrorBody),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 404, description = "No such team, or not a member of its organization", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn team_members(
     State(app): State<App>,
@@ -254,10 +244,8 @@ pub(crate) async fn team_members(
     params(("id" = i64, Path, description = "The team's id"), ("username" = String, Path, description = "The user's login")),
     responses(
         (status = 204, description = "The user is a member"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 404, description = "No such team or user", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn add_member(
     State(app): State<App>,
@@ -278,11 +266,9 @@ pub(crate) async fn add_member(
     params(("id" = i64, Path, description = "The team's id"), ("username" = String, Path, description = "The user's login")),
     responses(
         (status = 204, description = "The user is no longer a member"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 404, description = "No such team or member", body = ErrorBody),
         (status = 422, description = "The last owner cannot leave the Owners team", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn remove_member(
     State(app): State<App>,
@@ -318,10 +304,8 @@ pub(crate) struct TeamRepoPath {
            ("repo" = String, Path, description = "The repository")),
     responses(
         (status = 204, description = "The team covers the repository"),
-        (status = 401, description = "Nobody is signed in", body = ErrorBody),
         (status = 404, description = "No such team or repository", body = ErrorBody),
     ),
-    security(("session" = []), ("basic" = []), ("token" = []))
 )]
 pub(crate) async fn add_repo(
     State(app): State<App>,
