@@ -64,6 +64,20 @@ pub fn postern_bin() -> PathBuf {
     bin
 }
 
+/// The compiled-plugin cache every test server shares: compiled code is
+/// named by the sha256 of the bytes it came from and the wasmtime version,
+/// and written by the host with a rename, so sharing it is safe, and it
+/// saves each server compiling the same built-in components again.
+/// Beside the `postern` binary, so that a rebuild keeps it.
+fn shared_plugin_cache() -> PathBuf {
+    let dir = postern_bin()
+        .parent()
+        .expect("the binary sits in target/<profile>")
+        .join("test-plugin-cache");
+    std::fs::create_dir_all(&dir).expect("the shared plugin cache can be made");
+    dir
+}
+
 /// Where the test plugins were built (see tests/build.rs).
 pub fn test_plugin(name: &str) -> PathBuf {
     PathBuf::from(env!("TEST_PLUGINS_DIR")).join(format!("test_plugin_{name}.wasm"))
@@ -203,6 +217,9 @@ impl Server {
     ) -> (tempfile::TempDir, PathBuf, Option<PgDatabase>) {
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).expect("data dir");
+        std::os::unix::fs::symlink(shared_plugin_cache(), data.join("plugin-cache"))
+            .expect("the data dir links the shared plugin cache");
         let mut ini = format!(
             "[server]\nHTTP_ADDR = 127.0.0.1\nHTTP_PORT = 0\nROOT_URL = http://127.0.0.1/\nAPP_DATA_PATH = {}\n\n[log]\nLEVEL = info\n",
             data.display()
