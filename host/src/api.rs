@@ -16,6 +16,7 @@ pub mod links;
 mod openapi;
 mod orgs;
 pub mod pagination;
+mod paths;
 mod plugins;
 mod protections;
 mod repos;

@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
@@ -215,15 +215,17 @@ pub(crate) async fn list(
     Ok(paging.answer(window.take(list, |a| a.id).map(|a| view(&base, a, None))))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct AppPath {
+    /// The application's id
     id: i64,
 }
 
 /// One of the signed-in user's applications.
 #[utoipa::path(
     get, path = "/api/v1/user/applications/oauth2/{id}", tag = "user",
-    params(("id" = i64, Path, description = "The application's id")),
+    params(AppPath),
     responses(
         (status = 200, description = "The application, without its secret", body = ApplicationView),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
@@ -246,7 +248,7 @@ pub(crate) async fn get(
 /// secret.
 #[utoipa::path(
     patch, path = "/api/v1/user/applications/oauth2/{id}", tag = "user",
-    params(("id" = i64, Path, description = "The application's id")),
+    params(AppPath),
     request_body = EditApplication,
     responses(
         (status = 200, description = "The application; with its new secret when regenerated", body = ApplicationView),
@@ -272,7 +274,7 @@ pub(crate) async fn edit(
 /// stops working.
 #[utoipa::path(
     delete, path = "/api/v1/user/applications/oauth2/{id}", tag = "user",
-    params(("id" = i64, Path, description = "The application's id")),
+    params(AppPath),
     responses(
         (status = 204, description = "The application is deleted"),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),
@@ -291,14 +293,19 @@ pub(crate) async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct OrgPath {
+    /// The organization
     org: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct OrgAppPath {
+    /// The organization
     org: String,
+    /// The application's id
     id: i64,
 }
 
@@ -310,7 +317,7 @@ fn org_base(version: ApiVersion, org: &str) -> String {
 /// organization owner (or site administrator).
 #[utoipa::path(
     post, path = "/api/v1/orgs/{org}/applications/oauth2", tag = "organization",
-    params(("org" = String, Path, description = "The organization")),
+    params(OrgPath),
     request_body = CreateApplication,
     responses(
         (status = 201, description = "The application, with its client secret (shown once)", body = ApplicationView),
@@ -339,7 +346,7 @@ pub(crate) async fn org_create(
 /// An organization's applications. Permission: organization owner.
 #[utoipa::path(
     get, path = "/api/v1/orgs/{org}/applications/oauth2", tag = "organization",
-    params(("org" = String, Path, description = "The organization"), PageQuery),
+    params(OrgPath, PageQuery),
     responses(
         (status = 200, description = "A page of applications, without secrets", body = Listed<ApplicationView>),
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),
@@ -365,10 +372,7 @@ pub(crate) async fn org_list(
 /// Permission: organization owner.
 #[utoipa::path(
     patch, path = "/api/v1/orgs/{org}/applications/oauth2/{id}", tag = "organization",
-    params(
-        ("org" = String, Path, description = "The organization"),
-        ("id" = i64, Path, description = "The application's id"),
-    ),
+    params(OrgAppPath),
     request_body = EditApplication,
     responses(
         (status = 200, description = "The application; with its new secret when regenerated", body = ApplicationView),
@@ -393,10 +397,7 @@ pub(crate) async fn org_edit(
 /// Deletes an organization's application. Permission: organization owner.
 #[utoipa::path(
     delete, path = "/api/v1/orgs/{org}/applications/oauth2/{id}", tag = "organization",
-    params(
-        ("org" = String, Path, description = "The organization"),
-        ("id" = i64, Path, description = "The application's id"),
-    ),
+    params(OrgAppPath),
     responses(
         (status = 204, description = "The application is deleted"),
         (status = 403, description = "Not an owner of the organization", body = ErrorBody),

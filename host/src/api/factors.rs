@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ErrorBody, Principal};
@@ -150,8 +150,10 @@ pub(crate) async fn list(
 }
 
 /// Named, not positional: the versioned route has `{version}` too.
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct FactorPath {
+    /// The factor's id
     id: i64,
 }
 
@@ -159,7 +161,7 @@ pub(crate) struct FactorPath {
 /// When it was the last, the backup codes and remembered browsers go too.
 #[utoipa::path(
     delete, path = "/api/v1/user/2fa/{id}", tag = "user",
-    params(("id" = i64, Path, description = "The factor's id")),
+    params(FactorPath),
     responses(
         (status = 204, description = "Removed"),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),

@@ -17,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ApiQuery, ErrorBody, MaybePrincipal, Principal};
 use crate::access::{self, Caller, Level};
+use crate::api::paths::RepoPath;
 use crate::issues::{self, Issue, Rights};
 use crate::repos::Repository;
 use crate::state::App;
@@ -90,16 +91,14 @@ async fn user_ids(app: &App, logins: &[String]) -> Result<Vec<i64>, ApiError> {
     Ok(ids)
 }
 
-#[derive(Deserialize)]
-pub(crate) struct RepoPath {
-    owner: String,
-    repo: String,
-}
-
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct IssuePath {
+    /// Owner login
     owner: String,
+    /// Repository name
     repo: String,
+    /// The issue's number
     index: i64,
 }
 
@@ -165,7 +164,7 @@ impl IssueFilter {
 /// A repository's issues, newest first. Permission: read.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}/issues", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), IssueFilter, PageQuery),
+    params(RepoPath, IssueFilter, PageQuery),
     responses(
         (status = 200, description = "A page of issues", body = Listed<IssueView>),
         (status = 400, description = "A bad filter or paging value", body = ErrorBody),
@@ -218,7 +217,7 @@ pub struct CreateIssue {
 /// Opens an issue. Permission: write (labels and assignees too).
 #[utoipa::path(
     post, path = "/api/v1/repos/{owner}/{repo}/issues", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    params(RepoPath),
     request_body = CreateIssue,
     responses(
         (status = 201, description = "The issue", body = IssueView),
@@ -264,7 +263,7 @@ pub(crate) async fn create(
 /// One issue. Permission: read.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}/issues/{index}", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
+    params(IssuePath),
     responses(
         (status = 200, description = "The issue", body = IssueView),
         (status = 403, description = "The token does not cover this repository", body = ErrorBody),
@@ -299,7 +298,7 @@ pub struct EditIssue {
 /// assignees (write).
 #[utoipa::path(
     patch, path = "/api/v1/repos/{owner}/{repo}/issues/{index}", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
+    params(IssuePath),
     request_body = EditIssue,
     responses(
         (status = 201, description = "The issue as changed", body = IssueView),
@@ -357,7 +356,7 @@ pub(crate) async fn edit(
 /// Deletes an issue. Permission: admin.
 #[utoipa::path(
     delete, path = "/api/v1/repos/{owner}/{repo}/issues/{index}", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
+    params(IssuePath),
     responses(
         (status = 204, description = "Deleted"),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
@@ -379,7 +378,7 @@ pub(crate) async fn delete(
 /// Locks an issue: only admins comment on it. Permission: admin.
 #[utoipa::path(
     put, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/lock", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
+    params(IssuePath),
     responses(
         (status = 204, description = "Locked"),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
@@ -397,7 +396,7 @@ pub(crate) async fn lock(
 /// Unlocks an issue. Permission: admin.
 #[utoipa::path(
     delete, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/lock", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
+    params(IssuePath),
     responses(
         (status = 204, description = "Unlocked"),
         (status = 403, description = "Not a repository admin", body = ErrorBody),

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
@@ -98,15 +98,17 @@ pub(crate) async fn list(
     Ok(paging.answer(window.take(list, |k| k.id).map(|k| view(version, k))))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct KeyPath {
+    /// The key's id
     id: i64,
 }
 
 /// Deletes one of the signed-in user's keys.
 #[utoipa::path(
     delete, path = "/api/v1/user/keys/{id}", tag = "user",
-    params(("id" = i64, Path, description = "The key's id")),
+    params(KeyPath),
     responses(
         (status = 204, description = "The key is deleted"),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),

@@ -290,6 +290,11 @@ impl Modify for StandardAnswers {
             ];
             for op in operations.into_iter().flatten() {
                 Self::secure(op);
+                // A path struct without fields (`/admin/hooks` has no
+                // parameter of its own) describes no parameters.
+                if op.parameters.as_ref().is_some_and(Vec::is_empty) {
+                    op.parameters = None;
+                }
                 for (status, description) in Self::of(path, op) {
                     op.responses
                         .responses

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
@@ -116,15 +116,17 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(org_view(version, org, true))))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct OrgPath {
+    /// The organization's name
     org: String,
 }
 
 /// An organization.
 #[utoipa::path(
     get, path = "/api/v1/orgs/{org}", tag = "organization",
-    params(("org" = String, Path, description = "The organization's name")),
+    params(OrgPath),
     responses(
         (status = 200, description = "The organization", body = OrgView),
         (status = 404, description = "No such organization", body = ErrorBody),
@@ -180,7 +182,7 @@ pub struct EditOrg {
 /// Changes an organization. Permission: organization owner.
 #[utoipa::path(
     patch, path = "/api/v1/orgs/{org}", tag = "organization",
-    params(("org" = String, Path, description = "The organization's name")),
+    params(OrgPath),
     request_body = EditOrg,
     responses(
         (status = 200, description = "The organization as changed", body = OrgView),
@@ -215,7 +217,7 @@ pub(crate) async fn edit(
 /// owner.
 #[utoipa::path(
     post, path = "/api/v1/orgs/{org}/repos", tag = "organization",
-    params(("org" = String, Path, description = "The organization's name")),
+    params(OrgPath),
     request_body = CreateRepo,
     responses(
         (status = 201, description = "The repository", body = RepositoryView),
@@ -243,7 +245,7 @@ pub(crate) async fn create_repo(
 /// The organization's repositories the caller may see.
 #[utoipa::path(
     get, path = "/api/v1/orgs/{org}/repos", tag = "organization",
-    params(("org" = String, Path, description = "The organization's name"), PageQuery),
+    params(OrgPath, PageQuery),
     responses(
         (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
         (status = 404, description = "No such organization", body = ErrorBody),

@@ -6,12 +6,13 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::access::{self, Level};
+use crate::api::paths::RepoPath;
 use crate::orgs;
 use crate::protection::{self, Protection, Rule};
 use crate::repos::Repository;
@@ -186,16 +187,14 @@ async fn check_names(app: &App, repo: &Repository, rule: &Rule) -> Result<(), Ap
     Ok(())
 }
 
-#[derive(Deserialize)]
-pub(crate) struct RepoPath {
-    owner: String,
-    repo: String,
-}
-
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct RulePath {
+    /// Owner login
     owner: String,
+    /// Repository name
     repo: String,
+    /// The rule's name
     name: String,
 }
 
@@ -221,7 +220,7 @@ async fn admin_repo(
 /// otherwise.
 #[utoipa::path(
     post, path = "/api/v1/repos/{owner}/{repo}/branch_protections", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    params(RepoPath),
     request_body = BranchProtectionOptions,
     responses(
         (status = 201, description = "The rule", body = BranchProtectionView),
@@ -260,7 +259,7 @@ pub(crate) async fn create(
 /// The repository's rules.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}/branch_protections", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), PageQuery),
+    params(RepoPath, PageQuery),
     responses(
         (status = 200, description = "A page of rules", body = Listed<BranchProtectionView>),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
@@ -289,8 +288,7 @@ async fn find(app: &App, repo: &Repository, name: &str) -> Result<Protection, Ap
 /// One rule.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
-           ("name" = String, Path, description = "The rule's name")),
+    params(RulePath),
     responses(
         (status = 200, description = "The rule", body = BranchProtectionView),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
@@ -311,8 +309,7 @@ pub(crate) async fn get(
 /// Changes a rule; the fields not given stay as they are.
 #[utoipa::path(
     patch, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
-           ("name" = String, Path, description = "The rule's name")),
+    params(RulePath),
     request_body = BranchProtectionOptions,
     responses(
         (status = 200, description = "The rule as changed", body = BranchProtectionView),
@@ -347,8 +344,7 @@ pub(crate) async fn edit(
 /// Deletes a rule.
 #[utoipa::path(
     delete, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
-           ("name" = String, Path, description = "The rule's name")),
+    params(RulePath),
     responses(
         (status = 204, description = "The rule is deleted"),
         (status = 403, description = "Not a repository admin", body = ErrorBody),

@@ -4,12 +4,13 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, MaybePrincipal, Principal, rfc3339};
 use crate::access::{self, Level};
+use crate::api::paths::RepoPath;
 use crate::repos::{self, Repository};
 use crate::state::App;
 use crate::tokens::{Access, Area};
@@ -197,16 +198,10 @@ pub(crate) async fn list_mine(
     Ok(paging.answer(slice.with(results)))
 }
 
-#[derive(Deserialize)]
-pub(crate) struct RepoPath {
-    owner: String,
-    repo: String,
-}
-
 /// A repository. Hidden ones answer 404.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    params(RepoPath),
     responses(
         (status = 200, description = "The repository", body = RepositoryView),
         (status = 403, description = "The token does not cover this repository", body = ErrorBody),
@@ -239,7 +234,7 @@ pub(crate) async fn get(
 /// hooks (the repository's own hooks go with it).
 #[utoipa::path(
     delete, path = "/api/v1/repos/{owner}/{repo}", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    params(RepoPath),
     responses(
         (status = 204, description = "Deleted"),
         (status = 403, description = "Not the repository's owner", body = ErrorBody),
@@ -277,7 +272,7 @@ pub struct CollaboratorView {
 /// A repository's collaborators. Permission: repository admin.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}/collaborators", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), PageQuery),
+    params(RepoPath, PageQuery),
     responses(
         (status = 200, description = "A page of collaborators", body = Listed<CollaboratorView>),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
@@ -312,10 +307,14 @@ pub(crate) async fn collaborators(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct CollaboratorPath {
+    /// Owner login
     owner: String,
+    /// Repository name
     repo: String,
+    /// The collaborator's login
     collaborator: String,
 }
 
@@ -350,8 +349,7 @@ impl From<Permission> for Level {
 /// admin.
 #[utoipa::path(
     put, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
-           ("collaborator" = String, Path, description = "The collaborator's login")),
+    params(CollaboratorPath),
     request_body = AddCollaborator,
     responses(
         (status = 204, description = "The collaborator is set"),
@@ -386,8 +384,7 @@ pub(crate) async fn put_collaborator(
 /// Removes a collaborator. Permission: repository admin.
 #[utoipa::path(
     delete, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}", tag = "repository",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),
-           ("collaborator" = String, Path, description = "The collaborator's login")),
+    params(CollaboratorPath),
     responses(
         (status = 204, description = "The collaborator is removed"),
         (status = 403, description = "Not a repository admin", body = ErrorBody),

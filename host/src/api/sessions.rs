@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{OriginalUri, Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{CursorPage, CursorQuery, Position, UrlBase, cursor_page};
@@ -85,15 +85,17 @@ pub(crate) async fn list(
     )))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct SessionPath {
+    /// The session's id
     id: String,
 }
 
 /// One of the signed-in user's sessions.
 #[utoipa::path(
     get, path = "/api/v1/user/sessions/{id}", tag = "user",
-    params(("id" = String, Path, description = "The session's id")),
+    params(SessionPath),
     responses(
         (status = 200, description = "The session", body = SessionView),
         (status = 404, description = "No such session of yours", body = ErrorBody),
@@ -116,7 +118,7 @@ pub(crate) async fn get(
 /// Signs one of the signed-in user's sessions out.
 #[utoipa::path(
     delete, path = "/api/v1/user/sessions/{id}", tag = "user",
-    params(("id" = String, Path, description = "The session's id")),
+    params(SessionPath),
     responses(
         (status = 204, description = "The session is ended"),
         (status = 404, description = "No such session of yours", body = ErrorBody),

@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::users::require_admin;
@@ -20,8 +20,10 @@ use crate::state::App;
 use crate::tokens::{Access, Area};
 
 /// Named, not positional: the versioned route has `{version}` too.
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct SourcePath {
+    /// The source: source.<n>
     id: String,
 }
 
@@ -60,7 +62,7 @@ pub struct ConnectionTest {
 /// Permission: site administrator.
 #[utoipa::path(
     post, path = "/api/v1/admin/sources/{id}/test", tag = "admin",
-    params(("id" = String, Path, description = "The source: source.<n>")),
+    params(SourcePath),
     responses(
         (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
         (status = 404, description = "No such source", body = ErrorBody),
@@ -84,7 +86,7 @@ pub(crate) async fn test(
 /// it is incomplete: `complete` says so). Permission: site administrator.
 #[utoipa::path(
     post, path = "/api/v1/admin/sources/{id}/sync", tag = "admin",
-    params(("id" = String, Path, description = "The source: source.<n>")),
+    params(SourcePath),
     responses(
         (status = 200, description = "The sync's summary", body = Summary),
         (status = 404, description = "No such source", body = ErrorBody),
@@ -138,7 +140,7 @@ pub(crate) async fn create(
 /// (409). Permission: site administrator.
 #[utoipa::path(
     patch, path = "/api/v1/admin/sources/{id}", tag = "admin",
-    params(("id" = String, Path, description = "The source: source.<n>")),
+    params(SourcePath),
     request_body(content = BTreeMap<String, String>, description = "The keys to change"),
     responses(
         (status = 200, description = "The source as changed", body = DirectorySourceView),
@@ -168,7 +170,7 @@ pub(crate) async fn edit(
 /// the ini file is refused (409). Permission: site administrator.
 #[utoipa::path(
     delete, path = "/api/v1/admin/sources/{id}", tag = "admin",
-    params(("id" = String, Path, description = "The source: source.<n>")),
+    params(SourcePath),
     responses(
         (status = 204, description = "Removed"),
         (status = 404, description = "No such source", body = ErrorBody),
@@ -195,8 +197,10 @@ fn find(app: &App, id: &str) -> Result<std::sync::Arc<crate::plugins::Plugin>, A
 }
 
 /// Named, not positional: the versioned route has `{version}` too.
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct OAuth2Path {
+    /// The source: <name> or source.oauth2_<name>
     name: String,
 }
 
@@ -225,7 +229,7 @@ pub(crate) async fn oauth2_list(
 /// One OAuth 2.0 source. Permission: site administrator.
 #[utoipa::path(
     get, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
-    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    params(OAuth2Path),
     responses(
         (status = 200, description = "The source", body = OAuth2SourceView),
         (status = 404, description = "No such source", body = ErrorBody),
@@ -292,7 +296,7 @@ pub(crate) async fn oauth2_create(
 /// administrator.
 #[utoipa::path(
     patch, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
-    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    params(OAuth2Path),
     request_body(content = BTreeMap<String, String>, description = "The keys to change"),
     responses(
         (status = 200, description = "The source as changed", body = OAuth2SourceView),
@@ -319,7 +323,7 @@ pub(crate) async fn oauth2_edit(
 /// administrator.
 #[utoipa::path(
     put, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
-    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    params(OAuth2Path),
     request_body(content = BTreeMap<String, String>, description = "Every key of the source"),
     responses(
         (status = 200, description = "The source as changed", body = OAuth2SourceView),
@@ -344,7 +348,7 @@ pub(crate) async fn oauth2_replace(
 /// ini file is refused (409). Permission: site administrator.
 #[utoipa::path(
     delete, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
-    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    params(OAuth2Path),
     responses(
         (status = 204, description = "Removed"),
         (status = 404, description = "No such source", body = ErrorBody),
@@ -368,7 +372,7 @@ pub(crate) async fn oauth2_delete(
 /// administrator.
 #[utoipa::path(
     post, path = "/api/v1/admin/sources/oauth2/{name}/test", tag = "admin",
-    params(("name" = String, Path, description = "The source: <name> or source.oauth2_<name>")),
+    params(OAuth2Path),
     responses(
         (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
         (status = 404, description = "No such source", body = ErrorBody),

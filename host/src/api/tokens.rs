@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
@@ -66,14 +66,19 @@ fn view(version: ApiVersion, owner: &str, token: Token, secret: Option<String>) 
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct UserPath {
+    /// The token's owner
     username: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct TokenPath {
+    /// The token's owner
     username: String,
+    /// The token's id or name
     token: String,
 }
 
@@ -95,7 +100,7 @@ async fn owner(app: &App, who: &Principal, username: &str) -> Result<User, ApiEr
 /// in Gitea) or a signed-in session, so that a token cannot mint tokens.
 #[utoipa::path(
     post, path = "/api/v1/users/{username}/tokens", tag = "user",
-    params(("username" = String, Path, description = "The token's owner")),
+    params(UserPath),
     request_body = CreateToken,
     responses(
         (status = 201, description = "The token, with its secret shown this once", body = TokenView),
@@ -148,7 +153,7 @@ pub(crate) async fn create(
 /// The user's tokens, newest first (without their secrets).
 #[utoipa::path(
     get, path = "/api/v1/users/{username}/tokens", tag = "user",
-    params(("username" = String, Path, description = "The tokens' owner"), PageQuery),
+    params(UserPath, PageQuery),
     responses(
         (status = 200, description = "A page of tokens", body = Listed<TokenView>),
         (status = 403, description = "The token lacks read:user", body = ErrorBody),
@@ -176,8 +181,7 @@ pub(crate) async fn list(
 /// Deletes a token, by id or name.
 #[utoipa::path(
     delete, path = "/api/v1/users/{username}/tokens/{token}", tag = "user",
-    params(("username" = String, Path, description = "The token's owner"),
-           ("token" = String, Path, description = "The token's id or name")),
+    params(TokenPath),
     responses(
         (status = 204, description = "The token is deleted"),
         (status = 403, description = "The token lacks write:user", body = ErrorBody),

@@ -223,8 +223,10 @@ pub(crate) async fn admin_list(
     Ok(paging.answer(slice.with(results)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct UserPath {
+    /// The user's login
     username: String,
 }
 
@@ -237,7 +239,7 @@ async fn find(app: &App, username: &str) -> Result<User, ApiError> {
 /// One user. Permission: site administrator.
 #[utoipa::path(
     get, path = "/api/v1/admin/users/{username}", tag = "admin",
-    params(("username" = String, Path, description = "The user's login")),
+    params(UserPath),
     responses(
         (status = 200, description = "The user", body = UserV1),
         (status = 404, description = "No such user", body = ErrorBody),
@@ -306,7 +308,7 @@ pub struct EditUser {
 /// Changes a user. Permission: site administrator.
 #[utoipa::path(
     patch, path = "/api/v1/admin/users/{username}", tag = "admin",
-    params(("username" = String, Path, description = "The user's login")),
+    params(UserPath),
     request_body = EditUser,
     responses(
         (status = 200, description = "The user as changed", body = UserV1),

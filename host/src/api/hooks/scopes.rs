@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::{OriginalUri, Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::bodies::{
     do_create, do_delete, do_deliveries, do_delivery, do_edit, do_get, do_list, do_redeliver,
@@ -13,6 +14,7 @@ use super::bodies::{
 use super::views::{DeliveryView, HookOptions, HookView, Redelivered, StateQuery};
 use crate::access::{self, Level};
 use crate::api::pagination::{CursorPage, CursorQuery, Listed, PageQuery, Paged, Paging};
+use crate::api::paths::RepoPath;
 use crate::api::{ApiError, ApiJson, ApiQuery, ErrorBody, Principal};
 use crate::orgs;
 use crate::state::App;
@@ -72,53 +74,70 @@ pub(super) fn system_scope(who: &Principal, write: bool) -> Result<Scope, ApiErr
     Ok(Scope::System)
 }
 
-#[derive(Deserialize)]
-pub(crate) struct RepoPath {
-    owner: String,
-    repo: String,
-}
-
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct RepoHookPath {
+    /// Owner login
     owner: String,
+    /// Repository name
     repo: String,
+    /// Hook id
     id: i64,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct RepoDeliveryPath {
+    /// Owner login
     owner: String,
+    /// Repository name
     repo: String,
+    /// Hook id
     id: i64,
+    /// Delivery id
     delivery_id: i64,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct OrgPath {
+    /// Organization name
     org: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct OrgHookPath {
+    /// Organization name
     org: String,
+    /// Hook id
     id: i64,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct OrgDeliveryPath {
+    /// Organization name
     org: String,
+    /// Hook id
     id: i64,
+    /// Delivery id
     delivery_id: i64,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct HookPath {
+    /// Hook id
     id: i64,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct DeliveryPath {
+    /// Hook id
     id: i64,
+    /// Delivery id
     delivery_id: i64,
 }
 
@@ -129,15 +148,14 @@ macro_rules! scope_handlers {
         mod $m:ident, tag = $tag:literal,
         paths = ($base:literal, $item:literal, $deliveries:literal, $delivery:literal,
                  $redeliver:literal, $dead:literal, $test:literal),
-        params = [$($param:tt)*],
-        base = $basepath:ty, item = $itempath:ty, delivery = $deliverypath:ty,
+        base = $basepath:ident, item = $itempath:ident, delivery = $deliverypath:ident,
         resolve = |$app:ident, $who:ident, $p:ident, $write:ident| $resolve:expr
     ) => {
         pub(crate) mod $m {
             use super::*;
 
             /// The hooks.
-            #[utoipa::path(get, path = $base, tag = $tag, params($($param)* PageQuery),
+            #[utoipa::path(get, path = $base, tag = $tag, params($basepath, PageQuery),
                 responses(
                     (status = 200, description = "A page of hooks", body = Listed<HookView>),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
@@ -153,7 +171,7 @@ macro_rules! scope_handlers {
             }
 
             /// Registers a hook; the answer shows its secret this once.
-            #[utoipa::path(post, path = $base, tag = $tag, params($($param)*),
+            #[utoipa::path(post, path = $base, tag = $tag, params($basepath),
                 request_body = HookOptions,
                 responses(
                     (status = 201, description = "The hook, with its secret", body = HookView),
@@ -171,7 +189,7 @@ macro_rules! scope_handlers {
             }
 
             /// One hook.
-            #[utoipa::path(get, path = $item, tag = $tag, params($($param)* ("id" = i64, Path, description = "Hook id")),
+            #[utoipa::path(get, path = $item, tag = $tag, params($itempath),
                 responses(
                     (status = 200, description = "The hook", body = HookView),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
@@ -186,7 +204,7 @@ macro_rules! scope_handlers {
             }
 
             /// Changes a hook; fields not given stay as they are.
-            #[utoipa::path(patch, path = $item, tag = $tag, params($($param)* ("id" = i64, Path, description = "Hook id")),
+            #[utoipa::path(patch, path = $item, tag = $tag, params($itempath),
                 request_body = HookOptions,
                 responses(
                     (status = 200, description = "The hook as changed", body = HookView),
@@ -204,7 +222,7 @@ macro_rules! scope_handlers {
             }
 
             /// Removes a hook and its delivery log.
-            #[utoipa::path(delete, path = $item, tag = $tag, params($($param)* ("id" = i64, Path, description = "Hook id")),
+            #[utoipa::path(delete, path = $item, tag = $tag, params($itempath),
                 responses(
                     (status = 204, description = "Removed"),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
@@ -220,7 +238,7 @@ macro_rules! scope_handlers {
 
             /// The hook's deliveries, newest first.
             #[utoipa::path(get, path = $deliveries, tag = $tag,
-                params($($param)* ("id" = i64, Path, description = "Hook id"), StateQuery, CursorQuery),
+                params($itempath, StateQuery, CursorQuery),
                 responses(
                     (status = 200, description = "A page of deliveries", body = CursorPage<DeliveryView>),
                     (status = 400, description = "A bad cursor or state", body = ErrorBody),
@@ -239,7 +257,7 @@ macro_rules! scope_handlers {
 
             /// One delivery with its attempts.
             #[utoipa::path(get, path = $delivery, tag = $tag,
-                params($($param)* ("id" = i64, Path, description = "Hook id"), ("delivery_id" = i64, Path, description = "Delivery id")),
+                params($deliverypath),
                 responses(
                     (status = 200, description = "The delivery and its attempts", body = DeliveryView),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
@@ -255,7 +273,7 @@ macro_rules! scope_handlers {
 
             /// Sends a delivery again, with the same `event_id`.
             #[utoipa::path(post, path = $redeliver, tag = $tag,
-                params($($param)* ("id" = i64, Path, description = "Hook id"), ("delivery_id" = i64, Path, description = "Delivery id")),
+                params($deliverypath),
                 responses(
                     (status = 202, description = "The new delivery, queued", body = DeliveryView),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
@@ -272,7 +290,7 @@ macro_rules! scope_handlers {
 
             /// Sends every dead delivery of the hook again.
             #[utoipa::path(post, path = $dead, tag = $tag,
-                params($($param)* ("id" = i64, Path, description = "Hook id")),
+                params($itempath),
                 responses(
                     (status = 202, description = "How many were queued again", body = Redelivered),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
@@ -288,7 +306,7 @@ macro_rules! scope_handlers {
 
             /// Sends the hook a `ping` event through the queue.
             #[utoipa::path(post, path = $test, tag = $tag,
-                params($($param)* ("id" = i64, Path, description = "Hook id")),
+                params($itempath),
                 responses(
                     (status = 202, description = "The ping's delivery, queued", body = DeliveryView),
                     (status = 403, description = "Not allowed to manage these hooks", body = ErrorBody),
@@ -316,7 +334,6 @@ scope_handlers!(
         "/api/v1/repos/{owner}/{repo}/hooks/{id}/redeliver-dead",
         "/api/v1/repos/{owner}/{repo}/hooks/{id}/test"
     ),
-    params = [("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"),],
     base = RepoPath, item = RepoHookPath, delivery = RepoDeliveryPath,
     resolve = |app, who, p, write| {
         let (scope, full_name) = repo_scope(&app, &who, &p.owner, &p.repo, write).await?;
@@ -335,7 +352,6 @@ scope_handlers!(
         "/api/v1/orgs/{org}/hooks/{id}/redeliver-dead",
         "/api/v1/orgs/{org}/hooks/{id}/test"
     ),
-    params = [("org" = String, Path, description = "Organization name"),],
     base = OrgPath, item = OrgHookPath, delivery = OrgDeliveryPath,
     resolve = |app, who, p, write| {
         let scope = org_scope(&app, &who, &p.org, write).await?;
@@ -344,7 +360,8 @@ scope_handlers!(
 );
 
 /// `/admin/hooks` has no path parameter of its own.
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct NoPath {}
 
 scope_handlers!(
@@ -358,7 +375,6 @@ scope_handlers!(
         "/api/v1/admin/hooks/{id}/redeliver-dead",
         "/api/v1/admin/hooks/{id}/test"
     ),
-    params = [],
     base = NoPath, item = HookPath, delivery = DeliveryPath,
     resolve = |app, who, p, write| {
         let _ = &p;

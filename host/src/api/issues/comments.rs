@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::views::{CommentView, comment_view};
 use super::{IssuePath, issue_of, open, refuse};
@@ -14,17 +14,21 @@ use crate::issues::{self, Comment};
 use crate::repos::Repository;
 use crate::state::App;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct CommentPath {
+    /// Owner login
     owner: String,
+    /// Repository name
     repo: String,
+    /// The comment's id
     id: i64,
 }
 
 /// An issue's comments, oldest first. Permission: read.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/comments", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number"), PageQuery),
+    params(IssuePath, PageQuery),
     responses(
         (status = 200, description = "A page of comments", body = Listed<CommentView>),
         (status = 403, description = "The token does not cover this repository", body = ErrorBody),
@@ -58,7 +62,7 @@ pub struct CommentBody {
 /// Comments on an issue. Permission: read (admin on a locked issue).
 #[utoipa::path(
     post, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/comments", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
+    params(IssuePath),
     request_body = CommentBody,
     responses(
         (status = 201, description = "The comment", body = CommentView),
@@ -92,7 +96,7 @@ async fn comment_of(app: &App, repo: &Repository, id: i64) -> Result<Comment, Ap
 /// Changes a comment. Permission: its author, or admin.
 #[utoipa::path(
     patch, path = "/api/v1/repos/{owner}/{repo}/issues/comments/{id}", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("id" = i64, Path, description = "The comment's id")),
+    params(CommentPath),
     request_body = CommentBody,
     responses(
         (status = 200, description = "The comment as changed", body = CommentView),
@@ -117,7 +121,7 @@ pub(crate) async fn edit_comment(
 /// Deletes a comment. Permission: its author, or admin.
 #[utoipa::path(
     delete, path = "/api/v1/repos/{owner}/{repo}/issues/comments/{id}", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("id" = i64, Path, description = "The comment's id")),
+    params(CommentPath),
     responses(
         (status = 204, description = "Deleted"),
         (status = 403, description = "Not the author nor an admin", body = ErrorBody),

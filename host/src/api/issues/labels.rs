@@ -4,11 +4,12 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::views::{LabelView, label_view};
-use super::{IssuePath, RepoPath, issue_of, open, refuse};
+use super::{IssuePath, issue_of, open, refuse};
 use crate::api::pagination::{Listed, PageQuery, Paged, Paging};
+use crate::api::paths::RepoPath;
 use crate::api::{ApiError, ApiJson, ErrorBody, MaybePrincipal, Principal};
 use crate::issues::{self, Label};
 use crate::repos::Repository;
@@ -17,7 +18,7 @@ use crate::state::App;
 /// A repository's labels. Permission: read.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}/labels", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), PageQuery),
+    params(RepoPath, PageQuery),
     responses(
         (status = 200, description = "A page of labels", body = Listed<LabelView>),
         (status = 403, description = "The token does not cover this repository", body = ErrorBody),
@@ -68,7 +69,7 @@ impl LabelBody {
 /// Creates a label. Permission: admin.
 #[utoipa::path(
     post, path = "/api/v1/repos/{owner}/{repo}/labels", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name")),
+    params(RepoPath),
     request_body = LabelBody,
     responses(
         (status = 201, description = "The label", body = LabelView),
@@ -98,10 +99,14 @@ pub(crate) async fn create_label(
     Ok((StatusCode::CREATED, Json(label_view(&app, &repo, label))))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct LabelPath {
+    /// Owner login
     owner: String,
+    /// Repository name
     repo: String,
+    /// The label's id
     id: i64,
 }
 
@@ -114,7 +119,7 @@ async fn label_of(app: &App, repo: &Repository, id: i64) -> Result<Label, ApiErr
 /// One label. Permission: read.
 #[utoipa::path(
     get, path = "/api/v1/repos/{owner}/{repo}/labels/{id}", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("id" = i64, Path, description = "The label's id")),
+    params(LabelPath),
     responses(
         (status = 200, description = "The label", body = LabelView),
         (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
@@ -134,7 +139,7 @@ pub(crate) async fn get_label(
 /// Changes a label. Permission: admin.
 #[utoipa::path(
     patch, path = "/api/v1/repos/{owner}/{repo}/labels/{id}", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("id" = i64, Path, description = "The label's id")),
+    params(LabelPath),
     request_body = LabelBody,
     responses(
         (status = 200, description = "The label as changed", body = LabelView),
@@ -168,7 +173,7 @@ pub(crate) async fn edit_label(
 /// Deletes a label (and takes it off every issue). Permission: admin.
 #[utoipa::path(
     delete, path = "/api/v1/repos/{owner}/{repo}/labels/{id}", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("id" = i64, Path, description = "The label's id")),
+    params(LabelPath),
     responses(
         (status = 204, description = "Deleted"),
         (status = 403, description = "Not a repository admin", body = ErrorBody),
@@ -197,7 +202,7 @@ pub struct IssueLabels {
 /// Adds labels to an issue; answers the issue's labels. Permission: write.
 #[utoipa::path(
     post, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/labels", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number")),
+    params(IssuePath),
     request_body = IssueLabels,
     responses(
         (status = 200, description = "The issue's labels", body = [LabelView]),
@@ -245,18 +250,23 @@ pub(crate) async fn add_labels(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct IssueLabelPath {
+    /// Owner login
     owner: String,
+    /// Repository name
     repo: String,
+    /// The issue's number
     index: i64,
+    /// The label's id
     id: i64,
 }
 
 /// Takes a label off an issue. Permission: write.
 #[utoipa::path(
     delete, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/labels/{id}", tag = "issue",
-    params(("owner" = String, Path, description = "Owner login"), ("repo" = String, Path, description = "Repository name"), ("index" = i64, Path, description = "The issue's number"), ("id" = i64, Path, description = "The label's id")),
+    params(IssueLabelPath),
     responses(
         (status = 204, description = "Taken off"),
         (status = 403, description = "Not allowed to label issues here", body = ErrorBody),

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::{OrgPath, find_org, owned_org};
 use crate::access::Level;
@@ -93,7 +93,7 @@ impl CreateTeam {
 /// Creates a team. Permission: organization owner.
 #[utoipa::path(
     post, path = "/api/v1/orgs/{org}/teams", tag = "organization",
-    params(("org" = String, Path, description = "The organization's name")),
+    params(OrgPath),
     request_body = CreateTeam,
     responses(
         (status = 201, description = "The team", body = TeamView),
@@ -127,7 +127,7 @@ pub(crate) async fn create_team(
 /// An organization's teams. Permission: organization member.
 #[utoipa::path(
     get, path = "/api/v1/orgs/{org}/teams", tag = "organization",
-    params(("org" = String, Path, description = "The organization's name"), PageQuery),
+    params(OrgPath, PageQuery),
     responses(
         (status = 200, description = "A page of teams", body = Listed<TeamView>),
         (status = 404, description = "No such organization, or not a member", body = ErrorBody),
@@ -163,14 +163,19 @@ pub(crate) async fn teams(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct TeamMemberPath {
+    /// The team's id
     id: i64,
+    /// The user's login
     username: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct TeamPath {
+    /// The team's id
     id: i64,
 }
 
@@ -200,7 +205,7 @@ pub(crate) struct MemberView {
 /// organization member.
 #[utoipa::path(
     get, path = "/api/v1/teams/{id}/members", tag = "organization",
-    params(("id" = i64, Path, description = "The team's id"), PageQuery),
+    params(TeamPath, PageQuery),
     responses(
         (status = 200, description = "A page of members", body = Listed<MemberView>),
         (status = 404, description = "No such team, or not a member of its organization", body = ErrorBody),
@@ -241,7 +246,7 @@ pub(crate) async fn team_members(
 /// organization owner.
 #[utoipa::path(
     put, path = "/api/v1/teams/{id}/members/{username}", tag = "organization",
-    params(("id" = i64, Path, description = "The team's id"), ("username" = String, Path, description = "The user's login")),
+    params(TeamMemberPath),
     responses(
         (status = 204, description = "The user is a member"),
         (status = 404, description = "No such team or user", body = ErrorBody),
@@ -263,7 +268,7 @@ pub(crate) async fn add_member(
 /// Removes a user from a team. Permission: organization owner.
 #[utoipa::path(
     delete, path = "/api/v1/teams/{id}/members/{username}", tag = "organization",
-    params(("id" = i64, Path, description = "The team's id"), ("username" = String, Path, description = "The user's login")),
+    params(TeamMemberPath),
     responses(
         (status = 204, description = "The user is no longer a member"),
         (status = 404, description = "No such team or member", body = ErrorBody),
@@ -289,10 +294,14 @@ pub(crate) async fn remove_member(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(crate) struct TeamRepoPath {
+    /// The team's id
     id: i64,
+    /// The organization
     org: String,
+    /// The repository
     repo: String,
 }
 
@@ -300,8 +309,7 @@ pub(crate) struct TeamRepoPath {
 /// Permission: organization owner.
 #[utoipa::path(
     put, path = "/api/v1/teams/{id}/repos/{org}/{repo}", tag = "organization",
-    params(("id" = i64, Path, description = "The team's id"), ("org" = String, Path, description = "The organization"),
-           ("repo" = String, Path, description = "The repository")),
+    params(TeamRepoPath),
     responses(
         (status = 204, description = "The team covers the repository"),
         (status = 404, description = "No such team or repository", body = ErrorBody),
