@@ -126,13 +126,15 @@ pub struct PgDatabase {
 }
 
 impl PgDatabase {
-    /// Makes a database on the server at `admin_url`; dropped with the value.
+    /// Makes a database on the server at `admin_url`, already migrated (a
+    /// copy of [`pg_template`]); dropped with the value.
     pub async fn create(admin_url: &str) -> PgDatabase {
+        let template = pg_template(admin_url);
         let name = format!("postern_t_{:016x}", rand::random::<u64>());
         let mut conn = sqlx::PgConnection::connect(admin_url)
             .await
             .expect("POSTERN_TEST_PG is reachable");
-        sqlx::query(&format!("CREATE DATABASE {name}"))
+        sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {template}"))
             .execute(&mut conn)
             .await
             .expect("can create a test database");
@@ -165,25 +167,125 @@ impl PgDatabase {
     }
 }
 
+/// Runs `work` on a thread with a runtime of its own: for database set-up
+/// and clean-up that must not depend on the calling test's runtime.
+fn on_own_runtime<T: Send + 'static>(
+    work: impl std::future::Future<Output = T> + Send + 'static,
+) -> T {
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(work)
+    })
+    .join()
+    .expect("the database thread does not panic")
+}
+
+/// The database every test database is copied from: empty but for the
+/// schema, made once per schema by the `postern` binary itself (its
+/// migrations), so that each test server starts on a migrated database
+/// instead of running every migration again. Named by a digest of the
+/// PostgreSQL migrations, so a changed schema gets a new template, and
+/// older templates are dropped.
+pub fn pg_template(admin_url: &str) -> String {
+    static TEMPLATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEMPLATE
+        .get_or_init(|| {
+            let admin_url = admin_url.to_string();
+            on_own_runtime(async move { make_pg_template(&admin_url).await })
+        })
+        .clone()
+}
+
+async fn make_pg_template(admin_url: &str) -> String {
+    use sha2::Digest;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations/postgres");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("migrations/postgres is readable")
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    files.sort();
+    let mut digest = sha2::Sha256::new();
+    for f in &files {
+        digest.update(f.file_name().expect("a file").as_encoded_bytes());
+        digest.update(std::fs::read(f).expect("a migration is readable"));
+    }
+    let name = format!("postern_tpl_{}", &hex::encode(digest.finalize())[..16]);
+    let mut conn = sqlx::PgConnection::connect(admin_url)
+        .await
+        .expect("POSTERN_TEST_PG is reachable");
+    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+        .bind(&name)
+        .fetch_optional(&mut conn)
+        .await
+        .expect("pg_database is readable");
+    if exists.is_none() {
+        // Built under a name of its own and renamed when complete, so that
+        // a run cut short, or another run at the same time, never leaves a
+        // half-migrated template under the real name.
+        let building = format!("{name}_b{:08x}", rand::random::<u32>());
+        sqlx::query(&format!("CREATE DATABASE {building}"))
+            .execute(&mut conn)
+            .await
+            .expect("can create the template database");
+        let db = PgDatabase {
+            admin_url: admin_url.to_string(),
+            name: building.clone(),
+        };
+        let work = tempfile::tempdir().expect("temp dir");
+        let (host, user, pass) = db.parts();
+        let ini = work.path().join("app.ini");
+        std::fs::write(
+            &ini,
+            format!(
+                "[server]\nAPP_DATA_PATH = {}\n\n[database]\nDB_TYPE = postgres\nHOST = {host}\nNAME = {building}\nUSER = {user}\nPASSWD = {pass}\n",
+                work.path().join("data").display()
+            ),
+        )
+        .expect("write app.ini");
+        let out = run_cli(&ini, &[], &["admin", "user", "list"]);
+        assert!(
+            out.status.success(),
+            "migrating the template database failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let renamed = sqlx::query(&format!("ALTER DATABASE {building} RENAME TO {name}"))
+            .execute(&mut conn)
+            .await;
+        // Renamed: it is no longer the value's to drop. Not renamed: another
+        // run made the template first, and ours is dropped with the value.
+        if renamed.is_ok() {
+            std::mem::forget(db);
+        }
+    }
+    let stale: Vec<String> = sqlx::query_scalar(
+        "SELECT datname FROM pg_database WHERE datname LIKE 'postern\\_tpl\\_%' AND datname <> $1",
+    )
+    .bind(&name)
+    .fetch_all(&mut conn)
+    .await
+    .unwrap_or_default();
+    for old in stale {
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {old}"))
+            .execute(&mut conn)
+            .await;
+    }
+    name
+}
+
 impl Drop for PgDatabase {
     fn drop(&mut self) {
         let (url, name) = (self.admin_url.clone(), self.name.clone());
-        // Drop runs outside any runtime guarantee; a thread with its own
-        // runtime keeps it simple.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async {
-                if let Ok(mut conn) = sqlx::PgConnection::connect(&url).await {
-                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                        .execute(&mut conn)
-                        .await;
-                }
-            });
-        })
-        .join();
+        // Drop runs outside any runtime guarantee.
+        on_own_runtime(async move {
+            if let Ok(mut conn) = sqlx::PgConnection::connect(&url).await {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await;
+            }
+        });
     }
 }
 

@@ -179,6 +179,41 @@ async fn plugin_new_writes_a_crate_that_builds_and_passes_the_check() {
             "{kind}: {text}"
         );
         assert!(text.contains(&format!("KIND = {kind}")), "{kind}: {text}");
+
+        // A transport granted `tcp`, as the scaffold tells its author to
+        // grant it to reach a broker, passes the start-up check and loads.
+        if kind == "webhook-transport" {
+            let printed = &text[text.find("[plugin.").expect("an ini block is printed")..];
+            let block: String = printed
+                .lines()
+                .filter(|l| !l.starts_with("GRANTS"))
+                .map(|l| format!("{l}\n"))
+                .chain(["GRANTS = log, tcp\n".to_string()])
+                .collect();
+            for backend in backends() {
+                let server = Server::start(
+                    &backend,
+                    Options {
+                        ini: block.clone(),
+                        ..Default::default()
+                    },
+                )
+                .await;
+                let list = server.plugin_list();
+                let id = printed
+                    .trim_start_matches("[plugin.")
+                    .split(']')
+                    .next()
+                    .unwrap();
+                let plugin = list.iter().find(|p| p["id"] == id).expect("listed");
+                assert_eq!(plugin["state"], "ready", "{backend}: {block}");
+                assert_eq!(
+                    plugin["grants"],
+                    serde_json::json!(["log", "tcp"]),
+                    "{backend}"
+                );
+            }
+        }
     }
 
     // A name that cannot be a crate's is refused before anything is written.
