@@ -36,7 +36,7 @@ pub struct ApplicationView {
 }
 
 /// Where an owner's applications are: `user` or `orgs/{org}`.
-fn view(base: &str, app: apps::App, secret: Option<String>) -> ApplicationView {
+fn view(base: &str, app: apps::Client, secret: Option<String>) -> ApplicationView {
     let href = format!("{base}/applications/oauth2/{}", app.id);
     ApplicationView {
         id: app.id,
@@ -112,7 +112,7 @@ async fn create_for(
     app: &App,
     owner_id: Option<i64>,
     body: CreateApplication,
-) -> Result<(apps::App, String), ApiError> {
+) -> Result<(apps::Client, String), ApiError> {
     let registration = Registration {
         name: body.name,
         redirect_uris: body.redirect_uris,
@@ -133,7 +133,7 @@ async fn edit_for(
     owner_id: Option<i64>,
     id: i64,
     body: EditApplication,
-) -> Result<(apps::App, Option<String>), ApiError> {
+) -> Result<(apps::Client, Option<String>), ApiError> {
     let current = apps::find_owned(&app.db, owner_id, id).await?;
     let registration = Registration {
         name: body.name.unwrap_or_else(|| current.name.clone()),

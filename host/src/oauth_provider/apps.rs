@@ -9,9 +9,10 @@ use subtle::ConstantTimeEq;
 use super::{Error, Result, digest, new_secret};
 use crate::db::{Db, now};
 
-/// An application, without its secret.
+/// An OAuth 2.0 client (an "application" on the pages and in the API),
+/// without its secret.
 #[derive(Debug, Clone)]
-pub struct App {
+pub struct Client {
     pub id: i64,
     /// The user or organization that owns it; `None` for an instance-wide
     /// application.
@@ -30,9 +31,9 @@ pub struct App {
 
 const COLUMNS: &str = "id, owner_id, name, client_id, redirect_uris, confidential, created, id_token_signed_response_alg";
 
-fn from_row(r: &AnyRow) -> std::result::Result<App, sqlx::Error> {
+fn from_row(r: &AnyRow) -> std::result::Result<Client, sqlx::Error> {
     let uris: String = r.try_get(4)?;
-    Ok(App {
+    Ok(Client {
         id: r.try_get(0)?,
         owner_id: r.try_get(1)?,
         name: r.try_get(2)?,
@@ -117,7 +118,7 @@ pub async fn create(
     owner_id: Option<i64>,
     registration: Registration,
     min_secret_len: i64,
-) -> Result<(App, String)> {
+) -> Result<(Client, String)> {
     let r = registration.checked()?;
     let secret = new_secret(min_secret_len);
     let alg = r
@@ -143,7 +144,7 @@ pub async fn create(
 
 /// The applications of an owner (`None`: the instance-wide ones), oldest
 /// first.
-pub async fn list(db: &Db, owner_id: Option<i64>) -> Result<Vec<App>> {
+pub async fn list(db: &Db, owner_id: Option<i64>) -> Result<Vec<Client>> {
     let rows = match owner_id {
         Some(id) => {
             sqlx::query(&format!(
@@ -168,7 +169,7 @@ pub async fn list(db: &Db, owner_id: Option<i64>) -> Result<Vec<App>> {
 }
 
 /// An application of `owner_id` (`None`: instance-wide) by id.
-pub async fn find_owned(db: &Db, owner_id: Option<i64>, id: i64) -> Result<App> {
+pub async fn find_owned(db: &Db, owner_id: Option<i64>, id: i64) -> Result<Client> {
     let row = sqlx::query(&format!("SELECT {COLUMNS} FROM oauth_apps WHERE id = $1"))
         .bind(id)
         .fetch_optional(db.pool())
@@ -181,7 +182,7 @@ pub async fn find_owned(db: &Db, owner_id: Option<i64>, id: i64) -> Result<App> 
 }
 
 /// An application by its client id.
-pub async fn by_client_id(db: &Db, client_id: &str) -> Result<Option<App>> {
+pub async fn by_client_id(db: &Db, client_id: &str) -> Result<Option<Client>> {
     let row = sqlx::query(&format!(
         "SELECT {COLUMNS} FROM oauth_apps WHERE client_id = $1"
     ))
@@ -193,7 +194,7 @@ pub async fn by_client_id(db: &Db, client_id: &str) -> Result<Option<App>> {
 
 /// Changes an application's name, redirect URIs, kind and (when given) ID
 /// token algorithm.
-pub async fn update(db: &Db, app: &App, registration: Registration) -> Result<App> {
+pub async fn update(db: &Db, app: &Client, registration: Registration) -> Result<Client> {
     let r = registration.checked()?;
     let alg = r
         .id_token_signed_response_alg
@@ -208,7 +209,7 @@ pub async fn update(db: &Db, app: &App, registration: Registration) -> Result<Ap
     .bind(app.id)
     .execute(db.pool())
     .await?;
-    Ok(App {
+    Ok(Client {
         name: r.name,
         redirect_uris: r.redirect_uris,
         confidential: r.confidential,
@@ -219,7 +220,7 @@ pub async fn update(db: &Db, app: &App, registration: Registration) -> Result<Ap
 
 /// Replaces an application's client secret; returns the new one, to be
 /// shown this once. The old one stops working at once.
-pub async fn regenerate_secret(db: &Db, app: &App, min_secret_len: i64) -> Result<String> {
+pub async fn regenerate_secret(db: &Db, app: &Client, min_secret_len: i64) -> Result<String> {
     let secret = new_secret(min_secret_len);
     sqlx::query("UPDATE oauth_apps SET secret_hash = $1 WHERE id = $2")
         .bind(digest(&secret))
@@ -230,7 +231,7 @@ pub async fn regenerate_secret(db: &Db, app: &App, min_secret_len: i64) -> Resul
 }
 
 /// Deletes an application; its grants, codes and tokens go with it.
-pub async fn delete(db: &Db, app: &App) -> Result<()> {
+pub async fn delete(db: &Db, app: &Client) -> Result<()> {
     for sql in [
         "DELETE FROM oauth_tokens WHERE app_id = $1",
         "DELETE FROM oauth_codes WHERE app_id = $1",
@@ -245,7 +246,7 @@ pub async fn delete(db: &Db, app: &App) -> Result<()> {
 /// Authenticates a client at the token, introspection and revocation
 /// endpoints: a confidential client by its secret (compared in constant
 /// time), a public one by its id alone (its proof is PKCE).
-pub async fn authenticate(db: &Db, client_id: &str, secret: Option<&str>) -> Result<App> {
+pub async fn authenticate(db: &Db, client_id: &str, secret: Option<&str>) -> Result<Client> {
     let unknown = || Error::InvalidClient("client authentication failed".into());
     let row = sqlx::query(&format!(
         "SELECT {COLUMNS}, secret_hash FROM oauth_apps WHERE client_id = $1"
@@ -272,7 +273,7 @@ pub async fn authenticate(db: &Db, client_id: &str, secret: Option<&str>) -> Res
 /// Whether `given` is one of the application's redirect URIs: an exact
 /// match, or for a public client a loopback URI that differs only in its
 /// port (RFC 8252 §7.3: native apps listen on a port they pick each time).
-pub fn redirect_allowed(app: &App, given: &str) -> bool {
+pub fn redirect_allowed(app: &Client, given: &str) -> bool {
     if app.redirect_uris.iter().any(|u| u == given) {
         return true;
     }
@@ -300,8 +301,8 @@ pub fn redirect_allowed(app: &App, given: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn app(confidential: bool) -> App {
-        App {
+    fn app(confidential: bool) -> Client {
+        Client {
             id: 1,
             owner_id: Some(1),
             name: "ci".into(),

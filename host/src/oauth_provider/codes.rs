@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::apps::{self, App};
+use super::apps::{self, Client};
 use super::{CODE_LIFETIME, Error, Result, digest, parse_scope};
 use crate::db::{Db, now};
 use crate::users::User;
@@ -43,7 +43,7 @@ pub struct AuthorizeRequest {
 /// A request that may go on to consent.
 #[derive(Debug, Clone)]
 pub struct Checked {
-    pub app: App,
+    pub app: Client,
     pub redirect_uri: String,
     pub scopes: Vec<String>,
     pub state: String,
@@ -255,7 +255,7 @@ pub async fn check(db: &Db, req: &AuthorizeRequest) -> std::result::Result<Check
 
 /// Whether the user already consented to these scopes for this
 /// application, so that the consent page can be skipped.
-pub async fn remembered(db: &Db, app: &App, user: &User, scopes: &[String]) -> Result<bool> {
+pub async fn remembered(db: &Db, app: &Client, user: &User, scopes: &[String]) -> Result<bool> {
     let row = sqlx::query("SELECT scope FROM oauth_grants WHERE app_id = $1 AND user_id = $2")
         .bind(app.id)
         .bind(user.id)

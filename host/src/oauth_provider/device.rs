@@ -6,7 +6,7 @@
 use serde::Serialize;
 use sqlx::Row;
 
-use super::apps::App as Client;
+use super::apps::Client;
 use super::grants::{self, TokenResponse};
 use super::{Error, Result, digest, parse_scope};
 use crate::db::{Db, now};

@@ -10,7 +10,7 @@
 use serde::Serialize;
 use sqlx::Row;
 
-use super::apps::App as Client;
+use super::apps::Client;
 use super::codes::{self, Taken};
 use super::keys;
 use super::{Error, Result, digest, new_secret, parse_scope};

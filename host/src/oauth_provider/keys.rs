@@ -96,7 +96,7 @@ pub use super::{DEFAULT_ALG, SIGNING_ALGS};
 /// while it is offered. A client registered for an algorithm the site no
 /// longer offers (`JWT_SIGNING_ALGORITHM` changed since) gets RS256, which
 /// every client must accept, and the log says so.
-pub fn id_token_alg<'a>(client: &'a super::apps::App, configured: &'a str) -> &'a str {
+pub fn id_token_alg<'a>(client: &'a super::apps::Client, configured: &'a str) -> &'a str {
     let wanted = client.id_token_signed_response_alg.as_str();
     if offered(configured).contains(&wanted) {
         wanted

@@ -47,8 +47,8 @@ impl Default for Draft {
     }
 }
 
-impl From<&apps::App> for Draft {
-    fn from(a: &apps::App) -> Self {
+impl From<&apps::Client> for Draft {
+    fn from(a: &apps::Client) -> Self {
         Draft {
             name: a.name.clone(),
             redirect_uris: a.redirect_uris.join("\n"),

@@ -91,7 +91,7 @@ async fn client(
     app: &App,
     headers: &HeaderMap,
     fields: &HashMap<String, String>,
-) -> Result<apps::App, Error> {
+) -> Result<apps::Client, Error> {
     let basic = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -144,7 +144,7 @@ async fn client(
 /// is read (form or JSON), and the client is authenticated — or the
 /// request is answered with the RFC 6749 error.
 pub(super) struct ClientRequest {
-    client: apps::App,
+    client: apps::Client,
     fields: HashMap<String, String>,
 }
 
