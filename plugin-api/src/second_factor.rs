@@ -11,7 +11,7 @@
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "wit",
+        path: "wit/v0.3.0",
         world: "second-factor",
         // The native C ABI carries these types as JSON.
         additional_derives: [serde::Serialize, serde::Deserialize],

@@ -1,8 +1,8 @@
-//! Bindings for `postern:plugin@0.3.0` (`plugin-api/wit`, the newest), and
+//! Bindings for `postern:plugin@0.3.0` (frozen, in `plugin-api/wit/v0.3.0`, the newest), and
 //! conversions between its types and the host's own. New in 0.3.0: the
 //! redirect sign-in (`begin-redirect`, `complete-redirect`), an identity's
 //! `email-verified`, three more sign-in errors, and the `http` capability
-//! (linked by `capabilities`, not here: it is the standard `wasi:http`).
+//! (linked by `loading`, not here: it is the standard `wasi:http`).
 
 use crate::plugins::contract::{Ceremony, FactorRefusal, Redirect};
 use crate::plugins::worlds::{Call, FactorCalls, SourceCalls};
@@ -11,14 +11,14 @@ pub(crate) const WIT_VERSION: &str = "0.3.0";
 
 pub(crate) mod identity_source {
     wasmtime::component::bindgen!({
-        path: "../plugin-api/wit",
+        path: "../plugin-api/wit/v0.3.0",
         world: "identity-source",
     });
 }
 
 pub(crate) mod second_factor {
     wasmtime::component::bindgen!({
-        path: "../plugin-api/wit",
+        path: "../plugin-api/wit/v0.3.0",
         world: "second-factor",
         with: {
             "postern:plugin/types": super::identity_source::postern::plugin::types,
@@ -30,7 +30,7 @@ pub(crate) mod second_factor {
 
 pub(crate) mod webhook_transport {
     wasmtime::component::bindgen!({
-        path: "../plugin-api/wit",
+        path: "../plugin-api/wit/v0.3.0",
         world: "webhook-transport",
         with: {
             "postern:plugin/types": super::identity_source::postern::plugin::types,
