@@ -1,6 +1,6 @@
 //! Webhooks end to end: the real `postern` binary delivering to a real HTTP
 //! receiver in this process, which checks every delivery with the
-//! `webhook-verify` crate as a receiver would; retries, dead letters and
+//! `postern-webhook-verify` crate as a receiver would; retries, dead letters and
 //! redelivery; a host killed with SIGKILL mid-queue; two hosts on one
 //! PostgreSQL queue; the NATS transport to a real `nats-server`; a trapping
 //! transport; the URL and permission rules; a receiver that hangs, which
@@ -20,10 +20,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use axum::response::{IntoResponse, Response};
 use postern_tests::{Backend, Options, Server, backends, git, request_as, status_and_json};
+use postern_webhook_verify::{MemoryStore, ProcessedStore, Verdict, Verifier};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::Connection;
-use webhook_verify::{MemoryStore, ProcessedStore, Verdict, Verifier};
 
 const PW: &str = "correct horse battery staple";
 const SECRET: &str = "a-hook-secret-of-forty-characters-000000";
@@ -89,7 +89,7 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
     let verdict = r.verifier.handle(
         &headers,
         &body,
-        webhook_verify::unix_now(),
+        postern_webhook_verify::unix_now(),
         &*r.store,
         |_| Ok(()),
     );
@@ -272,10 +272,10 @@ async fn user_created_reaches_a_system_hook_signed_and_the_receiver_answers_each
         assert_eq!(header(&g, "content-type"), "application/json");
         assert_eq!(
             header(&g, "x-signature"),
-            webhook_verify::sign(SECRET, &g.body)
+            postern_webhook_verify::sign(SECRET, &g.body)
         );
         // Standard Webhooks receivers verify it too.
-        webhook_verify::verify_standard(
+        postern_webhook_verify::verify_standard(
             SECRET.as_bytes(),
             header(&g, "webhook-id"),
             header(&g, "webhook-timestamp"),
@@ -326,7 +326,10 @@ async fn user_created_reaches_a_system_hook_signed_and_the_receiver_answers_each
             .iter()
             .map(|(k, v)| {
                 if k == "x-signature" {
-                    (k.clone(), webhook_verify::sign("not the secret", &g.body))
+                    (
+                        k.clone(),
+                        postern_webhook_verify::sign("not the secret", &g.body),
+                    )
                 } else {
                     (k.clone(), v.clone())
                 }
@@ -344,7 +347,7 @@ async fn user_created_reaches_a_system_hook_signed_and_the_receiver_answers_each
             ("content-type".to_string(), "application/json".to_string()),
             (
                 "x-signature".into(),
-                webhook_verify::sign(SECRET, &old_bytes),
+                postern_webhook_verify::sign(SECRET, &old_bytes),
             ),
             (
                 "x-event-id".into(),
@@ -745,12 +748,12 @@ async fn the_nats_transport_publishes_and_a_trapping_transport_is_retried() {
         assert_eq!(m.header("X-Event-ID"), body["event_id"].as_str());
         assert_eq!(
             m.header("X-Signature").map(str::to_string),
-            Some(webhook_verify::sign(SECRET, &m.body))
+            Some(postern_webhook_verify::sign(SECRET, &m.body))
         );
         let verdict = Verifier::new(SECRET).check(
             &m.headers,
             &m.body,
-            webhook_verify::unix_now(),
+            postern_webhook_verify::unix_now(),
             &MemoryStore::new(),
         );
         assert!(matches!(verdict, Verdict::Fresh(_)), "{verdict:?}");

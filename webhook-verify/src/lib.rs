@@ -23,7 +23,7 @@
 //! [`router`] run the whole receiver over HTTP.
 //!
 //! ```
-//! use webhook_verify::{sign, unix_now, MemoryStore, Verifier};
+//! use postern_webhook_verify::{sign, unix_now, MemoryStore, Verifier};
 //!
 //! let secret = "a shared secret of the hook";
 //! let now = unix_now();

@@ -50,7 +50,7 @@ pub fn router(
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use webhook_verify::{MemoryStore, Verifier, serve};
+/// use postern_webhook_verify::{MemoryStore, Verifier, serve};
 ///
 /// # async fn run() -> std::io::Result<()> {
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;

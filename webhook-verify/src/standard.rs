@@ -61,7 +61,7 @@ pub fn sign_standard(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> Stri
 /// `timestamp` equal the body's `event_id` and `timestamp`.
 ///
 /// ```
-/// use webhook_verify::{sign_standard, verify_standard};
+/// use postern_webhook_verify::{sign_standard, verify_standard};
 ///
 /// let secret = "a shared secret of the hook";
 /// let id = "7d3c1f9e-4b2a-4c8e-9f1a-2b3c4d5e6f70";

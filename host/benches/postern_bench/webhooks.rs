@@ -24,15 +24,16 @@ const SECRET: &str = "a-benchmark-secret-of-forty-characters-0";
 async fn receiver(verified: Arc<AtomicU64>) -> anyhow::Result<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/hook", listener.local_addr()?);
-    let verifier = Arc::new(webhook_verify::Verifier::new(SECRET));
+    let verifier = Arc::new(postern_webhook_verify::Verifier::new(SECRET));
     let app = axum::Router::new().fallback(
         move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
             let (verifier, verified) = (verifier.clone(), verified.clone());
             async move {
-                let store = webhook_verify::MemoryStore::new();
-                let verdict = verifier.check(&headers, &body, webhook_verify::unix_now(), &store);
+                let store = postern_webhook_verify::MemoryStore::new();
+                let verdict =
+                    verifier.check(&headers, &body, postern_webhook_verify::unix_now(), &store);
                 assert!(
-                    matches!(verdict, webhook_verify::Verdict::Fresh(_)),
+                    matches!(verdict, postern_webhook_verify::Verdict::Fresh(_)),
                     "{verdict:?}"
                 );
                 verified.fetch_add(1, Ordering::Relaxed);
@@ -120,13 +121,16 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
         let (client, next, url) = (client.clone(), next.clone(), url.clone());
         tasks.push(tokio::spawn(async move {
             while next.fetch_add(1, Ordering::Relaxed) < DELIVERIES {
-                let now = webhook_verify::unix_now();
+                let now = postern_webhook_verify::unix_now();
                 let body = String::from_utf8_lossy(body)
                     .replace("\"timestamp\":0", &format!("\"timestamp\":{now}"));
                 let res = client
                     .post(&url)
                     .header("content-type", "application/json")
-                    .header("x-signature", webhook_verify::sign(SECRET, body.as_bytes()))
+                    .header(
+                        "x-signature",
+                        postern_webhook_verify::sign(SECRET, body.as_bytes()),
+                    )
                     .header("x-event-id", "00000000-0000-4000-8000-000000000000")
                     .header("x-event-type", "user.created")
                     .header("x-timestamp", now.to_string())

@@ -37,7 +37,7 @@ pub(super) enum WebhookAdminCmd {
     Stats,
 }
 
-/// `postern webhook listen`: the receiver of `webhook-verify`, printing
+/// `postern webhook listen`: the receiver of `postern-webhook-verify`, printing
 /// each verified event as a JSON line.
 pub(super) async fn listen(secret: String, port: u16) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
@@ -47,12 +47,12 @@ pub(super) async fn listen(secret: String, port: u16) -> anyhow::Result<()> {
         "listening on http://{}; each verified event is printed",
         listener.local_addr()?
     );
-    let store = std::sync::Arc::new(webhook_verify::MemoryStore::new());
-    webhook_verify::serve(
+    let store = std::sync::Arc::new(postern_webhook_verify::MemoryStore::new());
+    postern_webhook_verify::serve(
         listener,
-        webhook_verify::Verifier::new(secret),
+        postern_webhook_verify::Verifier::new(secret),
         store,
-        |event: &webhook_verify::Event| {
+        |event: &postern_webhook_verify::Event| {
             println!(
                 "{}",
                 serde_json::to_string(event).unwrap_or_else(|e| e.to_string())

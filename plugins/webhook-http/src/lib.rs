@@ -137,7 +137,7 @@ fn headers(
         ("Content-Type", encoding.content_type().to_string()),
         ("User-Agent", USER_AGENT.to_string()),
     ];
-    headers.extend(webhook_verify::signed_headers(
+    headers.extend(postern_webhook_verify::signed_headers(
         &delivery.secret,
         &delivery.event_id,
         &delivery.event_type,

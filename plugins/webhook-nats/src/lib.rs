@@ -87,7 +87,7 @@ fn credentials(settings: &[Setting]) -> Result<Credentials, String> {
 /// Every header of the message, in order, with its value.
 fn headers(delivery: &Delivery) -> Vec<(&'static str, String)> {
     let mut headers = vec![("Content-Type", "application/json".to_string())];
-    headers.extend(webhook_verify::signed_headers(
+    headers.extend(postern_webhook_verify::signed_headers(
         &delivery.secret,
         &delivery.event_id,
         &delivery.event_type,
