@@ -124,20 +124,22 @@ pub const WIT_VERSIONS: [&str; 3] = [
 ];
 
 /// The three worlds.
+// Named `Kind` in the API's description, as `[plugin.<id>] KIND` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = Kind)]
 #[serde(rename_all = "kebab-case")]
-pub enum Kind {
+pub enum World {
     IdentitySource,
     SecondFactor,
     WebhookTransport,
 }
 
-impl Kind {
+impl World {
     pub fn as_str(self) -> &'static str {
         match self {
-            Kind::IdentitySource => "identity-source",
-            Kind::SecondFactor => "second-factor",
-            Kind::WebhookTransport => "webhook-transport",
+            World::IdentitySource => "identity-source",
+            World::SecondFactor => "second-factor",
+            World::WebhookTransport => "webhook-transport",
         }
     }
 
@@ -154,17 +156,17 @@ impl Kind {
     /// The interface the world exports.
     fn interface(self) -> &'static str {
         match self {
-            Kind::IdentitySource => "source",
-            Kind::SecondFactor => "factor",
-            Kind::WebhookTransport => "transport",
+            World::IdentitySource => "source",
+            World::SecondFactor => "factor",
+            World::WebhookTransport => "transport",
         }
     }
 
     pub(crate) fn parse(s: &str) -> Option<Self> {
         match s {
-            "identity-source" => Some(Kind::IdentitySource),
-            "second-factor" => Some(Kind::SecondFactor),
-            "webhook-transport" => Some(Kind::WebhookTransport),
+            "identity-source" => Some(World::IdentitySource),
+            "second-factor" => Some(World::SecondFactor),
+            "webhook-transport" => Some(World::WebhookTransport),
             _ => None,
         }
     }

@@ -167,8 +167,8 @@ pub(super) fn plugin_new(
     dir: Option<PathBuf>,
     sdk_path: Option<PathBuf>,
 ) -> anyhow::Result<()> {
-    use crate::plugins::{Kind, scaffold};
-    let kind = Kind::parse(kind)
+    use crate::plugins::{World, scaffold};
+    let kind = World::parse(kind)
         .context("the kind is one of identity-source, second-factor, webhook-transport")?;
     let dir = dir.unwrap_or_else(|| PathBuf::from(name));
     let sdk_path = sdk_path.map(|p| std::path::absolute(&p).unwrap_or(p));

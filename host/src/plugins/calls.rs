@@ -15,7 +15,7 @@ use super::contract::{
 use super::plugin::{Plugin, State};
 use super::registry::Plugins;
 use super::worlds::{Prepared, Settings};
-use super::{Error, Kind, Origin, Result, engine};
+use super::{Error, Origin, Result, World, engine};
 
 impl Plugins {
     /// Makes one webhook delivery attempt through a transport, to the
@@ -31,7 +31,7 @@ impl Plugins {
     ) -> Result<TransportOutcome> {
         let call = self.call_routed(
             plugin,
-            Kind::WebhookTransport,
+            World::WebhookTransport,
             Some(route),
             move |p, store| p.transport()?.deliver(store, &delivery),
         );
@@ -55,7 +55,7 @@ impl Plugins {
         request: &PasswordSignIn,
     ) -> Result<std::result::Result<Identity, SignInRefusal>> {
         let request = request.clone();
-        self.call(plugin, Kind::IdentitySource, move |p, store| {
+        self.call(plugin, World::IdentitySource, move |p, store| {
             p.source()?.authenticate(store, &request)
         })
         .await
@@ -68,7 +68,7 @@ impl Plugins {
         request: &Registration,
     ) -> Result<std::result::Result<NewAccount, RegistrationRefusal>> {
         let request = request.clone();
-        self.call(plugin, Kind::IdentitySource, move |p, store| {
+        self.call(plugin, World::IdentitySource, move |p, store| {
             p.source()?.register(store, &request)
         })
         .await
@@ -80,7 +80,7 @@ impl Plugins {
         plugin: &Arc<Plugin>,
     ) -> Result<std::result::Result<Vec<ListedUser>, SignInRefusal>> {
         let settings = plugin.settings.clone();
-        self.call(plugin, Kind::IdentitySource, move |p, store| {
+        self.call(plugin, World::IdentitySource, move |p, store| {
             p.source()?.list_users(store, &settings)
         })
         .await
@@ -92,7 +92,7 @@ impl Plugins {
         plugin: &Arc<Plugin>,
     ) -> Result<std::result::Result<String, SignInRefusal>> {
         let settings = plugin.settings.clone();
-        self.call(plugin, Kind::IdentitySource, move |p, store| {
+        self.call(plugin, World::IdentitySource, move |p, store| {
             p.source()?.test_connection(store, &settings)
         })
         .await
@@ -106,7 +106,7 @@ impl Plugins {
         callback_url: &str,
     ) -> Result<std::result::Result<Redirect, SignInRefusal>> {
         let (settings, callback_url) = (plugin.settings.clone(), callback_url.to_string());
-        self.call(plugin, Kind::IdentitySource, move |p, store| {
+        self.call(plugin, World::IdentitySource, move |p, store| {
             p.source()?.begin_redirect(store, &settings, &callback_url)
         })
         .await
@@ -122,7 +122,7 @@ impl Plugins {
         parameters: Vec<(String, String)>,
     ) -> Result<std::result::Result<Identity, SignInRefusal>> {
         let (settings, callback_url) = (plugin.settings.clone(), callback_url.to_string());
-        self.call(plugin, Kind::IdentitySource, move |p, store| {
+        self.call(plugin, World::IdentitySource, move |p, store| {
             p.source()?
                 .complete_redirect(store, &settings, &callback_url, &pending, &parameters)
         })
@@ -138,7 +138,7 @@ impl Plugins {
         settings: &Settings,
     ) -> Result<std::result::Result<Ceremony, FactorRefusal>> {
         let (user, settings) = (user.clone(), settings.to_vec());
-        self.call(plugin, Kind::SecondFactor, move |p, store| {
+        self.call(plugin, World::SecondFactor, move |p, store| {
             p.factor()?.begin_enrollment(store, &user, &settings)
         })
         .await
@@ -155,7 +155,7 @@ impl Plugins {
         settings: &Settings,
     ) -> Result<std::result::Result<String, FactorRefusal>> {
         let (user, response, settings) = (user.clone(), response.to_string(), settings.to_vec());
-        self.call(plugin, Kind::SecondFactor, move |p, store| {
+        self.call(plugin, World::SecondFactor, move |p, store| {
             p.factor()?
                 .confirm_enrollment(store, &user, &pending, &response, &settings)
         })
@@ -171,7 +171,7 @@ impl Plugins {
         settings: &Settings,
     ) -> Result<std::result::Result<Ceremony, FactorRefusal>> {
         let (user, settings) = (user.cloned(), settings.to_vec());
-        self.call(plugin, Kind::SecondFactor, move |p, store| {
+        self.call(plugin, World::SecondFactor, move |p, store| {
             p.factor()?
                 .begin_verification(store, user.as_ref(), &settings)
         })
@@ -189,7 +189,7 @@ impl Plugins {
         settings: &Settings,
     ) -> Result<std::result::Result<i64, FactorRefusal>> {
         let (user, response, settings) = (user.cloned(), response.to_string(), settings.to_vec());
-        self.call(plugin, Kind::SecondFactor, move |p, store| {
+        self.call(plugin, World::SecondFactor, move |p, store| {
             p.factor()?
                 .verify(store, user.as_ref(), &pending, &response, &settings)
         })
@@ -205,7 +205,7 @@ impl Plugins {
         settings: &Settings,
     ) -> Result<std::result::Result<(), FactorRefusal>> {
         let (user, handle, settings) = (user.clone(), handle.to_string(), settings.to_vec());
-        self.call(plugin, Kind::SecondFactor, move |p, store| {
+        self.call(plugin, World::SecondFactor, move |p, store| {
             p.factor()?.remove(store, &user, &handle, &settings)
         })
         .await
@@ -214,7 +214,7 @@ impl Plugins {
     /// Runs `f` on a blocking thread (plugin code and argon2 are CPU-bound)
     /// with a fresh store for the plugin, which must be ready and of `kind`.
     /// A failure is counted, logged and recorded before it is returned.
-    async fn call<R, F>(&self, plugin: &Arc<Plugin>, kind: Kind, f: F) -> Result<R>
+    async fn call<R, F>(&self, plugin: &Arc<Plugin>, kind: World, f: F) -> Result<R>
     where
         R: Send + 'static,
         F: FnOnce(&Prepared, &mut Store<CallState>) -> wasmtime::Result<R> + Send + 'static,
@@ -225,7 +225,7 @@ impl Plugins {
     async fn call_routed<R, F>(
         &self,
         plugin: &Arc<Plugin>,
-        kind: Kind,
+        kind: World,
         route: Option<Route>,
         f: F,
     ) -> Result<R>

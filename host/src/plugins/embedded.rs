@@ -2,7 +2,7 @@
 //! `build.rs` and embedded in the binary, with the grants each gets.
 
 use super::builtin::{LOCAL, TOTP, WEBAUTHN, WEBHOOK_HTTP, WEBHOOK_NATS};
-use super::{Capability, Kind};
+use super::{Capability, World};
 
 /// The SAML source's component.
 pub fn saml_wasm() -> &'static [u8] {
@@ -27,7 +27,7 @@ mod wasm {
 /// says otherwise.
 pub struct Builtin {
     pub id: &'static str,
-    pub kind: Kind,
+    pub kind: World,
     pub version: &'static str,
     pub grants: &'static [Capability],
     pub wasm: &'static [u8],
@@ -37,35 +37,35 @@ pub fn all() -> Vec<Builtin> {
     vec![
         Builtin {
             id: LOCAL,
-            kind: Kind::IdentitySource,
+            kind: World::IdentitySource,
             version: env!("CARGO_PKG_VERSION"),
             grants: &[Capability::Log, Capability::Credentials],
             wasm: wasm::LOCAL,
         },
         Builtin {
             id: TOTP,
-            kind: Kind::SecondFactor,
+            kind: World::SecondFactor,
             version: env!("CARGO_PKG_VERSION"),
             grants: &[Capability::Log, Capability::Kv],
             wasm: wasm::TOTP,
         },
         Builtin {
             id: WEBAUTHN,
-            kind: Kind::SecondFactor,
+            kind: World::SecondFactor,
             version: env!("CARGO_PKG_VERSION"),
             grants: &[Capability::Log, Capability::Kv],
             wasm: wasm::WEBAUTHN,
         },
         Builtin {
             id: WEBHOOK_HTTP,
-            kind: Kind::WebhookTransport,
+            kind: World::WebhookTransport,
             version: env!("CARGO_PKG_VERSION"),
             grants: &[Capability::Log, Capability::Http],
             wasm: wasm::WEBHOOK_HTTP,
         },
         Builtin {
             id: WEBHOOK_NATS,
-            kind: Kind::WebhookTransport,
+            kind: World::WebhookTransport,
             version: env!("CARGO_PKG_VERSION"),
             grants: &[Capability::Log, Capability::Tcp],
             wasm: wasm::WEBHOOK_NATS,

@@ -9,14 +9,14 @@ use wasmtime::component::Component;
 
 pub use super::capabilities::Import;
 use super::capabilities::{self, Capability};
-use super::{Error, Kind, Result, WIT_VERSIONS, engine, loading};
+use super::{Error, Result, WIT_VERSIONS, World, engine, loading};
 
 /// A plugin file, as `postern plugin check` describes it.
 #[derive(Debug)]
 pub struct Inspection {
     pub path: PathBuf,
     pub sha256: String,
-    pub kind: Kind,
+    pub kind: World,
     pub wit_version: &'static str,
     /// Every import, by name, in the component's order.
     pub imports: Vec<(String, Import)>,
@@ -119,11 +119,11 @@ fn read(path: &Path) -> Result<(String, Vec<u8>, String)> {
 }
 
 /// The world a component's exports make it, and its WIT version.
-fn world(exports: &[String]) -> Option<(Kind, &'static str)> {
+fn world(exports: &[String]) -> Option<(World, &'static str)> {
     [
-        Kind::IdentitySource,
-        Kind::SecondFactor,
-        Kind::WebhookTransport,
+        World::IdentitySource,
+        World::SecondFactor,
+        World::WebhookTransport,
     ]
     .into_iter()
     .find_map(|kind| {
@@ -138,7 +138,7 @@ fn world(exports: &[String]) -> Option<(Kind, &'static str)> {
 pub struct NativeInspection {
     pub path: PathBuf,
     pub sha256: String,
-    pub kind: Kind,
+    pub kind: World,
     pub abi_version: u32,
 }
 
@@ -223,7 +223,7 @@ mod tests {
         let exports = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
             world(&exports(&["postern:plugin/factor@0.2.0"])),
-            Some((Kind::SecondFactor, "0.2.0"))
+            Some((World::SecondFactor, "0.2.0"))
         );
         assert_eq!(world(&exports(&["postern:plugin/source@9.0.0"])), None);
         assert_eq!(world(&exports(&["wasi:cli/run@0.2.0"])), None);

@@ -16,7 +16,7 @@ use super::outbound::Grant;
 use super::plugin::{Plugin, State};
 use super::worlds::Prepared;
 use super::{
-    Capability, Error, Kind, Limits, Origin, Result, builtin, capabilities, embedded, engine,
+    Capability, Error, Limits, Origin, Result, World, builtin, capabilities, embedded, engine,
 };
 use super::{saml_capability, since_v0_1, since_v0_2, since_v0_3};
 use crate::config::source_settings::{DefinedIn, SourceSettings, directory_id, redirect_id};
@@ -51,7 +51,7 @@ pub(super) fn directory_spec(
     Spec {
         id: directory_id(number),
         host_settings: SourceSettings::directory(number, section, defined_in),
-        kind: Ok(Kind::IdentitySource),
+        kind: Ok(World::IdentitySource),
         version: env!("CARGO_PKG_VERSION").to_string(),
         source: SpecSource::InstanceOf(builtin::LDAP, embedded::ldap_wasm()),
         grants: vec![Capability::Log, Capability::Directory],
@@ -97,7 +97,7 @@ pub(super) fn redirect_spec(
     Spec {
         id: redirect_id(name),
         host_settings: SourceSettings::redirect(name, section, defined_in),
-        kind: Ok(Kind::IdentitySource),
+        kind: Ok(World::IdentitySource),
         version: env!("CARGO_PKG_VERSION").to_string(),
         source: SpecSource::InstanceOf(builtin::OAUTH2, embedded::oauth2_wasm()),
         grants: vec![Capability::Log, Capability::Http],
@@ -170,7 +170,7 @@ pub(super) fn saml_spec(
     Spec {
         id: redirect_id(name),
         host_settings,
-        kind: Ok(Kind::IdentitySource),
+        kind: Ok(World::IdentitySource),
         version: env!("CARGO_PKG_VERSION").to_string(),
         source: SpecSource::InstanceOf(builtin::SAML, embedded::saml_wasm()),
         grants: vec![Capability::Log, Capability::Kv, Capability::Saml],
@@ -225,7 +225,7 @@ fn preset_urls(provider: &str) -> &'static [(&'static str, &'static str)] {
 /// What to load, before loading it.
 pub(crate) struct Spec {
     pub id: String,
-    kind: std::result::Result<Kind, String>,
+    kind: std::result::Result<World, String>,
     version: String,
     source: SpecSource,
     grants: Vec<Capability>,
@@ -270,14 +270,14 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
     // A transport waits on the receiver within the call, so its deadline
     // covers `[webhook] DELIVER_TIMEOUT`; the queue bounds the attempt.
     let transport_ms = (cfg.webhook.deliver_timeout + Duration::from_secs(5)).as_millis() as u64;
-    let limits = |s: Option<&PluginSection>, kind: Option<Kind>| Limits {
+    let limits = |s: Option<&PluginSection>, kind: Option<World>| Limits {
         memory_bytes: s
             .and_then(|s| s.memory_limit_mb)
             .unwrap_or(DEFAULT_MEMORY_MB) as usize
             * 1024
             * 1024,
         timeout: Duration::from_millis(s.and_then(|s| s.timeout_ms).unwrap_or(
-            if kind == Some(Kind::WebhookTransport) {
+            if kind == Some(World::WebhookTransport) {
                 transport_ms.max(DEFAULT_TIMEOUT_MS)
             } else {
                 DEFAULT_TIMEOUT_MS
@@ -346,14 +346,14 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
         let kind = s.kind.as_deref().unwrap_or("");
         out.push(Spec {
             id: s.id.clone(),
-            kind: Kind::parse(kind).ok_or_else(|| format!("unknown KIND {kind:?}")),
+            kind: World::parse(kind).ok_or_else(|| format!("unknown KIND {kind:?}")),
             version: "-".into(),
             source: SpecSource::Path {
                 path: s.path.clone().expect("filtered on path"),
                 sha256: s.sha256.clone().unwrap_or_default(),
             },
             grants: grants(Some(s), &[Capability::Log]),
-            limits: limits(Some(s), Kind::parse(kind)),
+            limits: limits(Some(s), World::parse(kind)),
             host_settings: SourceSettings::plugin(&settings(Some(s))),
             http: http_grant(&grants(Some(s), &[Capability::Log]), &settings(Some(s))),
             settings: settings(Some(s)),
@@ -399,7 +399,7 @@ pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin 
     };
     let native_slots = matches!(origin, Origin::Native(_))
         .then(|| Arc::new(tokio::sync::Semaphore::new(super::native::MAX_CALLS)));
-    let kind = spec.kind.clone().unwrap_or(Kind::IdentitySource);
+    let kind = spec.kind.clone().unwrap_or(World::IdentitySource);
     let state = if !spec.enabled {
         State::Disabled
     } else {
@@ -493,31 +493,31 @@ fn prepare(
     use since_v0_2 as v2;
     use since_v0_3 as v3;
     let prepared = match (kind, version) {
-        (Kind::IdentitySource, v1::WIT_VERSION) => Prepared::Source(Arc::new(
+        (World::IdentitySource, v1::WIT_VERSION) => Prepared::Source(Arc::new(
             v1::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?,
         )),
-        (Kind::IdentitySource, v2::WIT_VERSION) => Prepared::Source(Arc::new(
+        (World::IdentitySource, v2::WIT_VERSION) => Prepared::Source(Arc::new(
             v2::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?,
         )),
-        (Kind::IdentitySource, _) => Prepared::Source(Arc::new(
+        (World::IdentitySource, _) => Prepared::Source(Arc::new(
             v3::identity_source::IdentitySourcePre::new(pre).map_err(invalid)?,
         )),
-        (Kind::SecondFactor, v1::WIT_VERSION) => Prepared::Factor(Arc::new(
+        (World::SecondFactor, v1::WIT_VERSION) => Prepared::Factor(Arc::new(
             v1::second_factor::SecondFactorPre::new(pre).map_err(invalid)?,
         )),
-        (Kind::SecondFactor, v2::WIT_VERSION) => Prepared::Factor(Arc::new(
+        (World::SecondFactor, v2::WIT_VERSION) => Prepared::Factor(Arc::new(
             v2::second_factor::SecondFactorPre::new(pre).map_err(invalid)?,
         )),
-        (Kind::SecondFactor, _) => Prepared::Factor(Arc::new(
+        (World::SecondFactor, _) => Prepared::Factor(Arc::new(
             v3::second_factor::SecondFactorPre::new(pre).map_err(invalid)?,
         )),
-        (Kind::WebhookTransport, v1::WIT_VERSION) => Prepared::Transport(Arc::new(
+        (World::WebhookTransport, v1::WIT_VERSION) => Prepared::Transport(Arc::new(
             v1::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?,
         )),
-        (Kind::WebhookTransport, v2::WIT_VERSION) => Prepared::Transport(Arc::new(
+        (World::WebhookTransport, v2::WIT_VERSION) => Prepared::Transport(Arc::new(
             v2::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?,
         )),
-        (Kind::WebhookTransport, _) => Prepared::Transport(Arc::new(
+        (World::WebhookTransport, _) => Prepared::Transport(Arc::new(
             v3::webhook_transport::WebhookTransportPre::new(pre).map_err(invalid)?,
         )),
     };
@@ -544,7 +544,7 @@ fn linker(engine: &Engine, grants: &[Capability]) -> Result<Linker<CallState>> {
 
 /// The WIT version of the world interface a component exports
 /// (`postern:plugin/factor@0.2.0` → "0.2.0"), among those the host serves.
-fn exported_version(engine: &Engine, component: &Component, kind: Kind) -> Option<&'static str> {
+fn exported_version(engine: &Engine, component: &Component, kind: World) -> Option<&'static str> {
     component
         .component_type()
         .exports(engine)

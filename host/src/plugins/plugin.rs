@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::config::source_settings::SourceSettings;
 use crate::plugins::stats::Stats;
 use crate::plugins::worlds::Prepared;
-use crate::plugins::{Capability, Kind, Limits, Origin};
+use crate::plugins::{Capability, Limits, Origin, World};
 
 pub(in crate::plugins) enum State {
     Ready {
@@ -23,7 +23,7 @@ pub(in crate::plugins) enum State {
 /// One loaded (or refused) plugin.
 pub struct Plugin {
     pub id: Arc<str>,
-    pub kind: Kind,
+    pub kind: World,
     pub version: String,
     pub origin: Origin,
     pub sha256: String,
@@ -55,7 +55,7 @@ pub struct PluginInfo {
     /// it is an instance of (`ldap` for `source.1`, `oauth2` or `saml` for
     /// `source.oauth2_<name>`).
     pub plugin: String,
-    pub kind: Kind,
+    pub kind: World,
     pub version: String,
     pub wit_version: String,
     pub origin: String,

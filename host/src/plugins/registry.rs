@@ -12,7 +12,7 @@ use super::capabilities::Lender;
 use super::contract::SignInRefusal;
 use super::loading::{directory_spec, load_one, redirect_spec, saml_spec, specs};
 use super::plugin::{Plugin, PluginInfo, State};
-use super::{Error, Kind, Origin, Result, builtin, engine};
+use super::{Error, Origin, Result, World, builtin, engine};
 use crate::config::Config;
 use crate::config::source_settings::{DefinedIn, SourceSettings};
 use crate::db::Db;
@@ -412,7 +412,7 @@ impl Plugins {
     pub fn directory_sources(&self) -> Vec<Arc<Plugin>> {
         self.read()
             .iter()
-            .filter(|p| p.kind == Kind::IdentitySource && p.host_settings.is_directory())
+            .filter(|p| p.kind == World::IdentitySource && p.host_settings.is_directory())
             .cloned()
             .collect()
     }
@@ -421,7 +421,7 @@ impl Plugins {
     pub fn redirect_sources(&self) -> Vec<Arc<Plugin>> {
         self.read()
             .iter()
-            .filter(|p| p.kind == Kind::IdentitySource && p.host_settings.is_redirect())
+            .filter(|p| p.kind == World::IdentitySource && p.host_settings.is_redirect())
             .cloned()
             .collect()
     }
@@ -454,7 +454,7 @@ impl Plugins {
     pub fn extra_identity_sources(&self) -> Vec<Arc<Plugin>> {
         self.read()
             .iter()
-            .filter(|p| p.kind == Kind::IdentitySource && &*p.id != builtin::LOCAL)
+            .filter(|p| p.kind == World::IdentitySource && &*p.id != builtin::LOCAL)
             .cloned()
             .collect()
     }

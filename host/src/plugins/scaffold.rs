@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Kind;
+use super::World;
 
 /// Why a crate could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +32,7 @@ pub enum Sdk<'a> {
 
 /// Writes a new plugin crate named `name` of world `kind` into `dir`, which
 /// must not exist yet; returns the files written.
-pub fn create(dir: &Path, name: &str, kind: Kind, sdk: Sdk<'_>) -> Result<Vec<PathBuf>, Error> {
+pub fn create(dir: &Path, name: &str, kind: World, sdk: Sdk<'_>) -> Result<Vec<PathBuf>, Error> {
     let valid = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && name
             .chars()
@@ -66,9 +66,9 @@ pub fn create(dir: &Path, name: &str, kind: Kind, sdk: Sdk<'_>) -> Result<Vec<Pa
             .replace("{dev_dependency}", &dev_dependency)
     };
     let source = match kind {
-        Kind::IdentitySource => IDENTITY_SOURCE,
-        Kind::SecondFactor => SECOND_FACTOR,
-        Kind::WebhookTransport => WEBHOOK_TRANSPORT,
+        World::IdentitySource => IDENTITY_SOURCE,
+        World::SecondFactor => SECOND_FACTOR,
+        World::WebhookTransport => WEBHOOK_TRANSPORT,
     };
     let files = [
         ("Cargo.toml", fill(CARGO_TOML)),

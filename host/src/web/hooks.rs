@@ -18,7 +18,7 @@ use time::OffsetDateTime;
 use time::macros::format_description;
 
 use super::{Viewer, WebError, message, nothing_here};
-use crate::plugins::Kind;
+use crate::plugins::World;
 use crate::state::App;
 use crate::webhooks;
 
@@ -43,7 +43,7 @@ fn transports(app: &App) -> Vec<String> {
     app.plugins
         .list()
         .into_iter()
-        .filter(|p| p.kind == Kind::WebhookTransport && p.state == "ready")
+        .filter(|p| p.kind == World::WebhookTransport && p.state == "ready")
         .map(|p| p.id)
         .collect()
 }

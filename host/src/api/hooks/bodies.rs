@@ -9,7 +9,7 @@ use super::views::{
 };
 use crate::api::ApiError;
 use crate::api::pagination::{CursorPage, CursorQuery, Paged, Paging, UrlBase, cursor_page};
-use crate::plugins::Kind;
+use crate::plugins::World;
 use crate::state::App;
 use crate::webhooks::queue;
 use crate::webhooks::{self, Scope};
@@ -19,7 +19,7 @@ fn transports(app: &App) -> Vec<String> {
     app.plugins
         .list()
         .into_iter()
-        .filter(|p| p.kind == Kind::WebhookTransport && p.state == "ready")
+        .filter(|p| p.kind == World::WebhookTransport && p.state == "ready")
         .map(|p| p.id)
         .collect()
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::host_table::TABLE;
 use super::{ABI_VERSIONS, AbiVersion, Entry, Free, Init};
 use crate::plugins::worlds::Prepared;
-use crate::plugins::{Capability, Error, Kind, Result};
+use crate::plugins::{Capability, Error, Result, World};
 
 /// Whether a file is a native library (ELF, Mach-O or PE), by its first
 /// bytes; anything else at a plugin's PATH is read as WebAssembly.
@@ -24,11 +24,11 @@ pub fn is_library(bytes: &[u8]) -> bool {
 }
 
 /// The entry symbol of a world.
-pub fn entry_symbol(kind: Kind) -> &'static str {
+pub fn entry_symbol(kind: World) -> &'static str {
     match kind {
-        Kind::IdentitySource => "postern_identity_source",
-        Kind::SecondFactor => "postern_second_factor",
-        Kind::WebhookTransport => "postern_webhook_transport",
+        World::IdentitySource => "postern_identity_source",
+        World::SecondFactor => "postern_second_factor",
+        World::WebhookTransport => "postern_webhook_transport",
     }
 }
 
@@ -44,7 +44,7 @@ pub(super) struct Native {
 pub struct Described {
     pub abi_version: u32,
     /// The worlds whose entry the library exports.
-    pub worlds: Vec<Kind>,
+    pub worlds: Vec<World>,
     /// The ABI's other symbols (`postern_init`, `postern_free`) it lacks.
     pub missing: Vec<&'static str>,
 }
@@ -80,9 +80,9 @@ pub fn describe(plugin: &str, path: &Path) -> Result<(&'static libloading::Libra
         f()
     };
     let worlds = [
-        Kind::IdentitySource,
-        Kind::SecondFactor,
-        Kind::WebhookTransport,
+        World::IdentitySource,
+        World::SecondFactor,
+        World::WebhookTransport,
     ]
     .into_iter()
     // SAFETY: only the symbol's presence is read.
@@ -111,7 +111,7 @@ pub(in crate::plugins) fn load(
     cache_dir: &Path,
     bytes: &[u8],
     sha256: &str,
-    kind: Kind,
+    kind: World,
     grants: &[Capability],
 ) -> Result<Prepared> {
     let invalid = |reason: String| Error::Invalid {
@@ -166,9 +166,9 @@ pub(in crate::plugins) fn load(
         grants: grants.to_vec(),
     });
     Ok(match kind {
-        Kind::IdentitySource => Prepared::Source(native),
-        Kind::SecondFactor => Prepared::Factor(native),
-        Kind::WebhookTransport => Prepared::Transport(native),
+        World::IdentitySource => Prepared::Source(native),
+        World::SecondFactor => Prepared::Factor(native),
+        World::WebhookTransport => Prepared::Transport(native),
     })
 }
 
