@@ -35,6 +35,7 @@ pub mod server;
 pub mod sessions;
 pub mod settings;
 pub mod state;
+pub mod stored_sources;
 pub mod tokens;
 pub mod users;
 pub mod web;

@@ -29,7 +29,6 @@ mod engine;
 pub mod inspect;
 mod loading;
 pub mod native;
-pub mod oauth2_sources;
 pub mod outbound;
 mod plugin;
 mod registry;

@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "secrets",
             "credentials",
             "nesting",
+            "stored_sources",
             "plugins::builtin",
             "git::bare",
             "git::pushes",

@@ -168,7 +168,8 @@ pub async fn add_directory_source(
         .chain(app.config().directory_sources.iter().map(|d| d.number))
         // Another host may have stored one this host has not loaded yet.
         .chain(
-            crate::directory::stored(&app.db, &app.key)
+            crate::stored_sources::DIRECTORY
+                .stored::<u32>(&app.db, &app.key)
                 .await
                 .map_err(SourceError::Unavailable)?
                 .into_iter()
@@ -177,7 +178,8 @@ pub async fn add_directory_source(
         .max()
         .unwrap_or(0)
         + 1;
-    crate::directory::store(&app.db, &app.key, number, &section)
+    crate::stored_sources::DIRECTORY
+        .store(&app.db, &app.key, &number, &section)
         .await
         .map_err(SourceError::Unavailable)?;
     let plugin = app
@@ -229,7 +231,8 @@ pub async fn update_directory_source(
     changes: BTreeMap<String, String>,
 ) -> std::result::Result<(), SourceError> {
     let number = stored_number(app, id)?;
-    let stored = crate::directory::stored(&app.db, &app.key)
+    let stored = crate::stored_sources::DIRECTORY
+        .stored::<u32>(&app.db, &app.key)
         .await
         .map_err(SourceError::Unavailable)?;
     let mut section = stored
@@ -246,7 +249,8 @@ pub async fn update_directory_source(
         }
     }
     let section = checked_section(section)?;
-    crate::directory::replace(&app.db, &app.key, number, &section)
+    crate::stored_sources::DIRECTORY
+        .replace(&app.db, &app.key, &number, &section)
         .await
         .map_err(SourceError::Unavailable)?;
     app.plugins.remove_directory_source(id);
@@ -278,7 +282,8 @@ fn stored_number(app: &App, id: &str) -> std::result::Result<u32, SourceError> {
 /// stay, and cannot sign in until another source or a password is theirs.
 pub async fn remove_directory_source(app: &App, id: &str) -> std::result::Result<(), SourceError> {
     let number = stored_number(app, id)?;
-    crate::directory::delete(&app.db, number)
+    crate::stored_sources::DIRECTORY
+        .delete(&app.db, &number)
         .await
         .map_err(SourceError::Unavailable)?;
     app.plugins.remove_directory_source(id);
@@ -299,7 +304,8 @@ pub async fn reconcile_stored_sources(app: &App) -> std::result::Result<usize, S
     let mut wanted = std::collections::BTreeSet::new();
     if cfg.source.enable_ldap {
         let ini: Vec<u32> = cfg.directory_sources.iter().map(|d| d.number).collect();
-        let stored = crate::directory::stored(&app.db, &app.key)
+        let stored = crate::stored_sources::DIRECTORY
+            .stored::<u32>(&app.db, &app.key)
             .await
             .map_err(SourceError::Unavailable)?;
         for (number, section) in stored.into_iter().filter(|(n, _)| !ini.contains(n)) {
@@ -326,7 +332,8 @@ pub async fn reconcile_stored_sources(app: &App) -> std::result::Result<usize, S
             .iter()
             .map(|o| o.name.to_ascii_lowercase())
             .collect();
-        let stored = crate::plugins::oauth2_sources::stored(&app.db, &app.key)
+        let stored = crate::stored_sources::REDIRECT
+            .stored::<String>(&app.db, &app.key)
             .await
             .map_err(SourceError::Unavailable)?;
         for (name, section) in stored

@@ -55,7 +55,10 @@ impl Plugins {
         // Directory sources an administrator added in the panel.
         if cfg.source.enable_ldap {
             let taken: Vec<u32> = cfg.directory_sources.iter().map(|d| d.number).collect();
-            match crate::directory::stored(&db, &key).await {
+            match crate::stored_sources::DIRECTORY
+                .stored::<u32>(&db, &key)
+                .await
+            {
                 Ok(stored) => {
                     for (number, settings) in stored {
                         if taken.contains(&number) {
@@ -81,7 +84,10 @@ impl Plugins {
                 .iter()
                 .map(|o| o.name.to_ascii_lowercase())
                 .collect();
-            match super::oauth2_sources::stored(&db, &key).await {
+            match crate::stored_sources::REDIRECT
+                .stored::<String>(&db, &key)
+                .await
+            {
                 Ok(stored) => {
                     for (name, settings) in stored {
                         if taken.contains(&name.to_ascii_lowercase()) {

@@ -1,7 +1,7 @@
 //! OAuth 2.0 sources as the administrator manages them: listed, tested,
 //! added, changed and removed from the panel, the API and the CLI, as the
 //! directory sources are. A `[source.oauth2_<name>]` of the ini file is
-//! read-only; the others are stored (`plugins::oauth2_sources`, the client
+//! read-only; the others are stored (`stored_sources::REDIRECT`, the client
 //! secret sealed) and served at once by the registry.
 
 mod changes;

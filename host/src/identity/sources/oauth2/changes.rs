@@ -7,8 +7,8 @@ use super::check::checked_section;
 use super::listing::{in_ini, stored, stored_source};
 use crate::config::source_settings::redirect_id;
 use crate::identity::SourceError;
-use crate::plugins::oauth2_sources as store;
 use crate::state::App;
+use crate::stored_sources::REDIRECT as store;
 
 /// The longest name: it is a path segment (`/user/oauth2/<name>`).
 const MAX_NAME: usize = 40;
@@ -61,14 +61,15 @@ pub async fn add_oauth2_source(
     require_enabled(app)?;
     check_new_name(app, name).await?;
     let section = checked_section(section)?;
-    store::store(&app.db, &app.key, name, &section)
+    store
+        .store(&app.db, &app.key, name, &section)
         .await
         .map_err(SourceError::Unavailable)?;
     let plugin = match app.plugins.put_redirect_source(name, &section).await {
         Ok(plugin) => plugin,
         Err(e) => {
             // Not served, so not kept.
-            let _ = store::delete(&app.db, name).await;
+            let _ = store.delete(&app.db, name).await;
             return Err(SourceError::Unavailable(e.to_string()));
         }
     };
@@ -105,7 +106,8 @@ pub async fn update_oauth2_source(
     require_enabled(app)?;
     let section = merged(old, changes, how);
     let section = checked_section(section)?;
-    store::replace(&app.db, &app.key, &name, &section)
+    store
+        .replace(&app.db, &app.key, &name, &section)
         .await
         .map_err(SourceError::Unavailable)?;
     let plugin = app
@@ -157,7 +159,8 @@ pub(super) fn merged(
 pub async fn remove_oauth2_source(app: &App, id_or_name: &str) -> Result<String, SourceError> {
     let (name, _) = stored_source(app, id_or_name).await?;
     let id = redirect_id(&name);
-    if !store::delete(&app.db, &name)
+    if !store
+        .delete(&app.db, &name)
         .await
         .map_err(SourceError::Unavailable)?
     {

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use super::view::OAuth2SourceView;
 use crate::config::source_settings::{DefinedIn, redirect_id};
 use crate::identity::SourceError;
-use crate::plugins::oauth2_sources as store;
 use crate::state::App;
+use crate::stored_sources::REDIRECT as store;
 
 /// The prefix of an OAuth 2.0 source's id: `source.oauth2_<name>`.
 const ID_PREFIX: &str = "source.oauth2_";
@@ -36,7 +36,8 @@ pub(super) fn in_ini(app: &App, name: &str) -> bool {
 pub(super) async fn stored(
     app: &App,
 ) -> Result<Vec<(String, BTreeMap<String, String>)>, SourceError> {
-    store::stored(&app.db, &app.key)
+    store
+        .stored::<String>(&app.db, &app.key)
         .await
         .map_err(SourceError::Unavailable)
 }
