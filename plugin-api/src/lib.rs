@@ -25,7 +25,7 @@
 //! Only one world may be turned on per plugin: each world's bindings describe
 //! the whole component, and two worlds in one component would ask it to export
 //! both. The WIT itself is in `wit/v0.3.0/plugin.wit`; the author's guide is
-//! `README.md` beside this crate.
+//! `README.md` beside this crate (a quick start) with its pages in `docs/`.
 //!
 //! The feature `saml` adds `saml::verify_response` and `saml::sign_redirect`,
 //! the host's `saml` capability, for SAML 2.0 sources.

@@ -22,7 +22,7 @@
 //! } PosternHost;
 //! ```
 //!
-//! Requests and responses are JSON (`README.md` beside this crate has
+//! Requests and responses are JSON (`docs/native.md` beside this crate has
 //! every shape). An entry returns 0 with the JSON answer, or another status
 //! with a UTF-8 message: the call failed (a panic, say), as a trap fails a
 //! component's call. A capability is reached through `host->call` with the
