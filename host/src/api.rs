@@ -379,6 +379,30 @@ impl FromRequestParts<App> for Principal {
     }
 }
 
+/// A signed-in site administrator, whose token (if any) covers the admin
+/// area: read for `GET`, write for any other method. Refused as the
+/// request is read, before its body, so that an admin handler cannot
+/// forget the check.
+pub(crate) struct AdminPrincipal(pub Principal);
+
+impl FromRequestParts<App> for AdminPrincipal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
+        let who = Principal::from_request_parts(parts, app).await?;
+        let access = if parts.method == axum::http::Method::GET {
+            Access::Read
+        } else {
+            Access::Write
+        };
+        who.require_scope(access, Area::Admin)?;
+        if !who.user.is_admin {
+            return Err(ApiError::Forbidden("site administrators only".into()));
+        }
+        Ok(AdminPrincipal(who))
+    }
+}
+
 /// What a user without a second factor may still call when
 /// `[security] ENABLE_2FA` requires one: enrolment itself.
 const ENROLMENT_PATHS: &[&str] = &["/user/2fa/totp", "/user/2fa/totp/confirm"];

@@ -3,11 +3,9 @@
 use axum::extract::State;
 
 use super::pagination::{Listed, PageQuery, Paged, Paging};
-use super::users::require_admin;
-use super::{ApiError, Principal};
+use super::{AdminPrincipal, ApiError};
 use crate::plugins::PluginInfo;
 use crate::state::App;
-use crate::tokens::{Access, Area};
 
 /// Every plugin with its state and the calls and traps the servers counted.
 /// Permission: site administrator. `full=true` is allowed.
@@ -21,11 +19,9 @@ use crate::tokens::{Access, Area};
 )]
 pub(crate) async fn list(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     paging: Paging,
 ) -> Result<Paged<PluginInfo>, ApiError> {
-    who.require_scope(Access::Read, Area::Admin)?;
-    require_admin(&who.user)?;
     let window = paging.window(true)?;
     let all = app.plugin_list().await?;
     Ok(paging.answer(window.take_in_order(all)))

@@ -12,12 +12,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::pagination::{Listed, PageQuery, Paged, Paging};
-use super::users::require_admin;
-use super::{ApiError, ApiJson, ErrorBody, Principal};
+use super::{AdminPrincipal, ApiError, ApiJson, ErrorBody};
 use crate::identity::sync::Summary;
 use crate::identity::{self, DirectorySourceView, KeysUpdate, OAuth2SourceView};
 use crate::state::App;
-use crate::tokens::{Access, Area};
 
 /// Named, not positional: the versioned route has `{version}` too.
 #[derive(Deserialize, IntoParams)]
@@ -38,11 +36,9 @@ pub(crate) struct SourcePath {
 )]
 pub(crate) async fn list(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     paging: Paging,
 ) -> Result<Paged<DirectorySourceView>, ApiError> {
-    who.require_scope(Access::Read, Area::Admin)?;
-    require_admin(&who.user)?;
     let window = paging.window(true)?;
     let list = identity::directory_sources(&app).await?;
     Ok(paging.answer(window.take_in_order(list)))
@@ -70,11 +66,9 @@ pub struct ConnectionTest {
 )]
 pub(crate) async fn test(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     Path(path): Path<SourcePath>,
 ) -> Result<Json<ConnectionTest>, ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     find(&app, &path.id)?;
     Ok(Json(match identity::test_source(&app, &path.id).await {
         Ok(message) => ConnectionTest { ok: true, message },
@@ -94,11 +88,9 @@ pub(crate) async fn test(
 )]
 pub(crate) async fn sync(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     Path(path): Path<SourcePath>,
 ) -> Result<Json<Summary>, ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     let source = find(&app, &path.id)?;
     Ok(Json(
         identity::sync::sync_source(&app, &source, &|_, _| {}).await,
@@ -120,11 +112,9 @@ pub(crate) async fn sync(
 )]
 pub(crate) async fn create(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
 ) -> Result<(StatusCode, Json<DirectorySourceView>), ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     let id = identity::add_directory_source(&app, body).await?;
     let view = identity::directory_sources(&app)
         .await?
@@ -151,12 +141,10 @@ pub(crate) async fn create(
 )]
 pub(crate) async fn edit(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     Path(path): Path<SourcePath>,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
 ) -> Result<Json<DirectorySourceView>, ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     identity::update_directory_source(&app, &path.id, body).await?;
     identity::directory_sources(&app)
         .await?
@@ -179,11 +167,9 @@ pub(crate) async fn edit(
 )]
 pub(crate) async fn delete(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     Path(path): Path<SourcePath>,
 ) -> Result<StatusCode, ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     identity::remove_directory_source(&app, &path.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -216,11 +202,9 @@ pub(crate) struct OAuth2Path {
 )]
 pub(crate) async fn oauth2_list(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     paging: Paging,
 ) -> Result<Paged<OAuth2SourceView>, ApiError> {
-    who.require_scope(Access::Read, Area::Admin)?;
-    require_admin(&who.user)?;
     let window = paging.window(true)?;
     let list = identity::oauth2_sources(&app).await?;
     Ok(paging.answer(window.take_in_order(list)))
@@ -237,11 +221,9 @@ pub(crate) async fn oauth2_list(
 )]
 pub(crate) async fn oauth2_get(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
 ) -> Result<Json<OAuth2SourceView>, ApiError> {
-    who.require_scope(Access::Read, Area::Admin)?;
-    require_admin(&who.user)?;
     Ok(Json(identity::oauth2_source(&app, &path.name).await?))
 }
 
@@ -277,11 +259,9 @@ pub(crate) struct NewOAuth2Source {
 )]
 pub(crate) async fn oauth2_create(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     ApiJson(body): ApiJson<NewOAuth2Source>,
 ) -> Result<(StatusCode, Json<OAuth2SourceView>), ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     let id = identity::add_oauth2_source(&app, &body.name, body.settings).await?;
     Ok((
         StatusCode::CREATED,
@@ -307,12 +287,10 @@ pub(crate) async fn oauth2_create(
 )]
 pub(crate) async fn oauth2_edit(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
 ) -> Result<Json<OAuth2SourceView>, ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     let id = identity::update_oauth2_source(&app, &path.name, body, KeysUpdate::Merge).await?;
     Ok(Json(identity::oauth2_source(&app, &id).await?))
 }
@@ -334,12 +312,10 @@ pub(crate) async fn oauth2_edit(
 )]
 pub(crate) async fn oauth2_replace(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
 ) -> Result<Json<OAuth2SourceView>, ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     let id = identity::update_oauth2_source(&app, &path.name, body, KeysUpdate::Replace).await?;
     Ok(Json(identity::oauth2_source(&app, &id).await?))
 }
@@ -357,11 +333,9 @@ pub(crate) async fn oauth2_replace(
 )]
 pub(crate) async fn oauth2_delete(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
 ) -> Result<StatusCode, ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     identity::remove_oauth2_source(&app, &path.name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -380,11 +354,9 @@ pub(crate) async fn oauth2_delete(
 )]
 pub(crate) async fn oauth2_test(
     State(app): State<App>,
-    who: Principal,
+    _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
 ) -> Result<Json<ConnectionTest>, ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
-    require_admin(&who.user)?;
     let source = identity::oauth2_source(&app, &path.name).await?;
     Ok(Json(
         match identity::test_oauth2_source(&app, &source.id).await {

@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging, flag};
-use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
+use super::{AdminPrincipal, ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
 use crate::identity;
 use crate::state::App;
 use crate::tokens::{Access, Area};
@@ -202,13 +202,11 @@ pub struct UserFilter {
 pub(crate) async fn admin_list(
     State(app): State<App>,
     version: ApiVersion,
-    who: Principal,
+    AdminPrincipal(who): AdminPrincipal,
     ApiQuery(filter): ApiQuery<UserFilter>,
     paging: Paging,
 ) -> Result<Paged<UserBody>, ApiError> {
-    who.require_scope(Access::Read, Area::Admin)?;
     let caller = who.user;
-    require_admin(&caller)?;
     let window = paging.window(true)?;
     let filter = users::Filter {
         is_admin: flag("is_admin", &filter.is_admin)?,
@@ -249,12 +247,10 @@ async fn find(app: &App, username: &str) -> Result<User, ApiError> {
 pub(crate) async fn admin_get(
     State(app): State<App>,
     version: ApiVersion,
-    who: Principal,
+    AdminPrincipal(who): AdminPrincipal,
     Path(path): Path<UserPath>,
 ) -> Result<Json<UserBody>, ApiError> {
-    who.require_scope(Access::Read, Area::Admin)?;
     let caller = who.user;
-    require_admin(&caller)?;
     let user = find(&app, &path.username).await?;
     Ok(Json(
         view(&app, version, &user, admin_links(version, &caller, &user)).await?,
@@ -322,13 +318,11 @@ pub struct EditUser {
 pub(crate) async fn admin_edit(
     State(app): State<App>,
     version: ApiVersion,
-    who: Principal,
+    AdminPrincipal(who): AdminPrincipal,
     Path(path): Path<UserPath>,
     ApiJson(edit): ApiJson<EditUser>,
 ) -> Result<Json<UserBody>, ApiError> {
-    who.require_scope(Access::Write, Area::Admin)?;
     let caller = who.user;
-    require_admin(&caller)?;
     let user = find(&app, &path.username).await?;
     let source = source_of(&app, &user).await?;
     if edit.source_id.is_some_and(|id| id != source.id)
