@@ -149,6 +149,22 @@ impl PgDatabase {
         &self.name
     }
 
+    /// The `POSTERN__DATABASE__…` variables that point a configuration at
+    /// this database.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let (host, user, passwd) = self.parts();
+        [
+            ("DB_TYPE", "postgres"),
+            ("HOST", host.as_str()),
+            ("NAME", self.name()),
+            ("USER", user.as_str()),
+            ("PASSWD", passwd.as_str()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (format!("POSTERN__DATABASE__{k}"), v.to_string()))
+        .collect()
+    }
+
     /// host:port, user and password of the admin URL.
     pub fn parts(&self) -> (String, String, String) {
         let rest = self

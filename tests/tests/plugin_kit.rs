@@ -80,23 +80,32 @@ async fn plugin_check_describes_a_file_and_prints_a_block_that_loads_it() {
     let text = String::from_utf8_lossy(&plugin_check(&test_plugin("greedy")).stdout).to_string();
     let block = &text[text.find("[plugin.").expect("an ini block is printed")..];
     for backend in backends() {
-        let server = Server::start(
-            &backend,
-            Options {
-                ini: block.to_string(),
-                ..Default::default()
-            },
-        )
-        .await;
-        let list = server.plugin_list();
-        let id = block
-            .trim_start_matches("[plugin.")
-            .split(']')
-            .next()
-            .unwrap();
-        let plugin = list.iter().find(|p| p["id"] == id).expect("listed");
+        let plugin = loaded(&backend, block).await;
         assert_eq!(plugin["state"], "ready", "{backend}: {block}");
     }
+}
+
+/// Starts a server with the `[plugin.<id>]` block `block` (as `plugin
+/// check` prints it) and returns that plugin as `admin plugin list` shows it.
+async fn loaded(backend: &postern_tests::Backend, block: &str) -> serde_json::Value {
+    let server = Server::start(
+        backend,
+        Options {
+            ini: block.to_string(),
+            ..Default::default()
+        },
+    )
+    .await;
+    let id = block
+        .trim_start_matches("[plugin.")
+        .split(']')
+        .next()
+        .unwrap();
+    server
+        .plugin_list()
+        .into_iter()
+        .find(|p| p["id"] == id)
+        .expect("listed")
 }
 
 /// Where the scaffolded crates are built: beside the test plugins, under the
@@ -191,21 +200,7 @@ async fn plugin_new_writes_a_crate_that_builds_and_passes_the_check() {
                 .chain(["GRANTS = log, tcp\n".to_string()])
                 .collect();
             for backend in backends() {
-                let server = Server::start(
-                    &backend,
-                    Options {
-                        ini: block.clone(),
-                        ..Default::default()
-                    },
-                )
-                .await;
-                let list = server.plugin_list();
-                let id = printed
-                    .trim_start_matches("[plugin.")
-                    .split(']')
-                    .next()
-                    .unwrap();
-                let plugin = list.iter().find(|p| p["id"] == id).expect("listed");
+                let plugin = loaded(&backend, &block).await;
                 assert_eq!(plugin["state"], "ready", "{backend}: {block}");
                 assert_eq!(
                     plugin["grants"],

@@ -35,16 +35,7 @@ impl Instance {
         let mut database = None;
         if let Some(url) = pg {
             let db = PgDatabase::create(url).await;
-            let (host, user, passwd) = db.parts();
-            for (k, v) in [
-                ("DB_TYPE", "postgres"),
-                ("HOST", host.as_str()),
-                ("NAME", db.name()),
-                ("USER", user.as_str()),
-                ("PASSWD", passwd.as_str()),
-            ] {
-                env.push((format!("POSTERN__DATABASE__{k}"), v.to_string()));
-            }
+            env.extend(db.env());
             database = Some(db);
         }
         Ok(Instance {

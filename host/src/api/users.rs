@@ -11,7 +11,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging, flag};
-use super::{AdminPrincipal, ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339};
+use super::{
+    AdminPrincipal, ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339,
+};
 use crate::identity;
 use crate::state::App;
 use crate::tokens::{Access, Area};
