@@ -3,17 +3,30 @@
 
 use std::path::PathBuf;
 
-/// (const name in builtin_plugins.rs, crate's artifact name)
-const BUILTINS: &[(&str, &str)] = &[
-    ("LOCAL", "postern_plugin_local"),
-    ("TOTP", "postern_plugin_totp"),
-    ("WEBAUTHN", "postern_plugin_webauthn"),
-    ("LDAP", "postern_plugin_ldap"),
-    ("OAUTH2", "postern_plugin_oauth2"),
-    ("SAML", "postern_plugin_saml"),
-    ("WEBHOOK_HTTP", "postern_plugin_webhook_http"),
-    ("WEBHOOK_NATS", "postern_plugin_webhook_nats"),
-];
+/// The built-in plugins: every member of the plugins workspace
+/// (`plugins/Cargo.toml`), that list being the one place a built-in is
+/// added. Each `<member>` is the crate `postern-plugin-<member>`, embedded
+/// as the static `<MEMBER>` (`webhook-http` → `WEBHOOK_HTTP`); a member that
+/// `plugins/embedded.rs` does not use fails the build as dead code.
+fn builtins(workspace: &std::path::Path) -> Vec<(String, String)> {
+    let manifest = std::fs::read_to_string(workspace).expect("plugins/Cargo.toml is readable");
+    let members = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("members = ["))
+        .and_then(|rest| rest.strip_suffix(']'))
+        .expect("plugins/Cargo.toml lists its members on one line");
+    members
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .map(|m| {
+            (
+                m.to_uppercase().replace('-', "_"),
+                format!("postern_plugin_{}", m.replace('-', "_")),
+            )
+        })
+        .collect()
+}
 
 fn main() {
     let manifest_dir =
@@ -28,7 +41,7 @@ fn main() {
         &[&api.join("src"), &api.join("wit"), &api.join("Cargo.toml")],
     );
     let mut code = String::new();
-    for (name, artifact) in BUILTINS {
+    for (name, artifact) in builtins(&root.join("plugins/Cargo.toml")) {
         let file = dir.join(format!("{artifact}.wasm"));
         assert!(file.exists(), "{} was not built", file.display());
         code.push_str(&format!(
