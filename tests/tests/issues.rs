@@ -8,7 +8,7 @@
 
 use fantoccini::Locator;
 use postern_tests::browser::Browser;
-use postern_tests::{Server, backends, client, csrf_of, get_text};
+use postern_tests::{Server, backends, client, csrf_of, get_text, request_as, status_and_json};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -21,15 +21,7 @@ async fn api(
     user: &str,
     body: Value,
 ) -> (StatusCode, Value) {
-    let res = client()
-        .request(method, server.url(path))
-        .basic_auth(user, Some(PW))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    (status, res.json().await.unwrap_or(Value::Null))
+    status_and_json(request_as(server, method, path, user, PW, Some(body)).await).await
 }
 
 /// A repository `owner/app` (private or not) with a `bug` label, a reader

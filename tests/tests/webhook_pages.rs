@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 use postern_tests::{
-    Options, Server, backends, csrf_of, flash_error, get_text, submit_form, text_of,
+    Options, Server, backends, csrf_of, flash_error, get_text, request_as, submit_form, text_of,
 };
 use reqwest::StatusCode;
 use serde_json::json;
@@ -57,13 +57,7 @@ async fn api(
     path: &str,
     body: serde_json::Value,
 ) {
-    let res = reqwest::Client::new()
-        .request(method, server.url(path))
-        .basic_auth(user, Some(PW))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let res = request_as(server, method, path, user, PW, Some(body)).await;
     assert!(
         res.status().is_success(),
         "{path}: {}",
