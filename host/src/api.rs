@@ -396,9 +396,7 @@ impl FromRequestParts<App> for AdminPrincipal {
             Access::Write
         };
         who.require_scope(access, Area::Admin)?;
-        if !who.user.is_admin {
-            return Err(ApiError::Forbidden("site administrators only".into()));
-        }
+        users::require_admin(&who.user)?;
         Ok(AdminPrincipal(who))
     }
 }

@@ -245,8 +245,9 @@ impl StandardAnswers {
         out
     }
 
+    /// `()` in a `security(…)` list: no scheme at all.
     fn is_anonymous(requirement: &SecurityRequirement) -> bool {
-        serde_json::to_value(requirement).is_ok_and(|v| v.as_object().is_some_and(|o| o.is_empty()))
+        *requirement == SecurityRequirement::default()
     }
 
     /// The operation's security once the default is applied.
