@@ -290,6 +290,8 @@ impl Idp {
     }
 
     /// Registers (or replaces, by entity id) a service provider.
+    /// Every SP file is rewritten while other tests sign in through the
+    /// same IdP, which reads all of them on each request.
     pub fn register_sp(&self, sp: Sp) {
         let mut sps = self.sps.lock().expect("the SP list");
         sps.retain(|s| s.entity_id != sp.entity_id);
@@ -298,7 +300,7 @@ impl Idp {
         for (i, s) in sps.iter().enumerate() {
             if let Some(xml) = &s.metadata {
                 let file = self.tempdir.path().join(format!("metadata/sp-{i}.xml"));
-                std::fs::write(&file, xml).expect("the SP's metadata");
+                write_aside(&file, xml);
                 let _ = writeln!(
                     out,
                     "foreach (\\SimpleSAML\\Metadata\\SAMLParser::parseDescriptorsString(file_get_contents({})) as $e) {{\n\
@@ -327,15 +329,10 @@ impl Idp {
                 s.require_signed_requests, s.encrypt_assertions
             );
         }
-        // Written aside and renamed: the IdP reads the file on every
-        // request, and must never see it half written.
-        let dir = self.tempdir.path().join("metadata");
-        std::fs::write(dir.join(".saml20-sp-remote.php.new"), out).expect("the SP list");
-        std::fs::rename(
-            dir.join(".saml20-sp-remote.php.new"),
-            dir.join("saml20-sp-remote.php"),
-        )
-        .expect("saml20-sp-remote.php");
+        write_aside(
+            &self.tempdir.path().join("metadata/saml20-sp-remote.php"),
+            &out,
+        );
     }
 
     /// The IdP's signing key, PEM: the attack tests re-sign what they
@@ -443,4 +440,13 @@ impl Drop for Idp {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Writes `file` aside and renames it into place: the IdP reads its
+/// metadata files on every request, from other tests' threads, and must
+/// never see one half written.
+fn write_aside(file: &std::path::Path, contents: &str) {
+    let aside = file.with_extension("new");
+    std::fs::write(&aside, contents).expect("a metadata file");
+    std::fs::rename(&aside, file).expect("a metadata file renamed into place");
 }
