@@ -34,9 +34,9 @@ mod webauthn;
 pub(crate) use error::WebError;
 pub(crate) use page::not_found;
 pub(crate) use routes::routes;
-pub(crate) use viewer::{CsrfForm, Viewer, Who};
+pub(crate) use viewer::{Button, Posted, Viewer, Who};
 
 use page::{render, when};
 use second_step::{awaiting, complete_second_step};
 use signin::{end_browser_session, start_second_step, start_session};
-use viewer::{check_csrf, cookie, message, nothing_here};
+use viewer::{cookie, message, nothing_here};

@@ -8,14 +8,14 @@
 use std::collections::{BTreeMap, HashMap};
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::{Viewer, WebError, Who, check_csrf, render};
+use super::{Viewer, WebError, Who, render};
 use crate::identity::{self, DirectorySourceView, KeysUpdate, OAuth2SourceView, SourceError};
 use crate::state::App;
+use crate::web::{Button, Posted};
 
 #[derive(Template)]
 #[template(path = "admin_auths.html")]
@@ -110,13 +110,6 @@ pub(super) fn admin_only(viewer: &Viewer) -> Result<(), WebError> {
     }
 }
 
-/// The preamble of every form the panel posts: an administrator, and a CSRF
-/// token that matches.
-pub(super) fn admin_post(app: &App, viewer: &Viewer, csrf: &str) -> Result<(), WebError> {
-    admin_only(viewer)?;
-    check_csrf(viewer, app, csrf)
-}
-
 /// The list; an error is a failed test or sync (502) unless `status` says
 /// otherwise.
 async fn list_page(
@@ -167,11 +160,10 @@ pub(crate) async fn list(State(app): State<App>, viewer: Viewer) -> Result<Respo
 
 pub(crate) async fn test(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<String>,
-    Form(form): Form<HashMap<String, String>>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
+    admin_only(&viewer)?;
     let known = app
         .plugins
         .directory_sources()
@@ -201,11 +193,10 @@ pub(crate) async fn test(
 
 pub(crate) async fn sync(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<String>,
-    Form(form): Form<HashMap<String, String>>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
+    admin_only(&viewer)?;
     let Some(source) = app
         .plugins
         .directory_sources()
@@ -289,10 +280,9 @@ pub(crate) async fn new_form(
 /// was typed, nothing saved; `action=save` adds the source.
 pub(crate) async fn create(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(mut form): Form<HashMap<String, String>>,
+    Posted { viewer, mut form }: Posted<HashMap<String, String>>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
+    admin_only(&viewer)?;
     form.remove("_csrf");
     let action = form.remove("action").unwrap_or_default();
     if matches!(form.remove("kind").as_deref(), Some("oauth2" | "saml")) {
@@ -507,11 +497,10 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
 
 pub(crate) async fn edit(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<String>,
-    Form(mut form): Form<HashMap<String, String>>,
+    Posted { viewer, mut form }: Posted<HashMap<String, String>>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
+    admin_only(&viewer)?;
     let stored = stored_form(&app, &id).await?;
     for key in ["_csrf", "kind", "source_name"] {
         form.remove(key);
@@ -528,11 +517,10 @@ pub(crate) async fn edit(
 /// the CLI.
 pub(crate) async fn delete(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<String>,
-    Form(form): Form<HashMap<String, String>>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, form.get("_csrf").map_or("", String::as_str))?;
+    admin_only(&viewer)?;
     match identity::remove_oauth2_source(&app, &id).await {
         Ok(id) => list_page(&app, &viewer, None, Some(format!("{id} removed"))).await,
         Err(e) => {

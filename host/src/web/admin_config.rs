@@ -4,7 +4,6 @@
 //! environment sets them (locked); and the audit of changes.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -15,6 +14,7 @@ use super::{Viewer, WebError, Who, render, when};
 use crate::config::schema;
 use crate::settings::{self, Entry};
 use crate::state::App;
+use crate::web::Posted;
 
 /// How many audit entries the page shows.
 const AUDIT_SHOWN: i64 = 50;
@@ -119,18 +119,15 @@ pub(crate) struct SetForm {
     /// Present when "Back to default" was pressed.
     #[serde(default)]
     reset: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /admin/config`: changes one run-time key, or puts it back to its
 /// default; in force at once, audited under the administrator's login.
 pub(crate) async fn set(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<SetForm>,
+    Posted { viewer, form }: Posted<SetForm>,
 ) -> Result<Response, WebError> {
-    super::admin::admin_post(&app, &viewer, &form.csrf)?;
+    super::admin::admin_only(&viewer)?;
     let actor = viewer.signed_in()?.login.clone();
     let value = form.reset.is_none().then_some(form.value.as_str());
     match settings::set(&app, &actor, &form.section, &form.key, value).await {

@@ -6,19 +6,19 @@
 //! accounts.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::admin::{admin_only, admin_post};
+use super::admin::admin_only;
 use super::settings::capital;
-use super::{CsrfForm, Viewer, WebError, Who, nothing_here, render, when};
+use super::{Viewer, WebError, Who, nothing_here, render, when};
 use crate::db::cursor::Span;
 use crate::identity;
 use crate::state::App;
 use crate::users::{self, User};
+use crate::web::{Button, Posted};
 
 /// Users on one page of the list.
 pub(super) const PER_PAGE: i64 = 25;
@@ -173,18 +173,15 @@ pub(crate) struct NewUserForm {
     password: String,
     #[serde(default)]
     admin: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /admin/users/new`: a local account, as `postern admin user
 /// create` makes one.
 pub(crate) async fn create(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<NewUserForm>,
+    Posted { viewer, form }: Posted<NewUserForm>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, &form.csrf)?;
+    admin_only(&viewer)?;
     match identity::register(
         &app,
         form.user_name.trim(),
@@ -285,18 +282,15 @@ pub(crate) struct EditForm {
     admin: Option<String>,
     #[serde(default)]
     restricted: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /admin/users/{id}`: name, e-mail and the switches.
 pub(crate) async fn edit(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<i64>,
-    Form(form): Form<EditForm>,
+    Posted { viewer, form }: Posted<EditForm>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, &form.csrf)?;
+    admin_only(&viewer)?;
     let subject = subject(&app, &viewer, id).await?;
     let own = viewer.user().is_some_and(|u| u.id == subject.id);
     let email = form.email.trim().to_string();
@@ -351,11 +345,10 @@ pub(crate) async fn edit(
 /// `postern admin user reset-2fa` does.
 pub(crate) async fn reset_second_factors(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<i64>,
-    Form(form): Form<CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, &form.csrf)?;
+    admin_only(&viewer)?;
     let subject = subject(&app, &viewer, id).await?;
     crate::second_factor::reset(&app, &subject).await?;
     Ok(Redirect::to(&format!("/admin/users/{id}")).into_response())
@@ -368,11 +361,10 @@ const BYPASS_CODES: usize = 5;
 /// lost their second factor, shown this once.
 pub(crate) async fn bypass_codes(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<i64>,
-    Form(form): Form<CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    admin_post(&app, &viewer, &form.csrf)?;
+    admin_only(&viewer)?;
     let subject = subject(&app, &viewer, id).await?;
     let (codes, expires) =
         crate::second_factor::generate_bypass_codes(&app.db, subject.id, BYPASS_CODES).await?;

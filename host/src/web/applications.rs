@@ -10,7 +10,6 @@
 //! form answers 404.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -23,6 +22,7 @@ use crate::oauth_provider::apps::{self, Registration};
 use crate::oauth_provider::{Error, codes};
 use crate::state::App;
 use crate::users::User;
+use crate::web::{Button, Posted};
 
 const PAGE: &str = "/user/settings/applications";
 
@@ -262,13 +262,13 @@ async fn refused(
     }
 }
 
-/// The signed-in user of a form on this page whose CSRF token checks out.
-/// With the provider off, the forms do not exist (404).
-fn settings_user<'v>(app: &App, viewer: &'v Viewer, csrf: &str) -> Result<&'v User, WebError> {
+/// The signed-in user of a form on this page. With the provider off, the
+/// forms do not exist (404).
+fn settings_user<'v>(app: &App, viewer: &'v Viewer) -> Result<&'v User, WebError> {
     if !app.config().oauth2.enable {
         return Err(WebError::NotFound);
     }
-    viewer.form_user(app, csrf)
+    viewer.signed_in()
 }
 
 /// `GET /user/settings/applications`.
@@ -299,8 +299,6 @@ pub(crate) struct TokenForm {
     /// `owner/name`, comma- or space-separated; empty for every repository.
     #[serde(default)]
     repositories: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 impl TokenForm {
@@ -356,10 +354,9 @@ impl TokenForm {
 /// token and shows it once.
 pub(crate) async fn create_token(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<TokenForm>,
+    Posted { viewer, form }: Posted<TokenForm>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     let outcome = match form.request() {
         Ok(request) => crate::tokens::issue(&app.db, user.id, &request).await,
         Err(why) => Err(crate::tokens::Error::Invalid(why)),
@@ -388,11 +385,10 @@ pub(crate) async fn create_token(
 /// `POST /user/settings/applications/tokens/{id}/delete`.
 pub(crate) async fn delete_token(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<i64>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     if !crate::tokens::delete(&app.db, user.id, &id.to_string())
         .await
         .map_err(WebError::internal)?
@@ -413,8 +409,6 @@ pub(crate) struct AppForm {
     /// A checkbox: present when checked.
     #[serde(default)]
     confidential_client: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 impl AppForm {
@@ -437,20 +431,13 @@ impl AppForm {
     }
 }
 
-#[derive(Deserialize)]
-pub(crate) struct CsrfOnly {
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
-}
-
 /// `POST /user/settings/applications/oauth2`: registers an application
 /// and shows its client id and secret once.
 pub(crate) async fn create(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<AppForm>,
+    Posted { viewer, form }: Posted<AppForm>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = settings_user(&app, &viewer)?;
     let min_len = app.config().oauth2.minimal_token_length;
     match apps::create(&app.db, Some(user.id), form.registration(), min_len).await {
         Ok((created, client_secret)) => {
@@ -478,11 +465,10 @@ pub(crate) async fn create(
 /// application's name, redirect URIs and kind.
 pub(crate) async fn update(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<i64>,
-    Form(form): Form<AppForm>,
+    Posted { viewer, form }: Posted<AppForm>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = settings_user(&app, &viewer)?;
     let result = async {
         let current = apps::find_owned(&app.db, Some(user.id), id).await?;
         apps::update(&app.db, &current, form.registration()).await
@@ -504,11 +490,10 @@ pub(crate) async fn update(
 /// client secret, shown once; the old one stops working at once.
 pub(crate) async fn regenerate_secret(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<i64>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = settings_user(&app, &viewer)?;
     let min_len = app.config().oauth2.minimal_token_length;
     let result = async {
         let current = apps::find_owned(&app.db, Some(user.id), id).await?;
@@ -536,11 +521,10 @@ pub(crate) async fn regenerate_secret(
 /// application; every token it holds stops working.
 pub(crate) async fn delete(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<i64>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = settings_user(&app, &viewer)?;
     let result = async {
         let current = apps::find_owned(&app.db, Some(user.id), id).await?;
         apps::delete(&app.db, &current).await
@@ -557,11 +541,10 @@ pub(crate) async fn delete(
 /// tokens for the user stop working at once.
 pub(crate) async fn revoke(
     State(app): State<App>,
-    viewer: Viewer,
     Path(app_id): Path<i64>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = settings_user(&app, &viewer, &form.csrf)?;
+    let user = settings_user(&app, &viewer)?;
     match codes::withdraw(&app.db, user, app_id).await {
         Ok(true) => Ok(Redirect::to(PAGE).into_response()),
         Ok(false) => Err(nothing_here(&viewer, &app)),
@@ -585,7 +568,6 @@ mod tests {
             application_name: "ci".into(),
             redirect_uris: "https://a/cb\r\n\r\nhttps://b/cb\n".into(),
             confidential_client: None,
-            csrf: String::new(),
         };
         let r = form.registration();
         assert_eq!(r.redirect_uris, ["https://a/cb", "", "https://b/cb"]);

@@ -4,7 +4,6 @@
 //! and `POST /api/v1/orgs`, with the same rules.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -14,6 +13,7 @@ use super::settings::capital;
 use super::{Viewer, WebError, Who, message, render};
 use crate::state::App;
 use crate::users::User;
+use crate::web::Posted;
 use crate::{orgs, repos};
 
 #[derive(Template)]
@@ -58,8 +58,6 @@ pub(crate) struct NewRepo {
     private: Option<String>,
     #[serde(default)]
     default_branch: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 async fn repo_form(
@@ -118,10 +116,9 @@ pub(crate) async fn repo_page(
 /// `POST /repo/create`: creates the repository and opens its page.
 pub(crate) async fn create_repo(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<NewRepo>,
+    Posted { viewer, form }: Posted<NewRepo>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     let owners = owners_for(&app, user).await?;
     let Some(owner) = owners
         .iter()
@@ -176,8 +173,6 @@ pub(crate) struct NewOrg {
     org_name: String,
     #[serde(default)]
     full_name: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 fn org_form(
@@ -224,10 +219,9 @@ pub(crate) async fn org_page(State(app): State<App>, viewer: Viewer) -> Result<R
 /// Owners team) and opens its page.
 pub(crate) async fn create_org(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<NewOrg>,
+    Posted { viewer, form }: Posted<NewOrg>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     org_creation_refused(&app, &viewer, user)?;
     match orgs::create(&app.db, form.org_name.trim(), form.full_name.trim(), user).await {
         Ok(org) => Ok(Redirect::to(&format!("/{}", org.name)).into_response()),

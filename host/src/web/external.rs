@@ -10,19 +10,17 @@
 //! redirect), ten minutes long, dropped when the sign-in ends either way.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum_extra::extract::cookie::Cookie;
 use serde::Deserialize;
 
-use super::{
-    Viewer, WebError, Who, check_csrf, cookie, message, render, start_second_step, start_session,
-};
+use super::{Viewer, WebError, Who, cookie, message, render, start_second_step, start_session};
 use crate::identity::redirect::{self, Completed};
 use crate::identity::{self, Outcome};
 use crate::state::App;
+use crate::web::Posted;
 
 /// The cookie that holds a pending external sign-in's token.
 const PENDING_COOKIE: &str = "redirect_sign_in";
@@ -141,8 +139,6 @@ async fn complete(
 
 #[derive(Deserialize)]
 pub(super) struct LinkForm {
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
     #[serde(default)]
     password: String,
 }
@@ -150,12 +146,10 @@ pub(super) struct LinkForm {
 /// `POST /user/oauth2/<name>/link`: the existing account's password.
 pub(super) async fn link(
     State(app): State<App>,
-    viewer: Viewer,
     headers: HeaderMap,
     Path(name): Path<String>,
-    Form(form): Form<LinkForm>,
+    Posted { viewer, form }: Posted<LinkForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let token = viewer
         .jar
         .get(PENDING_COOKIE)

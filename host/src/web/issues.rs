@@ -5,19 +5,19 @@
 //! as Markdown rendered through ammonia's allow-list.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::repos::denied;
-use super::{Viewer, WebError, Who, check_csrf, nothing_here, render, when};
+use super::{Viewer, WebError, Who, nothing_here, render, when};
 use crate::access::{self, Level};
 use crate::issues::{self, Issue, Rights};
 use crate::repos::Repository;
 use crate::state::App;
 use crate::users;
+use crate::web::Posted;
 
 mod labels;
 
@@ -173,18 +173,14 @@ pub(crate) struct NewForm {
     title: String,
     #[serde(default)]
     body: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /{owner}/{repo}/issues/new`.
 pub(crate) async fn create(
     State(app): State<App>,
-    viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
-    Form(form): Form<NewForm>,
+    Posted { viewer, form }: Posted<NewForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let user = viewer.signed_in()?.clone();
     let (repo, rights) = open(&app, &viewer, &owner, &name).await?;
     if !rights.create() {
@@ -339,8 +335,6 @@ pub(crate) struct IssueForm {
     /// Logins, comma- or space-separated: the whole new set of assignees.
     #[serde(default)]
     assignees: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// What a form on the issue page asks for.
@@ -360,7 +354,6 @@ async fn act(
     form: IssueForm,
     action: Action,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let user = viewer.signed_in()?.clone();
     let (repo, rights) = open(&app, &viewer, &owner, &name).await?;
     let issue = issue_of(&app, &viewer, &repo, number).await?;
@@ -453,9 +446,8 @@ async fn act(
 /// `POST /{owner}/{repo}/issues/{index}/comment`.
 pub(crate) async fn comment(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<(String, String, i64)>,
-    Form(form): Form<IssueForm>,
+    Posted { viewer, form }: Posted<IssueForm>,
 ) -> Result<Response, WebError> {
     act(app, viewer, path, form, Action::Comment).await
 }
@@ -463,9 +455,8 @@ pub(crate) async fn comment(
 /// `POST /{owner}/{repo}/issues/{index}/state`: close or reopen.
 pub(crate) async fn state(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<(String, String, i64)>,
-    Form(form): Form<IssueForm>,
+    Posted { viewer, form }: Posted<IssueForm>,
 ) -> Result<Response, WebError> {
     act(app, viewer, path, form, Action::State).await
 }
@@ -473,9 +464,8 @@ pub(crate) async fn state(
 /// `POST /{owner}/{repo}/issues/{index}/labels`.
 pub(crate) async fn label(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<(String, String, i64)>,
-    Form(form): Form<IssueForm>,
+    Posted { viewer, form }: Posted<IssueForm>,
 ) -> Result<Response, WebError> {
     act(app, viewer, path, form, Action::Label).await
 }
@@ -483,9 +473,8 @@ pub(crate) async fn label(
 /// `POST /{owner}/{repo}/issues/{index}/assignees`.
 pub(crate) async fn assign(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<(String, String, i64)>,
-    Form(form): Form<IssueForm>,
+    Posted { viewer, form }: Posted<IssueForm>,
 ) -> Result<Response, WebError> {
     act(app, viewer, path, form, Action::Assign).await
 }
@@ -493,9 +482,8 @@ pub(crate) async fn assign(
 /// `POST /{owner}/{repo}/issues/{index}/delete`.
 pub(crate) async fn delete(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<(String, String, i64)>,
-    Form(form): Form<IssueForm>,
+    Posted { viewer, form }: Posted<IssueForm>,
 ) -> Result<Response, WebError> {
     act(app, viewer, path, form, Action::Delete).await
 }

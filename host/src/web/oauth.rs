@@ -12,18 +12,19 @@
 
 use askama::Template;
 use axum::Router;
-use axum::extract::{Form, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use super::{Viewer, WebError, Who, check_csrf, end_browser_session, message, render};
+use super::{Viewer, WebError, Who, end_browser_session, message, render};
 use crate::db::now;
 use crate::oauth_provider::codes::{self, AuthorizeRequest, Checked, Refusal, Step};
 use crate::oauth_provider::{Error, apps, device, keys};
 use crate::state::App;
 use crate::users;
+use crate::web::Posted;
 
 mod endpoints;
 
@@ -234,9 +235,13 @@ async fn authorize(
 /// with the top-level GET that follows, not with the client site's POST,
 /// and without it a signed-in user would look like a visitor (and
 /// `prompt=none` would answer `login_required`).
+#[allow(
+    clippy::disallowed_types,
+    reason = "a client site posts this form; it carries no CSRF token, and it changes nothing: it is answered with a redirect to the GET form"
+)]
 async fn authorize_post(
     State(app): State<App>,
-    Form(params): Form<Vec<(String, String)>>,
+    axum::Form(params): axum::Form<Vec<(String, String)>>,
 ) -> Result<Response, WebError> {
     enabled(&app)?;
     let query = url::form_urlencoded::Serializer::new(String::new())
@@ -252,18 +257,14 @@ struct GrantForm {
     request: AuthorizeRequest,
     #[serde(default)]
     granted: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /login/oauth/grant`: the user's answer on the consent page.
 async fn grant(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<GrantForm>,
+    Posted { viewer, form }: Posted<GrantForm>,
 ) -> Result<Response, WebError> {
     enabled(&app)?;
-    check_csrf(&viewer, &app, &form.csrf)?;
     viewer.user().ok_or(WebError::SignIn)?;
     // The form is checked again as a whole: it is the browser's word.
     let request = AuthorizeRequest {
@@ -367,18 +368,14 @@ struct DeviceForm {
     user_code: String,
     #[serde(default)]
     granted: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /login/device`: the user's answer for a device.
 async fn device_answer(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<DeviceForm>,
+    Posted { viewer, form }: Posted<DeviceForm>,
 ) -> Result<Response, WebError> {
     enabled(&app)?;
-    check_csrf(&viewer, &app, &form.csrf)?;
     let user = viewer.signed_in()?;
     let approved = form.granted == "true";
     let auth_time = viewer.signed_in_at.unwrap_or_else(now);

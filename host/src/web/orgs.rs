@@ -4,15 +4,15 @@
 //! teams and change who and what is in them).
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Viewer, WebError, Who, check_csrf, nothing_here, render};
+use super::{Viewer, WebError, Who, nothing_here, render};
 use crate::orgs::{self, Org};
 use crate::state::App;
+use crate::web::{Button, Posted};
 
 #[derive(Template)]
 #[template(path = "org_settings.html")]
@@ -60,17 +60,13 @@ pub(crate) async fn show(
 pub(crate) struct PolicyForm {
     #[serde(default)]
     require_two_factor: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 pub(crate) async fn save(
     State(app): State<App>,
-    viewer: Viewer,
     Path(name): Path<String>,
-    Form(form): Form<PolicyForm>,
+    Posted { viewer, form }: Posted<PolicyForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let org = owned(&app, &viewer, &name).await?;
     orgs::set_require_two_factor(&app.db, org.id, form.require_two_factor.is_some()).await?;
     Ok(Redirect::to(&format!("/org/{}/settings", org.name)).into_response())
@@ -178,8 +174,6 @@ pub(crate) struct TeamForm {
     permission: String,
     #[serde(default)]
     includes_all_repositories: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// A change the owner asked for was refused: the page again, saying why.
@@ -208,11 +202,9 @@ fn teams_url(org: &Org) -> String {
 /// `POST /org/{org}/teams`: a new team.
 pub(crate) async fn create_team(
     State(app): State<App>,
-    viewer: Viewer,
     Path(name): Path<String>,
-    Form(form): Form<TeamForm>,
+    Posted { viewer, form }: Posted<TeamForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let org = owned(&app, &viewer, &name).await?;
     let level = crate::roles::Level::parse_permission(&form.permission)
         .unwrap_or(crate::roles::Level::Read);
@@ -236,8 +228,6 @@ pub(crate) struct NameForm {
     /// A login or a repository name.
     #[serde(default)]
     name: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// The team `id` of the organization the viewer owns.
@@ -257,11 +247,9 @@ async fn owned_team(
 /// `POST /org/{org}/teams/{id}/members`: adds a user to a team.
 pub(crate) async fn add_member(
     State(app): State<App>,
-    viewer: Viewer,
     Path((name, id)): Path<(String, i64)>,
-    Form(form): Form<NameForm>,
+    Posted { viewer, form }: Posted<NameForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let (org, team) = owned_team(&app, &viewer, &name, id).await?;
     match crate::users::find_by_login(&app.db, form.name.trim()).await? {
         Some(u) if orgs::find_by_id(&app.db, u.id).await?.is_none() => {
@@ -278,11 +266,9 @@ pub(crate) async fn add_member(
 /// `POST /org/{org}/teams/{id}/members/{login}/delete`.
 pub(crate) async fn remove_member(
     State(app): State<App>,
-    viewer: Viewer,
     Path((name, id, login)): Path<(String, i64, String)>,
-    Form(form): Form<super::CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let (org, team) = owned_team(&app, &viewer, &name, id).await?;
     let Some(user) = crate::users::find_by_login(&app.db, &login).await? else {
         return Err(nothing_here(&viewer, &app));
@@ -297,11 +283,9 @@ pub(crate) async fn remove_member(
 /// organization's repositories.
 pub(crate) async fn add_repo(
     State(app): State<App>,
-    viewer: Viewer,
     Path((name, id)): Path<(String, i64)>,
-    Form(form): Form<NameForm>,
+    Posted { viewer, form }: Posted<NameForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let (org, team) = owned_team(&app, &viewer, &name, id).await?;
     match crate::repos::find(&app.db, &org.name, form.name.trim()).await? {
         Some(repo) => {
@@ -322,11 +306,9 @@ pub(crate) async fn add_repo(
 /// `POST /org/{org}/teams/{id}/repos/{repo}/delete`.
 pub(crate) async fn remove_repo(
     State(app): State<App>,
-    viewer: Viewer,
     Path((name, id, repo)): Path<(String, i64, String)>,
-    Form(form): Form<super::CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let (org, team) = owned_team(&app, &viewer, &name, id).await?;
     let Some(repo) = crate::repos::find(&app.db, &org.name, &repo).await? else {
         return Err(nothing_here(&viewer, &app));

@@ -12,6 +12,7 @@ use super::admin_users::{ListQuery, Listing, PER_PAGE};
 use super::{Viewer, WebError, Who, render, when};
 use crate::plugins::PluginInfo;
 use crate::state::App;
+use crate::web::Posted;
 
 #[derive(Template)]
 #[template(path = "admin_dashboard.html")]
@@ -146,8 +147,6 @@ pub(crate) async fn plugins(State(app): State<App>, viewer: Viewer) -> Result<Re
 pub(crate) struct SwitchForm {
     #[serde(default)]
     enabled: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /admin/plugins/{id}/switch`: turns a plugin off or on at once
@@ -155,11 +154,10 @@ pub(crate) struct SwitchForm {
 /// ini file or the environment sets it.
 pub(crate) async fn switch(
     State(app): State<App>,
-    viewer: Viewer,
     axum::extract::Path(id): axum::extract::Path<String>,
-    axum::Form(form): axum::Form<SwitchForm>,
+    Posted { viewer, form }: Posted<SwitchForm>,
 ) -> Result<Response, WebError> {
-    super::admin::admin_post(&app, &viewer, &form.csrf)?;
+    super::admin::admin_only(&viewer)?;
     let actor = viewer.signed_in()?.login.clone();
     let value = if form.enabled == "true" {
         "true"

@@ -4,7 +4,6 @@
 //! does not administer the repository the pages do not exist.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -12,12 +11,13 @@ use serde::Deserialize;
 
 use super::repos::denied;
 use super::settings::capital;
-use super::{CsrfForm, Viewer, WebError, Who, check_csrf, nothing_here, render};
+use super::{Viewer, WebError, Who, nothing_here, render};
 use crate::access::{self, Level};
 use crate::protection::{self, Rule};
 use crate::repos::{self, Repository};
 use crate::state::App;
 use crate::users;
+use crate::web::{Button, Posted};
 
 /// The repository, when the viewer administers it.
 async fn administered(
@@ -106,18 +106,14 @@ pub(crate) struct OptionsForm {
     description: String,
     #[serde(default)]
     private: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /{owner}/{repo}/settings`: description and visibility.
 pub(crate) async fn save_options(
     State(app): State<App>,
-    viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
-    Form(form): Form<OptionsForm>,
+    Posted { viewer, form }: Posted<OptionsForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let repo = administered(&app, &viewer, &owner, &name).await?;
     repos::update_options(
         &app.db,
@@ -135,19 +131,15 @@ pub(crate) struct CollaboratorForm {
     login: String,
     #[serde(default)]
     permission: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /{owner}/{repo}/settings/collaborators`: adds a collaborator or
 /// changes one's permission.
 pub(crate) async fn add_collaborator(
     State(app): State<App>,
-    viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
-    Form(form): Form<CollaboratorForm>,
+    Posted { viewer, form }: Posted<CollaboratorForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let repo = administered(&app, &viewer, &owner, &name).await?;
     let level = Level::parse_permission(&form.permission).unwrap_or(Level::Write);
     let refusal = match users::find_by_login(&app.db, form.login.trim()).await? {
@@ -166,11 +158,9 @@ pub(crate) async fn add_collaborator(
 /// `POST /{owner}/{repo}/settings/collaborators/{login}/delete`.
 pub(crate) async fn remove_collaborator(
     State(app): State<App>,
-    viewer: Viewer,
     Path((owner, name, login)): Path<(String, String, String)>,
-    Form(form): Form<CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let repo = administered(&app, &viewer, &owner, &name).await?;
     let Some(user) = users::find_by_login(&app.db, &login).await? else {
         return Err(nothing_here(&viewer, &app));
@@ -184,19 +174,15 @@ pub(crate) struct DeleteForm {
     /// The repository's name, typed again.
     #[serde(default)]
     confirm: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /{owner}/{repo}/settings/delete`: deletes the repository once its
 /// name is typed again.
 pub(crate) async fn delete(
     State(app): State<App>,
-    viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
-    Form(form): Form<DeleteForm>,
+    Posted { viewer, form }: Posted<DeleteForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let repo = administered(&app, &viewer, &owner, &name).await?;
     if form.confirm.trim() != repo.name {
         let why = "Type the repository's name to delete it.".to_string();
@@ -318,8 +304,6 @@ pub(crate) struct RuleForm {
     require_signed_commits: Option<String>,
     #[serde(default)]
     protected_file_patterns: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `a, b c` → `["a", "b", "c"]`.
@@ -366,12 +350,10 @@ impl RuleForm {
 /// rule, or changes the one named in the query.
 pub(crate) async fn save_rule(
     State(app): State<App>,
-    viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
     Query(query): Query<RuleQuery>,
-    Form(form): Form<RuleForm>,
+    Posted { viewer, form }: Posted<RuleForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let repo = administered(&app, &viewer, &owner, &name).await?;
     let existing = match &query.rule {
         Some(r) => match protection::find(&app.db, repo.id, r)
@@ -426,12 +408,10 @@ pub(crate) async fn save_rule(
 /// `POST /{owner}/{repo}/settings/branches/delete?rule=…`.
 pub(crate) async fn delete_rule(
     State(app): State<App>,
-    viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
     Query(query): Query<RuleQuery>,
-    Form(form): Form<CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let repo = administered(&app, &viewer, &owner, &name).await?;
     let rule = query.rule.unwrap_or_default();
     if !protection::delete(&app.db, repo.id, &rule)

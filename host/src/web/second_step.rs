@@ -3,7 +3,6 @@
 //! `web/webauthn`.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -12,10 +11,11 @@ use serde::Deserialize;
 use super::error::WebError;
 use super::page::render;
 use super::signin::signed_in_redirect;
-use super::viewer::{CSRF_COOKIE, Viewer, Who, check_csrf, cookie};
+use super::viewer::{CSRF_COOKIE, Viewer, Who, cookie};
 use crate::sessions;
 use crate::state::App;
 use crate::users::User;
+use crate::web::Posted;
 
 /// Whether the user has a WebAuthn key (and keys are on).
 async fn has_keys(app: &App, user_id: i64) -> Result<bool, crate::second_factor::Error> {
@@ -75,18 +75,14 @@ pub(super) struct TwoFactorForm {
     passcode: String,
     #[serde(default)]
     remember_device: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 pub(super) async fn two_factor(
     State(app): State<App>,
-    viewer: Viewer,
     from: crate::ratelimit::ClientAddr,
-    Form(form): Form<TwoFactorForm>,
+    Posted { viewer, form }: Posted<TwoFactorForm>,
 ) -> Result<Response, WebError> {
     use crate::second_factor::{self, Attempt, Error};
-    check_csrf(&viewer, &app, &form.csrf)?;
     let user = awaiting(&app, &viewer).await?;
     let attempt = Attempt {
         user: Some(&user),

@@ -3,7 +3,6 @@
 //! touching the key, remove) and backup codes (shown once, regenerable).
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -15,6 +14,7 @@ use crate::plugins::builtin;
 use crate::second_factor::{self, Error, Factor};
 use crate::state::App;
 use crate::users::User;
+use crate::web::{Button, Posted};
 
 pub(crate) enum TotpStage {
     Off,
@@ -141,18 +141,11 @@ pub(crate) async fn show(State(app): State<App>, viewer: Viewer) -> Result<Respo
     page(&app, &viewer, user, StatusCode::OK, Shown::default()).await
 }
 
-#[derive(Deserialize)]
-pub(crate) struct CsrfOnly {
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
-}
-
 pub(crate) async fn begin(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     let uri = match second_factor::begin_totp(&app, user).await {
         Ok(uri) => uri,
         Err(e) => return refused(&app, &viewer, user, e).await,
@@ -168,16 +161,13 @@ pub(crate) async fn begin(
 pub(crate) struct ConfirmForm {
     #[serde(default)]
     passcode: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 pub(crate) async fn confirm(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<ConfirmForm>,
+    Posted { viewer, form }: Posted<ConfirmForm>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     match second_factor::confirm_totp(&app, user, &form.passcode).await {
         Ok(codes) => codes_page(&app, &viewer, user, codes).await,
         Err(e) => refused(&app, &viewer, user, e).await,
@@ -186,10 +176,9 @@ pub(crate) async fn confirm(
 
 pub(crate) async fn disable_totp(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     match second_factor::disable_totp(&app, user).await {
         Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
         Err(e) => refused(&app, &viewer, user, e).await,
@@ -198,10 +187,9 @@ pub(crate) async fn disable_totp(
 
 pub(crate) async fn regenerate_codes(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     if !second_factor::enrolled(&app.db, user.id).await? {
         return refused(&app, &viewer, user, Error::NotFound).await;
     }
@@ -217,18 +205,15 @@ pub(crate) struct KeyForm {
     name: String,
     #[serde(default)]
     credential: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// Starts adding a key: the page comes back with the options for the
 /// browser, and a button that asks the key.
 pub(crate) async fn begin_key(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<KeyForm>,
+    Posted { viewer, form }: Posted<KeyForm>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     let name = match second_factor::key_name(&form.name) {
         Ok(name) => name,
         Err(e) => return refused(&app, &viewer, user, e).await,
@@ -250,10 +235,9 @@ pub(crate) async fn begin_key(
 
 pub(crate) async fn confirm_key(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<KeyForm>,
+    Posted { viewer, form }: Posted<KeyForm>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     match second_factor::confirm_enrollment(
         &app,
         user,
@@ -270,11 +254,10 @@ pub(crate) async fn confirm_key(
 
 pub(crate) async fn remove_key(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<i64>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     match second_factor::remove(&app, user, id).await {
         Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
         Err(e) => refused(&app, &viewer, user, e).await,
@@ -291,11 +274,10 @@ fn identity_failed(e: identity::Error) -> WebError {
 /// Unlinks an external sign-in from the account.
 pub(crate) async fn unlink(
     State(app): State<App>,
-    viewer: Viewer,
     Path(name): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     match redirect::unlink(&app, user, &name).await {
         Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
         Err(e @ (identity::Error::Refused(_) | identity::Error::UnknownSource)) => {

@@ -2,16 +2,16 @@
 //! Profile (full name, e-mail, password), SSH keys and Sessions.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{CsrfForm, Viewer, WebError, Who, nothing_here, render, when};
+use super::{Viewer, WebError, Who, nothing_here, render, when};
 use crate::identity;
 use crate::state::App;
 use crate::users::{self, User};
+use crate::web::{Button, Posted};
 use crate::{keys, sessions};
 
 #[derive(Template)]
@@ -78,17 +78,14 @@ pub(crate) struct ProfileForm {
     full_name: String,
     #[serde(default)]
     email: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /user/settings`: full name and e-mail.
 pub(crate) async fn save_profile(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<ProfileForm>,
+    Posted { viewer, form }: Posted<ProfileForm>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     let full_name = form.full_name.trim().to_string();
     let email = form.email.trim().to_string();
     let refusal = if full_name.chars().count() > 255 {
@@ -145,17 +142,14 @@ pub(crate) struct PasswordForm {
     password: String,
     #[serde(default)]
     retype: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /user/settings/password`: needs the current password.
 pub(crate) async fn change_password(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<PasswordForm>,
+    Posted { viewer, form }: Posted<PasswordForm>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     let outcome = if form.password != form.retype {
         Err("The new passwords do not match.".to_string())
     } else {
@@ -241,17 +235,14 @@ pub(crate) struct KeyForm {
     title: String,
     #[serde(default)]
     content: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// `POST /user/settings/keys`: adds a key.
 pub(crate) async fn add_key(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<KeyForm>,
+    Posted { viewer, form }: Posted<KeyForm>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     let title = form.title.trim();
     let refusal = if title.is_empty() {
         Some("Give the key a title.".to_string())
@@ -283,11 +274,10 @@ pub(crate) async fn add_key(
 /// `POST /user/settings/keys/{id}/delete`.
 pub(crate) async fn delete_key(
     State(app): State<App>,
-    viewer: Viewer,
     Path(id): Path<i64>,
-    Form(form): Form<CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     if !keys::delete(&app.db, user.id, id)
         .await
         .map_err(WebError::internal)?
@@ -356,10 +346,9 @@ pub(crate) async fn sessions_page(
 /// browser.
 pub(crate) async fn end_others(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     let current = viewer.caller.session.clone().unwrap_or_default();
     sessions::end_others(&app.db, user.id, &current).await?;
     Ok(Redirect::to("/user/settings/sessions").into_response())
@@ -368,11 +357,10 @@ pub(crate) async fn end_others(
 /// `POST /user/settings/sessions/{handle}/delete`: signs out one browser.
 pub(crate) async fn end_one(
     State(app): State<App>,
-    viewer: Viewer,
     Path(handle): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let user = viewer.form_user(&app, &form.csrf)?;
+    let user = viewer.signed_in()?;
     if !sessions::revoke(&app.db, user.id, &handle).await? {
         return Err(nothing_here(&viewer, &app));
     }

@@ -2,7 +2,6 @@
 //! `[service] DISABLE_REGISTRATION`; a new account is signed in at once.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -11,9 +10,10 @@ use serde::Deserialize;
 use super::error::WebError;
 use super::page::render;
 use super::signin::start_session;
-use super::viewer::{Viewer, Who, check_csrf};
+use super::viewer::{Viewer, Who};
 use crate::identity;
 use crate::state::App;
+use crate::web::Posted;
 
 #[derive(Template)]
 #[template(path = "sign_up.html")]
@@ -61,17 +61,13 @@ pub(super) struct SignUpForm {
     password: String,
     #[serde(default)]
     retype: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 pub(super) async fn sign_up(
     State(app): State<App>,
-    viewer: Viewer,
     headers: HeaderMap,
-    Form(form): Form<SignUpForm>,
+    Posted { viewer, form }: Posted<SignUpForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let open = !app.config().service.disable_registration;
     let outcome = if !open {
         Err((StatusCode::FORBIDDEN, REGISTRATION_DISABLED.to_string()))

@@ -3,7 +3,6 @@
 //! where a completed sign-in goes.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -13,11 +12,12 @@ use serde::Deserialize;
 
 use super::error::WebError;
 use super::page::render;
-use super::viewer::{CSRF_COOKIE, CsrfForm, Viewer, Who, check_csrf, cookie};
+use super::viewer::{CSRF_COOKIE, Viewer, Who, cookie};
 use crate::identity::{self, Outcome};
 use crate::sessions;
 use crate::state::App;
 use crate::users::User;
+use crate::web::{Button, Posted};
 
 #[derive(Template)]
 #[template(path = "login.html")]
@@ -103,18 +103,14 @@ pub(super) struct LoginForm {
     /// A source chosen on the form; empty asks every source.
     #[serde(default)]
     source: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 pub(super) async fn login(
     State(app): State<App>,
-    viewer: Viewer,
     headers: HeaderMap,
     from: crate::ratelimit::ClientAddr,
-    Form(form): Form<LoginForm>,
+    Posted { viewer, form }: Posted<LoginForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let only = Some(form.source.as_str()).filter(|s| !s.is_empty());
     let device = viewer
         .jar
@@ -240,10 +236,8 @@ pub(super) async fn start_second_step(
 
 pub(super) async fn logout(
     State(app): State<App>,
-    viewer: Viewer,
-    Form(form): Form<CsrfForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let jar = end_browser_session(&app, &viewer).await?;
     Ok((jar, Redirect::to("/")).into_response())
 }

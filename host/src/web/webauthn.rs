@@ -4,19 +4,19 @@
 //! ceremony's token and the key's answer back.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::{Viewer, WebError, Who, awaiting, check_csrf, render};
+use super::{Viewer, WebError, Who, awaiting, render};
 use crate::plugins::builtin;
 use crate::ratelimit::ClientAddr;
 use crate::second_factor::{self, Attempt, Error};
 use crate::sessions;
 use crate::state::App;
 use crate::users::User;
+use crate::web::Posted;
 
 #[derive(Template)]
 #[template(path = "webauthn.html")]
@@ -95,8 +95,6 @@ pub(crate) struct AnswerForm {
     credential: String,
     #[serde(default)]
     remember_device: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 fn failure_text(e: &Error) -> String {
@@ -117,11 +115,9 @@ pub(crate) async fn second_step_form(
 
 pub(crate) async fn second_step(
     State(app): State<App>,
-    viewer: Viewer,
     from: ClientAddr,
-    Form(form): Form<AnswerForm>,
+    Posted { viewer, form }: Posted<AnswerForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let user = awaiting(&app, &viewer).await?;
     let attempt = Attempt {
         user: Some(&user),
@@ -156,12 +152,10 @@ pub(crate) async fn passkey_form(
 /// stands for both factors: the session opens in full.
 pub(crate) async fn passkey(
     State(app): State<App>,
-    viewer: Viewer,
     headers: HeaderMap,
     from: ClientAddr,
-    Form(form): Form<AnswerForm>,
+    Posted { viewer, form }: Posted<AnswerForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     // The key names its user only once it has been checked: a wrong answer
     // counts against the address.
     let attempt = Attempt {

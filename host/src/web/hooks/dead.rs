@@ -2,19 +2,18 @@
 //! administrators, and sending one again.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::form::CsrfOnly;
 use super::hook::DeliveryItem;
 use super::place::HookPlace;
 use super::{SHOWN, failed};
 use crate::db::cursor::CursorWindow;
 use crate::state::App;
 use crate::web::admin::admin_only;
-use crate::web::{Viewer, WebError, Who, check_csrf, render};
+use crate::web::{Button, Posted};
+use crate::web::{Viewer, WebError, Who, render};
 use crate::webhooks::{self, queue};
 
 /// A dead delivery, with its hook.
@@ -90,12 +89,10 @@ pub(crate) async fn dead(State(app): State<App>, viewer: Viewer) -> Result<Respo
 /// again, to whichever hook it is of.
 pub(crate) async fn redeliver_dead_letter(
     State(app): State<App>,
-    viewer: Viewer,
     Path(delivery_id): Path<i64>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
     admin_only(&viewer)?;
-    check_csrf(&viewer, &app, &form.csrf)?;
     let redelivered = match queue::hook_of(&app.db, delivery_id).await {
         Ok((hook_id, _)) => queue::redeliver(&app.db, hook_id, delivery_id).await,
         Err(e) => Err(e),

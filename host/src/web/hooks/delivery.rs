@@ -1,17 +1,16 @@
 //! One delivery of a hook, with its attempts, and sending it again.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::form::CsrfOnly;
 use super::hook::{DeliveryItem, HookShown, hook_page};
 use super::place::{HookPath, HookPlace};
 use super::{at, failed};
 use crate::state::App;
-use crate::web::{Viewer, WebError, Who, check_csrf, render};
+use crate::web::{Button, Posted};
+use crate::web::{Viewer, WebError, Who, render};
 use crate::webhooks;
 use crate::webhooks::queue::{self, AttemptRow};
 
@@ -82,11 +81,9 @@ pub(crate) async fn delivery(
 /// delivery again (the same event id); a pending one is refused.
 pub(crate) async fn redeliver(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<HookPath>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let place = HookPlace::resolve(&app, &viewer, &path).await?;
     let hook = webhooks::find(&app.db, place.scope, path.hook()?)
         .await

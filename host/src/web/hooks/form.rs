@@ -78,8 +78,6 @@ pub(crate) struct HookForm {
     /// A checkbox: present when checked.
     #[serde(default)]
     active: Option<String>,
-    #[serde(default, rename = "_csrf")]
-    pub(super) csrf: String,
 }
 
 impl HookForm {
@@ -116,12 +114,6 @@ impl HookForm {
     }
 }
 
-#[derive(Deserialize)]
-pub(crate) struct CsrfOnly {
-    #[serde(default, rename = "_csrf")]
-    pub(super) csrf: String,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,7 +127,6 @@ mod tests {
             content_type: "json".into(),
             transport: String::new(),
             active: None,
-            csrf: String::new(),
         }
     }
 

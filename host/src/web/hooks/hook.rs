@@ -2,17 +2,17 @@
 //! deliveries.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::form::{CsrfOnly, Draft, HookForm};
+use super::form::{Draft, HookForm};
 use super::place::{HookPath, HookPlace};
 use super::{SHOWN, at, failed, transports};
 use crate::db::cursor::CursorWindow;
 use crate::state::App;
-use crate::web::{Viewer, WebError, Who, check_csrf, render};
+use crate::web::{Button, Posted};
+use crate::web::{Viewer, WebError, Who, render};
 use crate::webhooks;
 use crate::webhooks::queue::{self, DeliveryRow};
 
@@ -153,11 +153,9 @@ pub(crate) async fn show(
 /// `POST …/hooks/{id}`: changes the hook; an empty secret keeps the old.
 pub(crate) async fn update(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<HookPath>,
-    Form(form): Form<HookForm>,
+    Posted { viewer, form }: Posted<HookForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let place = HookPlace::resolve(&app, &viewer, &path).await?;
     let id = path.hook()?;
     let updated = webhooks::update(
@@ -194,11 +192,9 @@ pub(crate) async fn update(
 /// `POST …/hooks/{id}/delete`: removes the hook and its delivery log.
 pub(crate) async fn delete(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<HookPath>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let place = HookPlace::resolve(&app, &viewer, &path).await?;
     webhooks::delete(&app.db, place.scope, path.hook()?)
         .await
@@ -209,11 +205,9 @@ pub(crate) async fn delete(
 /// `POST …/hooks/{id}/test`: sends the hook a `ping` through the queue.
 pub(crate) async fn test(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<HookPath>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let place = HookPlace::resolve(&app, &viewer, &path).await?;
     let id = path.hook()?;
     let delivery = webhooks::ping(&app.db, place.scope, id)
@@ -230,11 +224,9 @@ pub(crate) async fn test(
 /// hook again.
 pub(crate) async fn redeliver_dead(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<HookPath>,
-    Form(form): Form<CsrfOnly>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let place = HookPlace::resolve(&app, &viewer, &path).await?;
     let hook = webhooks::find(&app.db, place.scope, path.hook()?)
         .await

@@ -2,7 +2,6 @@
 //! secret is shown here, this once.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -12,7 +11,8 @@ use super::place::{HookPath, HookPlace};
 use super::{failed, transports};
 use crate::db::cursor::CursorWindow;
 use crate::state::App;
-use crate::web::{Viewer, WebError, Who, check_csrf, render};
+use crate::web::Posted;
+use crate::web::{Viewer, WebError, Who, render};
 use crate::webhooks::{self, queue};
 
 /// A hook in the list.
@@ -132,11 +132,9 @@ pub(crate) async fn list(
 /// `POST …/hooks`: adds a hook and shows its secret, this once.
 pub(crate) async fn create(
     State(app): State<App>,
-    viewer: Viewer,
     Path(path): Path<HookPath>,
-    Form(form): Form<HookForm>,
+    Posted { viewer, form }: Posted<HookForm>,
 ) -> Result<Response, WebError> {
-    check_csrf(&viewer, &app, &form.csrf)?;
     let place = HookPlace::resolve(&app, &viewer, &path).await?;
     let created = webhooks::create(
         &app.db,

@@ -2,7 +2,6 @@
 //! adding or deleting one for those who may manage them.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -13,7 +12,8 @@ use crate::issues::{self, Rights};
 use crate::repos::Repository;
 use crate::state::App;
 use crate::web::settings;
-use crate::web::{Viewer, WebError, Who, check_csrf, nothing_here, render};
+use crate::web::{Button, Posted};
+use crate::web::{Viewer, WebError, Who, nothing_here, render};
 
 #[derive(Template)]
 #[template(path = "repo_labels.html")]
@@ -71,8 +71,6 @@ pub(crate) struct LabelForm {
     color: String,
     #[serde(default)]
     description: String,
-    #[serde(default, rename = "_csrf")]
-    csrf: String,
 }
 
 /// The repository, when the viewer may manage its labels.
@@ -81,9 +79,7 @@ async fn managed(
     viewer: &Viewer,
     owner: &str,
     name: &str,
-    csrf: &str,
 ) -> Result<(Repository, Rights), WebError> {
-    check_csrf(viewer, app, csrf)?;
     viewer.signed_in()?;
     let (repo, rights) = open(app, viewer, owner, name).await?;
     if !rights.manage() {
@@ -95,11 +91,10 @@ async fn managed(
 /// `POST /{owner}/{repo}/labels`: a new label.
 pub(crate) async fn create_label(
     State(app): State<App>,
-    viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
-    Form(form): Form<LabelForm>,
+    Posted { viewer, form }: Posted<LabelForm>,
 ) -> Result<Response, WebError> {
-    let (repo, rights) = managed(&app, &viewer, &owner, &name, &form.csrf).await?;
+    let (repo, rights) = managed(&app, &viewer, &owner, &name).await?;
     match issues::create_label(
         &app.db,
         repo.id,
@@ -129,11 +124,10 @@ pub(crate) async fn create_label(
 /// `POST /{owner}/{repo}/labels/{id}/delete`.
 pub(crate) async fn delete_label(
     State(app): State<App>,
-    viewer: Viewer,
     Path((owner, name, id)): Path<(String, String, i64)>,
-    Form(form): Form<LabelForm>,
+    Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
-    let (repo, _) = managed(&app, &viewer, &owner, &name, &form.csrf).await?;
+    let (repo, _) = managed(&app, &viewer, &owner, &name).await?;
     let Some(label) = issues::find_label(&app.db, repo.id, id)
         .await
         .map_err(WebError::internal)?
