@@ -30,15 +30,17 @@ pub mod version;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, delete, get, patch, post, put};
+use axum::routing::{MethodRouter, get};
 use axum::{Json, Router};
 use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
+use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::routes;
 
 pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody, RequestId, panic_response, request_id};
-pub use openapi::{ApiDoc, pretty as openapi_json};
+pub use openapi::pretty as openapi_json;
 pub use version::ApiVersion;
 
 use crate::access::Caller;
@@ -48,265 +50,225 @@ use crate::state::App;
 use crate::tokens::{Access, Area};
 use crate::users::User;
 
-/// The API's routes. Every resource is served under `/api/{version}/…`,
+/// The API's routes. Every operation is served under `/api/{version}/…`,
 /// and also without a version segment (`/api/user`), where `Accept` or
 /// `[api] DEFAULT_VERSION` decides. The version layer resolves and checks
 /// the version before the handler runs.
 pub(crate) fn routes(app: &App) -> Router<App> {
-    let resources: Vec<(&str, MethodRouter<App>)> = vec![
-        ("/user", get(users::me)),
-        ("/user/sessions", get(sessions::list)),
-        (
-            "/user/sessions/{id}",
-            get(sessions::get).delete(sessions::revoke),
-        ),
-        ("/version", get(server_info::version)),
-        ("/settings/api", get(server_info::api_settings)),
-        ("/admin/users", get(users::admin_list)),
-        (
-            "/admin/users/{username}",
-            get(users::admin_get).patch(users::admin_edit),
-        ),
-        ("/admin/plugins", get(plugins::list)),
-        ("/admin/sources", get(sources::list).post(sources::create)),
-        (
-            "/admin/sources/{id}",
-            delete(sources::delete).patch(sources::edit),
-        ),
-        ("/admin/sources/{id}/test", post(sources::test)),
-        (
-            "/admin/sources/oauth2",
-            get(sources::oauth2_list).post(sources::oauth2_create),
-        ),
-        (
-            "/admin/sources/oauth2/{name}",
-            get(sources::oauth2_get)
-                .put(sources::oauth2_replace)
-                .patch(sources::oauth2_edit)
-                .delete(sources::oauth2_delete),
-        ),
-        (
-            "/admin/sources/oauth2/{name}/test",
-            post(sources::oauth2_test),
-        ),
-        ("/admin/sources/{id}/sync", post(sources::sync)),
-        ("/user/repos", get(repos::list_mine).post(repos::create)),
-        (
-            "/users/{username}/tokens",
-            get(tokens::list).post(tokens::create),
-        ),
-        ("/users/{username}/tokens/{token}", delete(tokens::delete)),
-        (
-            "/repos/{owner}/{repo}",
-            get(repos::get).delete(repos::delete),
-        ),
-        (
-            "/repos/{owner}/{repo}/collaborators",
-            get(repos::collaborators),
-        ),
-        ("/user/keys", get(keys::list).post(keys::create)),
-        (
-            "/user/applications/oauth2",
-            get(applications::list).post(applications::create),
-        ),
-        (
-            "/user/applications/oauth2/{id}",
-            get(applications::get)
-                .patch(applications::edit)
-                .delete(applications::delete),
-        ),
-        ("/user/2fa", get(factors::list)),
-        ("/user/2fa/{id}", delete(factors::remove)),
-        (
-            "/user/2fa/totp",
-            post(factors::begin).delete(factors::disable_totp),
-        ),
-        ("/user/2fa/webauthn", post(factors::begin_key)),
-        ("/user/2fa/webauthn/confirm", post(factors::confirm_key)),
-        ("/user/2fa/totp/confirm", post(factors::confirm)),
-        ("/user/2fa/backup_codes", post(factors::regenerate)),
-        (
-            "/user/2fa/remembered_devices",
-            delete(factors::forget_devices),
-        ),
-        ("/orgs", post(orgs::create)),
-        (
-            "/orgs/{org}/applications/oauth2",
-            get(applications::org_list).post(applications::org_create),
-        ),
-        (
-            "/orgs/{org}/applications/oauth2/{id}",
-            patch(applications::org_edit).delete(applications::org_delete),
-        ),
-        ("/orgs/{org}", get(orgs::get).patch(orgs::edit)),
-        (
-            "/orgs/{org}/teams",
-            get(orgs::teams::teams).post(orgs::teams::create_team),
-        ),
-        (
-            "/orgs/{org}/repos",
-            get(orgs::repos).post(orgs::create_repo),
-        ),
-        ("/teams/{id}/members", get(orgs::teams::team_members)),
-        (
-            "/teams/{id}/members/{username}",
-            put(orgs::teams::add_member).delete(orgs::teams::remove_member),
-        ),
-        ("/teams/{id}/repos/{org}/{repo}", put(orgs::teams::add_repo)),
-        ("/user/keys/{id}", delete(keys::delete)),
-        (
-            "/repos/{owner}/{repo}/branch_protections",
-            get(protections::list).post(protections::create),
-        ),
-        (
-            "/repos/{owner}/{repo}/branch_protections/{name}",
-            get(protections::get)
-                .patch(protections::edit)
-                .delete(protections::delete),
-        ),
-        (
-            "/repos/{owner}/{repo}/collaborators/{collaborator}",
-            put(repos::put_collaborator).delete(repos::delete_collaborator),
-        ),
-        (
-            "/repos/{owner}/{repo}/hooks",
-            get(hooks::repo::list).post(hooks::repo::create),
-        ),
-        (
-            "/repos/{owner}/{repo}/hooks/{id}",
-            get(hooks::repo::get)
-                .patch(hooks::repo::edit)
-                .delete(hooks::repo::delete),
-        ),
-        (
-            "/repos/{owner}/{repo}/hooks/{id}/deliveries",
-            get(hooks::repo::deliveries),
-        ),
-        (
-            "/repos/{owner}/{repo}/hooks/{id}/deliveries/{delivery_id}",
-            get(hooks::repo::delivery),
-        ),
-        (
-            "/repos/{owner}/{repo}/hooks/{id}/deliveries/{delivery_id}/redeliver",
-            post(hooks::repo::redeliver),
-        ),
-        (
-            "/repos/{owner}/{repo}/hooks/{id}/redeliver-dead",
-            post(hooks::repo::redeliver_dead),
-        ),
-        (
-            "/repos/{owner}/{repo}/hooks/{id}/test",
-            post(hooks::repo::test),
-        ),
-        (
-            "/orgs/{org}/hooks",
-            get(hooks::org::list).post(hooks::org::create),
-        ),
-        (
-            "/orgs/{org}/hooks/{id}",
-            get(hooks::org::get)
-                .patch(hooks::org::edit)
-                .delete(hooks::org::delete),
-        ),
-        (
-            "/orgs/{org}/hooks/{id}/deliveries",
-            get(hooks::org::deliveries),
-        ),
-        (
-            "/orgs/{org}/hooks/{id}/deliveries/{delivery_id}",
-            get(hooks::org::delivery),
-        ),
-        (
-            "/orgs/{org}/hooks/{id}/deliveries/{delivery_id}/redeliver",
-            post(hooks::org::redeliver),
-        ),
-        (
-            "/orgs/{org}/hooks/{id}/redeliver-dead",
-            post(hooks::org::redeliver_dead),
-        ),
-        ("/orgs/{org}/hooks/{id}/test", post(hooks::org::test)),
-        (
-            "/admin/hooks",
-            get(hooks::system::list).post(hooks::system::create),
-        ),
-        (
-            "/admin/hooks/{id}",
-            get(hooks::system::get)
-                .patch(hooks::system::edit)
-                .delete(hooks::system::delete),
-        ),
-        (
-            "/admin/hooks/{id}/deliveries",
-            get(hooks::system::deliveries),
-        ),
-        (
-            "/admin/hooks/{id}/deliveries/{delivery_id}",
-            get(hooks::system::delivery),
-        ),
-        (
-            "/admin/hooks/{id}/deliveries/{delivery_id}/redeliver",
-            post(hooks::system::redeliver),
-        ),
-        (
-            "/admin/hooks/{id}/redeliver-dead",
-            post(hooks::system::redeliver_dead),
-        ),
-        ("/admin/hooks/{id}/test", post(hooks::system::test)),
-        ("/admin/webhooks/dead", get(hooks::dead)),
-        (
-            "/repos/{owner}/{repo}/issues",
-            get(issues::list).post(issues::create),
-        ),
-        (
-            "/repos/{owner}/{repo}/issues/{index}",
-            get(issues::get).patch(issues::edit).delete(issues::delete),
-        ),
-        (
-            "/repos/{owner}/{repo}/issues/{index}/lock",
-            put(issues::lock).delete(issues::unlock),
-        ),
-        (
-            "/repos/{owner}/{repo}/issues/{index}/comments",
-            get(issues::comments::comments).post(issues::comments::add_comment),
-        ),
-        (
-            "/repos/{owner}/{repo}/issues/comments/{id}",
-            patch(issues::comments::edit_comment).delete(issues::comments::delete_comment),
-        ),
-        (
-            "/repos/{owner}/{repo}/issues/{index}/labels",
-            post(issues::labels::add_labels),
-        ),
-        (
-            "/repos/{owner}/{repo}/issues/{index}/labels/{id}",
-            delete(issues::labels::remove_label),
-        ),
-        (
-            "/repos/{owner}/{repo}/labels",
-            get(issues::labels::labels).post(issues::labels::create_label),
-        ),
-        (
-            "/repos/{owner}/{repo}/labels/{id}",
-            get(issues::labels::get_label)
-                .patch(issues::labels::edit_label)
-                .delete(issues::labels::delete_label),
-        ),
-    ];
-    let mut versioned = Router::new();
-    for (path, handler) in resources {
-        versioned = versioned
-            .route(&format!("/api/{{version}}{path}"), handler.clone())
-            .route(&format!("/api{path}"), handler);
-    }
-    let versioned = versioned.route_layer(axum::middleware::from_fn_with_state(
-        app.clone(),
-        version::layer,
-    ));
+    let operations = operations();
+    let versioned = operations
+        .router
+        .route_layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            version::layer,
+        ));
     Router::new()
-        .route("/api/healthz", get(health))
         .route("/api/v1/openapi.json", get(openapi::json))
+        .merge(operations.unversioned)
         .merge(versioned)
         .layer(DefaultBodyLimit::max(app.config().api.max_body_size))
+}
+
+/// Every versioned operation, routed at the path its `#[utoipa::path]`
+/// attribute names (the one place a path is written) and described from
+/// the same attribute. One `routes!` a path: the handlers of its methods.
+fn operations() -> Operations {
+    Operations::default()
+        .add_unversioned(routes!(health))
+        .add(routes!(users::me))
+        .add(routes!(sessions::list))
+        .add(routes!(sessions::get, sessions::revoke))
+        .add(routes!(server_info::version))
+        .add(routes!(server_info::api_settings))
+        .add(routes!(users::admin_list))
+        .add(routes!(users::admin_get, users::admin_edit))
+        .add(routes!(plugins::list))
+        .add(routes!(sources::list, sources::create))
+        .add(routes!(sources::delete, sources::edit))
+        .add(routes!(sources::test))
+        .add(routes!(sources::oauth2_list, sources::oauth2_create))
+        .add(routes!(
+            sources::oauth2_get,
+            sources::oauth2_replace,
+            sources::oauth2_edit,
+            sources::oauth2_delete
+        ))
+        .add(routes!(sources::oauth2_test))
+        .add(routes!(sources::sync))
+        .add(routes!(repos::list_mine, repos::create))
+        .add(routes!(tokens::list, tokens::create))
+        .add(routes!(tokens::delete))
+        .add(routes!(repos::get, repos::delete))
+        .add(routes!(repos::collaborators))
+        .add(routes!(keys::list, keys::create))
+        .add(routes!(applications::list, applications::create))
+        .add(routes!(
+            applications::get,
+            applications::edit,
+            applications::delete
+        ))
+        .add(routes!(factors::list))
+        .add(routes!(factors::remove))
+        .add(routes!(factors::begin, factors::disable_totp))
+        .add(routes!(factors::begin_key))
+        .add(routes!(factors::confirm_key))
+        .add(routes!(factors::confirm))
+        .add(routes!(factors::regenerate))
+        .add(routes!(factors::forget_devices))
+        .add(routes!(orgs::create))
+        .add(routes!(applications::org_list, applications::org_create))
+        .add(routes!(applications::org_edit, applications::org_delete))
+        .add(routes!(orgs::get, orgs::edit))
+        .add(routes!(orgs::teams::teams, orgs::teams::create_team))
+        .add(routes!(orgs::repos, orgs::create_repo))
+        .add(routes!(orgs::teams::team_members))
+        .add(routes!(orgs::teams::add_member, orgs::teams::remove_member))
+        .add(routes!(orgs::teams::add_repo))
+        .add(routes!(keys::delete))
+        .add(routes!(protections::list, protections::create))
+        .add(routes!(
+            protections::get,
+            protections::edit,
+            protections::delete
+        ))
+        .add(routes!(repos::put_collaborator, repos::delete_collaborator))
+        .add_in_places(&hooks::PLACES, routes!(hooks::list, hooks::create))
+        .add_in_places(
+            &hooks::PLACES,
+            routes!(hooks::get, hooks::edit, hooks::delete),
+        )
+        .add_in_places(&hooks::PLACES, routes!(hooks::deliveries))
+        .add_in_places(&hooks::PLACES, routes!(hooks::delivery))
+        .add_in_places(&hooks::PLACES, routes!(hooks::redeliver))
+        .add_in_places(&hooks::PLACES, routes!(hooks::redeliver_dead))
+        .add_in_places(&hooks::PLACES, routes!(hooks::test))
+        .add(routes!(hooks::dead))
+        .add(routes!(issues::list, issues::create))
+        .add(routes!(issues::get, issues::edit, issues::delete))
+        .add(routes!(issues::lock, issues::unlock))
+        .add(routes!(
+            issues::comments::comments,
+            issues::comments::add_comment
+        ))
+        .add(routes!(
+            issues::comments::edit_comment,
+            issues::comments::delete_comment
+        ))
+        .add(routes!(issues::labels::add_labels))
+        .add(routes!(issues::labels::remove_label))
+        .add(routes!(
+            issues::labels::labels,
+            issues::labels::create_label
+        ))
+        .add(routes!(
+            issues::labels::get_label,
+            issues::labels::edit_label,
+            issues::labels::delete_label
+        ))
+}
+
+/// The API's routes and their description, built together so that neither
+/// can name a path the other lacks.
+#[derive(Default)]
+struct Operations {
+    /// Served under the version layer.
+    router: Router<App>,
+    /// Served as written (`/api/healthz`).
+    unversioned: Router<App>,
+    paths: utoipa::openapi::path::Paths,
+    schemas: Vec<(
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    )>,
+}
+
+impl Operations {
+    /// Serves the handlers of one path, described at `/api/v1/…`, under
+    /// `/api/{version}/…` and, without a version segment, `/api/…` (where
+    /// `Accept` or `[api] DEFAULT_VERSION` decides).
+    fn add(mut self, operation: UtoipaMethodRouter<App>) -> Self {
+        let (path, handlers) = self.describe(operation);
+        let rest = path
+            .strip_prefix("/api/v1")
+            .unwrap_or_else(|| panic!("{path}: a versioned operation's path starts with /api/v1"));
+        self.router = self
+            .router
+            .route(&format!("/api/{{version}}{rest}"), handlers.clone())
+            .route(&format!("/api{rest}"), handlers);
+        self
+    }
+
+    /// Serves the handlers of one path, written relative to a place, under
+    /// each place's prefix: described with the place's tag, and with the
+    /// prefix's parameters before the operation's own.
+    fn add_in_places(
+        mut self,
+        places: &[hooks::Place],
+        (schemas, paths, handlers): UtoipaMethodRouter<App>,
+    ) -> Self {
+        for place in places {
+            let mut paths = paths.clone();
+            for item in paths.paths.values_mut() {
+                for op in item_operations(item) {
+                    op.tags = Some(vec![place.tag.to_string()]);
+                    let mut params = (place.params)();
+                    params.extend(op.parameters.take().unwrap_or_default());
+                    op.parameters = Some(params);
+                }
+            }
+            paths.paths = paths
+                .paths
+                .into_iter()
+                .map(|(path, item)| (format!("{}{path}", place.prefix), item))
+                .collect();
+            self = self.add((schemas.clone(), paths, handlers.clone()));
+        }
+        self
+    }
+
+    /// Serves the handlers of one path at that path, outside the versions.
+    fn add_unversioned(mut self, operation: UtoipaMethodRouter<App>) -> Self {
+        let (path, handlers) = self.describe(operation);
+        self.unversioned = self.unversioned.route(&path, handlers);
+        self
+    }
+
+    /// Adds the description of one `routes!` and returns its path: the
+    /// handlers of one `routes!` share a router, so they must share a path.
+    fn describe(
+        &mut self,
+        (schemas, paths, handlers): UtoipaMethodRouter<App>,
+    ) -> (String, MethodRouter<App>) {
+        let names: Vec<&String> = paths.paths.keys().collect();
+        let [path] = names[..] else {
+            panic!("one routes! names the handlers of one path, not of {names:?}");
+        };
+        let path = path.clone();
+        self.paths.paths.extend(paths.paths);
+        self.schemas.extend(schemas);
+        (path, handlers)
+    }
+}
+
+/// The operations of a path item, each method's.
+pub(crate) fn item_operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// The API's description: every operation's, with the standard answers.
+pub fn description() -> utoipa::openapi::OpenApi {
+    let operations = operations();
+    openapi::complete(operations.paths, operations.schemas)
 }
 
 /// The JSON 404 for unknown paths under `/api/`.

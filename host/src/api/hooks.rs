@@ -4,14 +4,19 @@
 //! administrators), each with its delivery log, redelivery and test; and the
 //! dead letters across every hook (`/admin/webhooks/dead`).
 
-mod bodies;
+mod operations;
 mod scopes;
 mod views;
 
 use axum::Json;
 use axum::extract::{OriginalUri, State};
 
-pub(crate) use scopes::{org, repo, system};
+pub(crate) use operations::{
+    __path_create, __path_delete, __path_deliveries, __path_delivery, __path_edit, __path_get,
+    __path_list, __path_redeliver, __path_redeliver_dead, __path_test, create, delete, deliveries,
+    delivery, edit, get, list, redeliver, redeliver_dead, test,
+};
+pub(crate) use scopes::{PLACES, Place};
 
 use super::pagination::{CursorPage, CursorQuery, UrlBase, cursor_page};
 use super::{ApiError, ApiQuery, ErrorBody, Principal};

@@ -6,11 +6,6 @@ use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{
-    __path_health, applications, factors, hooks, issues, keys, orgs, plugins, protections, repos,
-    server_info, sessions, sources, tokens, users,
-};
-
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -19,130 +14,8 @@ use super::{
         description = "Postern's JSON API, version 1. Conventions (errors, paging, links, versions): docs/api.md. \
                        Version 2 serves the same paths under /api/v2/ with nested user bodies."
     ),
-    paths(
-        health,
-        server_info::version,
-        server_info::api_settings,
-        users::me,
-        users::admin_list,
-        users::admin_get,
-        users::admin_edit,
-        sessions::list,
-        sessions::get,
-        sessions::revoke,
-        plugins::list,
-        sources::list,
-        sources::create,
-        sources::delete,
-        sources::edit,
-        sources::test,
-        sources::sync,
-        sources::oauth2_list,
-        sources::oauth2_get,
-        sources::oauth2_create,
-        sources::oauth2_edit,
-        sources::oauth2_replace,
-        sources::oauth2_delete,
-        sources::oauth2_test,
-        tokens::create,
-        tokens::list,
-        tokens::delete,
-        repos::create,
-        repos::list_mine,
-        repos::get,
-        repos::collaborators,
-        repos::put_collaborator,
-        repos::delete_collaborator,
-        factors::begin,
-        factors::confirm,
-        factors::regenerate,
-        factors::forget_devices,
-        factors::list,
-        factors::remove,
-        factors::disable_totp,
-        factors::begin_key,
-        factors::confirm_key,
-        keys::create,
-        keys::list,
-        keys::delete,
-        applications::create,
-        applications::list,
-        applications::get,
-        applications::edit,
-        applications::delete,
-        applications::org_create,
-        applications::org_list,
-        applications::org_edit,
-        applications::org_delete,
-        protections::create,
-        protections::list,
-        protections::get,
-        protections::edit,
-        protections::delete,
-        orgs::create,
-        orgs::get,
-        orgs::edit,
-        orgs::teams::create_team,
-        orgs::teams::teams,
-        orgs::teams::team_members,
-        orgs::teams::add_member,
-        orgs::teams::remove_member,
-        orgs::teams::add_repo,
-        orgs::create_repo,
-        orgs::repos,
-        issues::list,
-        issues::create,
-        issues::get,
-        issues::edit,
-        issues::delete,
-        issues::lock,
-        issues::unlock,
-        issues::comments::comments,
-        issues::comments::add_comment,
-        issues::comments::edit_comment,
-        issues::comments::delete_comment,
-        issues::labels::labels,
-        issues::labels::create_label,
-        issues::labels::get_label,
-        issues::labels::edit_label,
-        issues::labels::delete_label,
-        issues::labels::add_labels,
-        issues::labels::remove_label,
-        hooks::repo::list,
-        hooks::repo::create,
-        hooks::repo::get,
-        hooks::repo::edit,
-        hooks::repo::delete,
-        hooks::repo::deliveries,
-        hooks::repo::delivery,
-        hooks::repo::redeliver,
-        hooks::repo::redeliver_dead,
-        hooks::repo::test,
-        hooks::org::list,
-        hooks::org::create,
-        hooks::org::get,
-        hooks::org::edit,
-        hooks::org::delete,
-        hooks::org::deliveries,
-        hooks::org::delivery,
-        hooks::org::redeliver,
-        hooks::org::redeliver_dead,
-        hooks::org::test,
-        hooks::system::list,
-        hooks::system::create,
-        hooks::system::get,
-        hooks::system::edit,
-        hooks::system::delete,
-        hooks::system::deliveries,
-        hooks::system::delivery,
-        hooks::system::redeliver,
-        hooks::system::redeliver_dead,
-        hooks::system::test,
-        hooks::dead,
-        repos::delete,
-    ),
     components(schemas(super::ErrorBody, super::links::Link)),
-    modifiers(&SessionCookie, &StandardAnswers),
+    modifiers(&SessionCookie),
     tags(
         (name = "user", description = "The signed-in user"),
         (name = "admin", description = "Site administration"),
@@ -152,7 +25,26 @@ use super::{
         (name = "meta", description = "The service itself"),
     )
 )]
-pub struct ApiDoc;
+struct ApiDoc;
+
+/// The description: the document's head, the operations' paths and the
+/// schemas they name, then the standard answers over all of them.
+pub(super) fn complete(
+    paths: utoipa::openapi::path::Paths,
+    schemas: Vec<(
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    )>,
+) -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    doc.paths = paths;
+    doc.components
+        .get_or_insert_with(Default::default)
+        .schemas
+        .extend(schemas);
+    StandardAnswers.modify(&mut doc);
+    doc
+}
 
 struct SessionCookie;
 
@@ -282,14 +174,7 @@ impl Modify for StandardAnswers {
                 .build()
         };
         for (path, item) in openapi.paths.paths.iter_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ];
-            for op in operations.into_iter().flatten() {
+            for op in super::item_operations(item) {
                 Self::secure(op);
                 // A path struct without fields (`/admin/hooks` has no
                 // parameter of its own) describes no parameters.
@@ -309,14 +194,16 @@ impl Modify for StandardAnswers {
 
 /// The description as pretty JSON, as checked in at docs/openapi.json.
 pub fn pretty() -> String {
-    ApiDoc::openapi()
+    super::description()
         .to_pretty_json()
         .expect("the OpenAPI description serialises")
         + "\n"
 }
 
-pub(crate) async fn json() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+pub(crate) async fn json() -> Json<&'static utoipa::openapi::OpenApi> {
+    // Made once: it is the same for the life of the process.
+    static DESCRIPTION: std::sync::OnceLock<utoipa::openapi::OpenApi> = std::sync::OnceLock::new();
+    Json(DESCRIPTION.get_or_init(super::description))
 }
 
 #[cfg(test)]
