@@ -166,16 +166,12 @@ fn enabled(app: &App) -> Result<(), ApiError> {
 }
 
 /// Registers an application.
-#[utoipa::path(
-    post, path = "/api/v1/user/applications/oauth2", tag = "user",
-    request_body = CreateApplication,
-    responses(
-        (status = 201, description = "The application, with its client secret (shown once)", body = ApplicationView),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 404, description = "The OAuth2 provider is off", body = ErrorBody),
-        (status = 422, description = "A name, redirect URI or ID token algorithm is missing or invalid", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/user/applications/oauth2", tag = "user", request_body = CreateApplication, responses(
+    (status = 201, description = "The application, with its client secret (shown once)", body = ApplicationView),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 404, description = "The OAuth2 provider is off", body = ErrorBody),
+    (status = 422, description = "A name, redirect URI or ID token algorithm is missing or invalid", body = ErrorBody),
+))]
 pub(crate) async fn create(
     State(app): State<App>,
     version: ApiVersion,
@@ -192,15 +188,11 @@ pub(crate) async fn create(
 }
 
 /// The signed-in user's applications.
-#[utoipa::path(
-    get, path = "/api/v1/user/applications/oauth2", tag = "user",
-    params(PageQuery),
-    responses(
-        (status = 200, description = "A page of applications, without secrets", body = Listed<ApplicationView>),
-        (status = 403, description = "The token lacks read:user", body = ErrorBody),
-        (status = 404, description = "The OAuth2 provider is off", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/user/applications/oauth2", tag = "user", params(PageQuery), responses(
+    (status = 200, description = "A page of applications, without secrets", body = Listed<ApplicationView>),
+    (status = 403, description = "The token lacks read:user", body = ErrorBody),
+    (status = 404, description = "The OAuth2 provider is off", body = ErrorBody),
+))]
 pub(crate) async fn list(
     State(app): State<App>,
     version: ApiVersion,
@@ -223,15 +215,11 @@ pub(crate) struct AppPath {
 }
 
 /// One of the signed-in user's applications.
-#[utoipa::path(
-    get, path = "/api/v1/user/applications/oauth2/{id}", tag = "user",
-    params(AppPath),
-    responses(
-        (status = 200, description = "The application, without its secret", body = ApplicationView),
-        (status = 403, description = "The token lacks read:user", body = ErrorBody),
-        (status = 404, description = "No such application of yours", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/user/applications/oauth2/{id}", tag = "user", params(AppPath), responses(
+    (status = 200, description = "The application, without its secret", body = ApplicationView),
+    (status = 403, description = "The token lacks read:user", body = ErrorBody),
+    (status = 404, description = "No such application of yours", body = ErrorBody),
+))]
 pub(crate) async fn get(
     State(app): State<App>,
     version: ApiVersion,
@@ -246,17 +234,12 @@ pub(crate) async fn get(
 
 /// Changes one of the signed-in user's applications, or regenerates its
 /// secret.
-#[utoipa::path(
-    patch, path = "/api/v1/user/applications/oauth2/{id}", tag = "user",
-    params(AppPath),
-    request_body = EditApplication,
-    responses(
-        (status = 200, description = "The application; with its new secret when regenerated", body = ApplicationView),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 404, description = "No such application of yours", body = ErrorBody),
-        (status = 422, description = "A name, redirect URI or ID token algorithm is invalid", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(patch, path = "/api/v1/user/applications/oauth2/{id}", tag = "user", params(AppPath), request_body = EditApplication, responses(
+    (status = 200, description = "The application; with its new secret when regenerated", body = ApplicationView),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 404, description = "No such application of yours", body = ErrorBody),
+    (status = 422, description = "A name, redirect URI or ID token algorithm is invalid", body = ErrorBody),
+))]
 pub(crate) async fn edit(
     State(app): State<App>,
     version: ApiVersion,
@@ -272,15 +255,11 @@ pub(crate) async fn edit(
 
 /// Deletes one of the signed-in user's applications; every token it holds
 /// stops working.
-#[utoipa::path(
-    delete, path = "/api/v1/user/applications/oauth2/{id}", tag = "user",
-    params(AppPath),
-    responses(
-        (status = 204, description = "The application is deleted"),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 404, description = "No such application of yours", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/user/applications/oauth2/{id}", tag = "user", params(AppPath), responses(
+    (status = 204, description = "The application is deleted"),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 404, description = "No such application of yours", body = ErrorBody),
+))]
 pub(crate) async fn delete(
     State(app): State<App>,
     who: Principal,
@@ -315,17 +294,12 @@ fn org_base(version: ApiVersion, org: &str) -> String {
 
 /// Registers an application owned by an organization. Permission:
 /// organization owner (or site administrator).
-#[utoipa::path(
-    post, path = "/api/v1/orgs/{org}/applications/oauth2", tag = "organization",
-    params(OrgPath),
-    request_body = CreateApplication,
-    responses(
-        (status = 201, description = "The application, with its client secret (shown once)", body = ApplicationView),
-        (status = 403, description = "Not an owner of the organization, or the token lacks write:organization", body = ErrorBody),
-        (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
-        (status = 422, description = "A name, redirect URI or ID token algorithm is missing or invalid", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/orgs/{org}/applications/oauth2", tag = "organization", params(OrgPath), request_body = CreateApplication, responses(
+    (status = 201, description = "The application, with its client secret (shown once)", body = ApplicationView),
+    (status = 403, description = "Not an owner of the organization, or the token lacks write:organization", body = ErrorBody),
+    (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
+    (status = 422, description = "A name, redirect URI or ID token algorithm is missing or invalid", body = ErrorBody),
+))]
 pub(crate) async fn org_create(
     State(app): State<App>,
     version: ApiVersion,
@@ -344,15 +318,11 @@ pub(crate) async fn org_create(
 }
 
 /// An organization's applications. Permission: organization owner.
-#[utoipa::path(
-    get, path = "/api/v1/orgs/{org}/applications/oauth2", tag = "organization",
-    params(OrgPath, PageQuery),
-    responses(
-        (status = 200, description = "A page of applications, without secrets", body = Listed<ApplicationView>),
-        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
-        (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/orgs/{org}/applications/oauth2", tag = "organization", params(OrgPath, PageQuery), responses(
+    (status = 200, description = "A page of applications, without secrets", body = Listed<ApplicationView>),
+    (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+    (status = 404, description = "No such organization, or the OAuth2 provider is off", body = ErrorBody),
+))]
 pub(crate) async fn org_list(
     State(app): State<App>,
     version: ApiVersion,
@@ -370,17 +340,12 @@ pub(crate) async fn org_list(
 
 /// Changes an organization's application, or regenerates its secret.
 /// Permission: organization owner.
-#[utoipa::path(
-    patch, path = "/api/v1/orgs/{org}/applications/oauth2/{id}", tag = "organization",
-    params(OrgAppPath),
-    request_body = EditApplication,
-    responses(
-        (status = 200, description = "The application; with its new secret when regenerated", body = ApplicationView),
-        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
-        (status = 404, description = "No such application of the organization", body = ErrorBody),
-        (status = 422, description = "A name, redirect URI or ID token algorithm is invalid", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(patch, path = "/api/v1/orgs/{org}/applications/oauth2/{id}", tag = "organization", params(OrgAppPath), request_body = EditApplication, responses(
+    (status = 200, description = "The application; with its new secret when regenerated", body = ApplicationView),
+    (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+    (status = 404, description = "No such application of the organization", body = ErrorBody),
+    (status = 422, description = "A name, redirect URI or ID token algorithm is invalid", body = ErrorBody),
+))]
 pub(crate) async fn org_edit(
     State(app): State<App>,
     version: ApiVersion,
@@ -395,15 +360,11 @@ pub(crate) async fn org_edit(
 }
 
 /// Deletes an organization's application. Permission: organization owner.
-#[utoipa::path(
-    delete, path = "/api/v1/orgs/{org}/applications/oauth2/{id}", tag = "organization",
-    params(OrgAppPath),
-    responses(
-        (status = 204, description = "The application is deleted"),
-        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
-        (status = 404, description = "No such application of the organization", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/orgs/{org}/applications/oauth2/{id}", tag = "organization", params(OrgAppPath), responses(
+    (status = 204, description = "The application is deleted"),
+    (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+    (status = 404, description = "No such application of the organization", body = ErrorBody),
+))]
 pub(crate) async fn org_delete(
     State(app): State<App>,
     who: Principal,

@@ -33,14 +33,11 @@ pub struct TotpCode {
 
 /// Begins enrolling TOTP. Permission: signed in (session or password; the
 /// user has no second factor yet).
-#[utoipa::path(
-    post, path = "/api/v1/user/2fa/totp", tag = "user",
-    responses(
-        (status = 201, description = "The enrolment, to confirm with a code", body = TotpEnrollment),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 409, description = "TOTP is already enabled", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/user/2fa/totp", tag = "user", responses(
+    (status = 201, description = "The enrolment, to confirm with a code", body = TotpEnrollment),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 409, description = "TOTP is already enabled", body = ErrorBody),
+))]
 pub(crate) async fn begin(
     State(app): State<App>,
     who: Principal,
@@ -62,16 +59,12 @@ pub struct BackupCodes {
 }
 
 /// Confirms the TOTP enrolment with a current code.
-#[utoipa::path(
-    post, path = "/api/v1/user/2fa/totp/confirm", tag = "user",
-    request_body = TotpCode,
-    responses(
-        (status = 200, description = "TOTP is enabled; the backup codes, shown once", body = BackupCodes),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 404, description = "No enrolment in progress", body = ErrorBody),
-        (status = 422, description = "The code is wrong or expired", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/user/2fa/totp/confirm", tag = "user", request_body = TotpCode, responses(
+    (status = 200, description = "TOTP is enabled; the backup codes, shown once", body = BackupCodes),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 404, description = "No enrolment in progress", body = ErrorBody),
+    (status = 422, description = "The code is wrong or expired", body = ErrorBody),
+))]
 pub(crate) async fn confirm(
     State(app): State<App>,
     who: Principal,
@@ -86,15 +79,11 @@ pub(crate) async fn confirm(
 
 /// Replaces the backup codes with ten new ones. Permission: signed in, with
 /// a second factor.
-#[utoipa::path(
-    post, path = "/api/v1/user/2fa/backup_codes", tag = "user",
-    responses(
-        (status = 200, description = "The new backup codes, shown once", body = BackupCodes),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 409, description = "No second factor is enabled", body = ErrorBody),
-    ),
-    security(("session" = []), ("token" = []))
-)]
+#[utoipa::path(post, path = "/api/v1/user/2fa/backup_codes", tag = "user", security(("session" = []), ("token" = [])), responses(
+    (status = 200, description = "The new backup codes, shown once", body = BackupCodes),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 409, description = "No second factor is enabled", body = ErrorBody),
+))]
 pub(crate) async fn regenerate(
     State(app): State<App>,
     who: Principal,
@@ -111,14 +100,10 @@ pub(crate) async fn regenerate(
 
 /// Forgets every browser remembered after a second step: each asks for the
 /// second step again at its next sign-in.
-#[utoipa::path(
-    delete, path = "/api/v1/user/2fa/remembered_devices", tag = "user",
-    responses(
-        (status = 204, description = "No browser is remembered any more"),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-    ),
-    security(("session" = []), ("token" = []))
-)]
+#[utoipa::path(delete, path = "/api/v1/user/2fa/remembered_devices", tag = "user", security(("session" = []), ("token" = [])), responses(
+    (status = 204, description = "No browser is remembered any more"),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+))]
 pub(crate) async fn forget_devices(
     State(app): State<App>,
     who: Principal,
@@ -130,14 +115,10 @@ pub(crate) async fn forget_devices(
 
 /// The signed-in user's second factors: the authenticator app and each
 /// security key.
-#[utoipa::path(
-    get, path = "/api/v1/user/2fa", tag = "user",
-    params(PageQuery),
-    responses(
-        (status = 200, description = "A page of factors, oldest first", body = Listed<Factor>),
-        (status = 403, description = "The token lacks read:user", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/user/2fa", tag = "user", params(PageQuery), responses(
+    (status = 200, description = "A page of factors, oldest first", body = Listed<Factor>),
+    (status = 403, description = "The token lacks read:user", body = ErrorBody),
+))]
 pub(crate) async fn list(
     State(app): State<App>,
     who: Principal,
@@ -159,16 +140,11 @@ pub(crate) struct FactorPath {
 
 /// Removes one second factor (a security key, or the authenticator app).
 /// When it was the last, the backup codes and remembered browsers go too.
-#[utoipa::path(
-    delete, path = "/api/v1/user/2fa/{id}", tag = "user",
-    params(FactorPath),
-    responses(
-        (status = 204, description = "Removed"),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 404, description = "The user has no such factor", body = ErrorBody),
-    ),
-    security(("session" = []), ("token" = []))
-)]
+#[utoipa::path(delete, path = "/api/v1/user/2fa/{id}", tag = "user", params(FactorPath), security(("session" = []), ("token" = [])), responses(
+    (status = 204, description = "Removed"),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 404, description = "The user has no such factor", body = ErrorBody),
+))]
 pub(crate) async fn remove(
     State(app): State<App>,
     who: Principal,
@@ -180,15 +156,11 @@ pub(crate) async fn remove(
 }
 
 /// Turns the authenticator app off.
-#[utoipa::path(
-    delete, path = "/api/v1/user/2fa/totp", tag = "user",
-    responses(
-        (status = 204, description = "TOTP is off"),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 404, description = "TOTP was not enabled", body = ErrorBody),
-    ),
-    security(("session" = []), ("token" = []))
-)]
+#[utoipa::path(delete, path = "/api/v1/user/2fa/totp", tag = "user", security(("session" = []), ("token" = [])), responses(
+    (status = 204, description = "TOTP is off"),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 404, description = "TOTP was not enabled", body = ErrorBody),
+))]
 pub(crate) async fn disable_totp(
     State(app): State<App>,
     who: Principal,
@@ -209,13 +181,10 @@ pub struct KeyRegistration {
 
 /// Begins registering a security key (WebAuthn). Finish with
 /// `POST /api/v1/user/2fa/webauthn/confirm` within `[webauthn] TIMEOUT`.
-#[utoipa::path(
-    post, path = "/api/v1/user/2fa/webauthn", tag = "user",
-    responses(
-        (status = 201, description = "The options for the browser", body = KeyRegistration),
-        (status = 403, description = "The token lacks write:user, or WebAuthn is off", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/user/2fa/webauthn", tag = "user", responses(
+    (status = 201, description = "The options for the browser", body = KeyRegistration),
+    (status = 403, description = "The token lacks write:user, or WebAuthn is off", body = ErrorBody),
+))]
 pub(crate) async fn begin_key(
     State(app): State<App>,
     who: Principal,
@@ -250,16 +219,12 @@ pub struct KeyRegistered {
 }
 
 /// Finishes registering a security key.
-#[utoipa::path(
-    post, path = "/api/v1/user/2fa/webauthn/confirm", tag = "user",
-    request_body = KeyConfirmation,
-    responses(
-        (status = 201, description = "The key is registered", body = KeyRegistered),
-        (status = 403, description = "The token lacks write:user, or WebAuthn is off", body = ErrorBody),
-        (status = 404, description = "No registration in progress", body = ErrorBody),
-        (status = 422, description = "The credential was not accepted, or the name is bad", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/user/2fa/webauthn/confirm", tag = "user", request_body = KeyConfirmation, responses(
+    (status = 201, description = "The key is registered", body = KeyRegistered),
+    (status = 403, description = "The token lacks write:user, or WebAuthn is off", body = ErrorBody),
+    (status = 404, description = "No registration in progress", body = ErrorBody),
+    (status = 422, description = "The credential was not accepted, or the name is bad", body = ErrorBody),
+))]
 pub(crate) async fn confirm_key(
     State(app): State<App>,
     who: Principal,

@@ -29,14 +29,10 @@ use views::{DeliveryView, delivery_view};
 
 /// Dead deliveries across every hook, newest first. Permission: site
 /// administrators.
-#[utoipa::path(
-    get, path = "/api/v1/admin/webhooks/dead", tag = "admin",
-    params(CursorQuery),
-    responses(
-        (status = 200, description = "A page of dead deliveries", body = CursorPage<DeliveryView>),
-        (status = 400, description = "A bad cursor", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/admin/webhooks/dead", tag = "admin", params(CursorQuery), responses(
+    (status = 200, description = "A page of dead deliveries", body = CursorPage<DeliveryView>),
+    (status = 400, description = "A bad cursor", body = ErrorBody),
+))]
 pub(crate) async fn dead(
     State(app): State<App>,
     who: Principal,

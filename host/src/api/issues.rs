@@ -162,17 +162,12 @@ impl IssueFilter {
 }
 
 /// A repository's issues, newest first. Permission: read.
-#[utoipa::path(
-    get, path = "/api/v1/repos/{owner}/{repo}/issues", tag = "issue",
-    params(RepoPath, IssueFilter, PageQuery),
-    responses(
-        (status = 200, description = "A page of issues", body = Listed<IssueView>),
-        (status = 400, description = "A bad filter or paging value", body = ErrorBody),
-        (status = 403, description = "The token does not cover this repository", body = ErrorBody),
-        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/issues", tag = "issue", params(RepoPath, IssueFilter, PageQuery), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "A page of issues", body = Listed<IssueView>),
+    (status = 400, description = "A bad filter or paging value", body = ErrorBody),
+    (status = 403, description = "The token does not cover this repository", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn list(
     State(app): State<App>,
     MaybePrincipal(caller): MaybePrincipal,
@@ -215,17 +210,12 @@ pub struct CreateIssue {
 }
 
 /// Opens an issue. Permission: write (labels and assignees too).
-#[utoipa::path(
-    post, path = "/api/v1/repos/{owner}/{repo}/issues", tag = "issue",
-    params(RepoPath),
-    request_body = CreateIssue,
-    responses(
-        (status = 201, description = "The issue", body = IssueView),
-        (status = 403, description = "Not allowed to open issues here", body = ErrorBody),
-        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-        (status = 422, description = "A field is wrong", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/repos/{owner}/{repo}/issues", tag = "issue", params(RepoPath), request_body = CreateIssue, responses(
+    (status = 201, description = "The issue", body = IssueView),
+    (status = 403, description = "Not allowed to open issues here", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+    (status = 422, description = "A field is wrong", body = ErrorBody),
+))]
 pub(crate) async fn create(
     State(app): State<App>,
     who: Principal,
@@ -261,16 +251,11 @@ pub(crate) async fn create(
 }
 
 /// One issue. Permission: read.
-#[utoipa::path(
-    get, path = "/api/v1/repos/{owner}/{repo}/issues/{index}", tag = "issue",
-    params(IssuePath),
-    responses(
-        (status = 200, description = "The issue", body = IssueView),
-        (status = 403, description = "The token does not cover this repository", body = ErrorBody),
-        (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/issues/{index}", tag = "issue", params(IssuePath), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "The issue", body = IssueView),
+    (status = 403, description = "The token does not cover this repository", body = ErrorBody),
+    (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn get(
     State(app): State<App>,
     MaybePrincipal(caller): MaybePrincipal,
@@ -296,17 +281,12 @@ pub struct EditIssue {
 
 /// Changes an issue: title, body and state (write, or the author),
 /// assignees (write).
-#[utoipa::path(
-    patch, path = "/api/v1/repos/{owner}/{repo}/issues/{index}", tag = "issue",
-    params(IssuePath),
-    request_body = EditIssue,
-    responses(
-        (status = 201, description = "The issue as changed", body = IssueView),
-        (status = 403, description = "Not allowed to change this issue", body = ErrorBody),
-        (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-        (status = 422, description = "A field is wrong", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(patch, path = "/api/v1/repos/{owner}/{repo}/issues/{index}", tag = "issue", params(IssuePath), request_body = EditIssue, responses(
+    (status = 201, description = "The issue as changed", body = IssueView),
+    (status = 403, description = "Not allowed to change this issue", body = ErrorBody),
+    (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
+    (status = 422, description = "A field is wrong", body = ErrorBody),
+))]
 pub(crate) async fn edit(
     State(app): State<App>,
     who: Principal,
@@ -354,15 +334,11 @@ pub(crate) async fn edit(
 }
 
 /// Deletes an issue. Permission: admin.
-#[utoipa::path(
-    delete, path = "/api/v1/repos/{owner}/{repo}/issues/{index}", tag = "issue",
-    params(IssuePath),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/repos/{owner}/{repo}/issues/{index}", tag = "issue", params(IssuePath), responses(
+    (status = 204, description = "Deleted"),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn delete(
     State(app): State<App>,
     who: Principal,
@@ -376,15 +352,11 @@ pub(crate) async fn delete(
 }
 
 /// Locks an issue: only admins comment on it. Permission: admin.
-#[utoipa::path(
-    put, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/lock", tag = "issue",
-    params(IssuePath),
-    responses(
-        (status = 204, description = "Locked"),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(put, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/lock", tag = "issue", params(IssuePath), responses(
+    (status = 204, description = "Locked"),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn lock(
     State(app): State<App>,
     who: Principal,
@@ -394,15 +366,11 @@ pub(crate) async fn lock(
 }
 
 /// Unlocks an issue. Permission: admin.
-#[utoipa::path(
-    delete, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/lock", tag = "issue",
-    params(IssuePath),
-    responses(
-        (status = 204, description = "Unlocked"),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/lock", tag = "issue", params(IssuePath), responses(
+    (status = 204, description = "Unlocked"),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn unlock(
     State(app): State<App>,
     who: Principal,

@@ -56,16 +56,12 @@ pub struct CreateKey {
 }
 
 /// Adds a key.
-#[utoipa::path(
-    post, path = "/api/v1/user/keys", tag = "user",
-    request_body = CreateKey,
-    responses(
-        (status = 201, description = "The key", body = KeyView),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 409, description = "The key is already in use", body = ErrorBody),
-        (status = 422, description = "Not an OpenSSH public key", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/user/keys", tag = "user", request_body = CreateKey, responses(
+    (status = 201, description = "The key", body = KeyView),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 409, description = "The key is already in use", body = ErrorBody),
+    (status = 422, description = "Not an OpenSSH public key", body = ErrorBody),
+))]
 pub(crate) async fn create(
     State(app): State<App>,
     version: ApiVersion,
@@ -78,14 +74,10 @@ pub(crate) async fn create(
 }
 
 /// The signed-in user's keys.
-#[utoipa::path(
-    get, path = "/api/v1/user/keys", tag = "user",
-    params(PageQuery),
-    responses(
-        (status = 200, description = "A page of keys", body = Listed<KeyView>),
-        (status = 403, description = "The token lacks read:user", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/user/keys", tag = "user", params(PageQuery), responses(
+    (status = 200, description = "A page of keys", body = Listed<KeyView>),
+    (status = 403, description = "The token lacks read:user", body = ErrorBody),
+))]
 pub(crate) async fn list(
     State(app): State<App>,
     version: ApiVersion,
@@ -106,15 +98,11 @@ pub(crate) struct KeyPath {
 }
 
 /// Deletes one of the signed-in user's keys.
-#[utoipa::path(
-    delete, path = "/api/v1/user/keys/{id}", tag = "user",
-    params(KeyPath),
-    responses(
-        (status = 204, description = "The key is deleted"),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 404, description = "No such key of yours", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/user/keys/{id}", tag = "user", params(KeyPath), responses(
+    (status = 204, description = "The key is deleted"),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 404, description = "No such key of yours", body = ErrorBody),
+))]
 pub(crate) async fn delete(
     State(app): State<App>,
     who: Principal,

@@ -94,16 +94,12 @@ pub(super) async fn owned_org(app: &App, who: &Principal, name: &str) -> Result<
 /// Creates an organization; the creator joins its Owners team. With
 /// `[service] ALLOW_ONLY_ADMIN_CREATE_ORG` only site administrators may;
 /// with `DISABLE_REGISTRATION_ORG` accounts made on the sign-up page may not.
-#[utoipa::path(
-    post, path = "/api/v1/orgs", tag = "organization",
-    request_body = CreateOrg,
-    responses(
-        (status = 201, description = "The organization", body = OrgView),
-        (status = 403, description = "Organization creation is for administrators", body = ErrorBody),
-        (status = 409, description = "The name is taken", body = ErrorBody),
-        (status = 422, description = "An invalid name", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/orgs", tag = "organization", request_body = CreateOrg, responses(
+    (status = 201, description = "The organization", body = OrgView),
+    (status = 403, description = "Organization creation is for administrators", body = ErrorBody),
+    (status = 409, description = "The name is taken", body = ErrorBody),
+    (status = 422, description = "An invalid name", body = ErrorBody),
+))]
 pub(crate) async fn create(
     State(app): State<App>,
     version: ApiVersion,
@@ -124,15 +120,10 @@ pub(crate) struct OrgPath {
 }
 
 /// An organization.
-#[utoipa::path(
-    get, path = "/api/v1/orgs/{org}", tag = "organization",
-    params(OrgPath),
-    responses(
-        (status = 200, description = "The organization", body = OrgView),
-        (status = 404, description = "No such organization", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/orgs/{org}", tag = "organization", params(OrgPath), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "The organization", body = OrgView),
+    (status = 404, description = "No such organization", body = ErrorBody),
+))]
 pub(crate) async fn get(
     State(app): State<App>,
     version: ApiVersion,
@@ -180,17 +171,12 @@ pub struct EditOrg {
 }
 
 /// Changes an organization. Permission: organization owner.
-#[utoipa::path(
-    patch, path = "/api/v1/orgs/{org}", tag = "organization",
-    params(OrgPath),
-    request_body = EditOrg,
-    responses(
-        (status = 200, description = "The organization as changed", body = OrgView),
-        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
-        (status = 404, description = "No such organization", body = ErrorBody),
-        (status = 422, description = "An unknown field", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(patch, path = "/api/v1/orgs/{org}", tag = "organization", params(OrgPath), request_body = EditOrg, responses(
+    (status = 200, description = "The organization as changed", body = OrgView),
+    (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+    (status = 404, description = "No such organization", body = ErrorBody),
+    (status = 422, description = "An unknown field", body = ErrorBody),
+))]
 pub(crate) async fn edit(
     State(app): State<App>,
     version: ApiVersion,
@@ -215,18 +201,13 @@ pub(crate) async fn edit(
 
 /// Creates a repository owned by the organization. Permission: organization
 /// owner.
-#[utoipa::path(
-    post, path = "/api/v1/orgs/{org}/repos", tag = "organization",
-    params(OrgPath),
-    request_body = CreateRepo,
-    responses(
-        (status = 201, description = "The repository", body = RepositoryView),
-        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
-        (status = 404, description = "No such organization", body = ErrorBody),
-        (status = 409, description = "The name is taken", body = ErrorBody),
-        (status = 422, description = "An invalid name", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/orgs/{org}/repos", tag = "organization", params(OrgPath), request_body = CreateRepo, responses(
+    (status = 201, description = "The repository", body = RepositoryView),
+    (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+    (status = 404, description = "No such organization", body = ErrorBody),
+    (status = 409, description = "The name is taken", body = ErrorBody),
+    (status = 422, description = "An invalid name", body = ErrorBody),
+))]
 pub(crate) async fn create_repo(
     State(app): State<App>,
     version: ApiVersion,
@@ -243,15 +224,10 @@ pub(crate) async fn create_repo(
 }
 
 /// The organization's repositories the caller may see.
-#[utoipa::path(
-    get, path = "/api/v1/orgs/{org}/repos", tag = "organization",
-    params(OrgPath, PageQuery),
-    responses(
-        (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
-        (status = 404, description = "No such organization", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/orgs/{org}/repos", tag = "organization", params(OrgPath, PageQuery), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
+    (status = 404, description = "No such organization", body = ErrorBody),
+))]
 pub(crate) async fn repos(
     State(app): State<App>,
     version: ApiVersion,

@@ -9,14 +9,9 @@ use crate::state::App;
 
 /// Every plugin with its state and the calls and traps the servers counted.
 /// Permission: site administrator. `full=true` is allowed.
-#[utoipa::path(
-    get, path = "/api/v1/admin/plugins", tag = "admin",
-    params(PageQuery),
-    responses(
-        (status = 200, description = "A page of plugins", body = Listed<PluginInfo>),
-    ),
-    security(("session" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/admin/plugins", tag = "admin", params(PageQuery), security(("session" = [])), responses(
+    (status = 200, description = "A page of plugins", body = Listed<PluginInfo>),
+))]
 pub(crate) async fn list(
     State(app): State<App>,
     _: AdminPrincipal,

@@ -218,18 +218,13 @@ async fn admin_repo(
 /// Creates a rule. New rules take `[repository] DEFAULT_REQUIRE_SIGNED_COMMITS`
 /// and `DEFAULT_DISABLE_PUSH` (as the force-push default) unless the body says
 /// otherwise.
-#[utoipa::path(
-    post, path = "/api/v1/repos/{owner}/{repo}/branch_protections", tag = "repository",
-    params(RepoPath),
-    request_body = BranchProtectionOptions,
-    responses(
-        (status = 201, description = "The rule", body = BranchProtectionView),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-        (status = 409, description = "A rule with this name exists", body = ErrorBody),
-        (status = 422, description = "An invalid rule", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/repos/{owner}/{repo}/branch_protections", tag = "repository", params(RepoPath), request_body = BranchProtectionOptions, responses(
+    (status = 201, description = "The rule", body = BranchProtectionView),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+    (status = 409, description = "A rule with this name exists", body = ErrorBody),
+    (status = 422, description = "An invalid rule", body = ErrorBody),
+))]
 pub(crate) async fn create(
     State(app): State<App>,
     version: ApiVersion,
@@ -257,15 +252,11 @@ pub(crate) async fn create(
 }
 
 /// The repository's rules.
-#[utoipa::path(
-    get, path = "/api/v1/repos/{owner}/{repo}/branch_protections", tag = "repository",
-    params(RepoPath, PageQuery),
-    responses(
-        (status = 200, description = "A page of rules", body = Listed<BranchProtectionView>),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/branch_protections", tag = "repository", params(RepoPath, PageQuery), responses(
+    (status = 200, description = "A page of rules", body = Listed<BranchProtectionView>),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn list(
     State(app): State<App>,
     version: ApiVersion,
@@ -286,15 +277,11 @@ async fn find(app: &App, repo: &Repository, name: &str) -> Result<Protection, Ap
 }
 
 /// One rule.
-#[utoipa::path(
-    get, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository",
-    params(RulePath),
-    responses(
-        (status = 200, description = "The rule", body = BranchProtectionView),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such repository or rule", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository", params(RulePath), responses(
+    (status = 200, description = "The rule", body = BranchProtectionView),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository or rule", body = ErrorBody),
+))]
 pub(crate) async fn get(
     State(app): State<App>,
     version: ApiVersion,
@@ -307,17 +294,12 @@ pub(crate) async fn get(
 }
 
 /// Changes a rule; the fields not given stay as they are.
-#[utoipa::path(
-    patch, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository",
-    params(RulePath),
-    request_body = BranchProtectionOptions,
-    responses(
-        (status = 200, description = "The rule as changed", body = BranchProtectionView),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such repository or rule", body = ErrorBody),
-        (status = 422, description = "An invalid rule, or a rename", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(patch, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository", params(RulePath), request_body = BranchProtectionOptions, responses(
+    (status = 200, description = "The rule as changed", body = BranchProtectionView),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository or rule", body = ErrorBody),
+    (status = 422, description = "An invalid rule, or a rename", body = ErrorBody),
+))]
 pub(crate) async fn edit(
     State(app): State<App>,
     version: ApiVersion,
@@ -342,15 +324,11 @@ pub(crate) async fn edit(
 }
 
 /// Deletes a rule.
-#[utoipa::path(
-    delete, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository",
-    params(RulePath),
-    responses(
-        (status = 204, description = "The rule is deleted"),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such repository or rule", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/repos/{owner}/{repo}/branch_protections/{name}", tag = "repository", params(RulePath), responses(
+    (status = 204, description = "The rule is deleted"),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository or rule", body = ErrorBody),
+))]
 pub(crate) async fn delete(
     State(app): State<App>,
     who: Principal,

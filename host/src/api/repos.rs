@@ -113,16 +113,12 @@ pub struct CreateRepo {
 }
 
 /// Creates a repository owned by the signed-in user.
-#[utoipa::path(
-    post, path = "/api/v1/user/repos", tag = "repository",
-    request_body = CreateRepo,
-    responses(
-        (status = 201, description = "The repository", body = RepositoryView),
-        (status = 403, description = "The token lacks write:repository", body = ErrorBody),
-        (status = 409, description = "The name is taken", body = ErrorBody),
-        (status = 422, description = "An invalid name", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/user/repos", tag = "repository", request_body = CreateRepo, responses(
+    (status = 201, description = "The repository", body = RepositoryView),
+    (status = 403, description = "The token lacks write:repository", body = ErrorBody),
+    (status = 409, description = "The name is taken", body = ErrorBody),
+    (status = 422, description = "An invalid name", body = ErrorBody),
+))]
 pub(crate) async fn create(
     State(app): State<App>,
     version: ApiVersion,
@@ -163,14 +159,10 @@ pub(crate) async fn create_for(
 }
 
 /// The repositories the signed-in user owns or collaborates on.
-#[utoipa::path(
-    get, path = "/api/v1/user/repos", tag = "repository",
-    params(PageQuery),
-    responses(
-        (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
-        (status = 403, description = "The token lacks read:repository", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/user/repos", tag = "repository", params(PageQuery), responses(
+    (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
+    (status = 403, description = "The token lacks read:repository", body = ErrorBody),
+))]
 pub(crate) async fn list_mine(
     State(app): State<App>,
     version: ApiVersion,
@@ -199,16 +191,11 @@ pub(crate) async fn list_mine(
 }
 
 /// A repository. Hidden ones answer 404.
-#[utoipa::path(
-    get, path = "/api/v1/repos/{owner}/{repo}", tag = "repository",
-    params(RepoPath),
-    responses(
-        (status = 200, description = "The repository", body = RepositoryView),
-        (status = 403, description = "The token does not cover this repository", body = ErrorBody),
-        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}", tag = "repository", params(RepoPath), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "The repository", body = RepositoryView),
+    (status = 403, description = "The token does not cover this repository", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn get(
     State(app): State<App>,
     version: ApiVersion,
@@ -232,15 +219,11 @@ pub(crate) async fn get(
 /// Permission: its owner (an organization's owners, site administrators).
 /// Sends `repository.deleted` to the owner's organization hooks and system
 /// hooks (the repository's own hooks go with it).
-#[utoipa::path(
-    delete, path = "/api/v1/repos/{owner}/{repo}", tag = "repository",
-    params(RepoPath),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 403, description = "Not the repository's owner", body = ErrorBody),
-        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/repos/{owner}/{repo}", tag = "repository", params(RepoPath), responses(
+    (status = 204, description = "Deleted"),
+    (status = 403, description = "Not the repository's owner", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn delete(
     State(app): State<App>,
     who: Principal,
@@ -270,15 +253,11 @@ pub struct CollaboratorView {
 }
 
 /// A repository's collaborators. Permission: repository admin.
-#[utoipa::path(
-    get, path = "/api/v1/repos/{owner}/{repo}/collaborators", tag = "repository",
-    params(RepoPath, PageQuery),
-    responses(
-        (status = 200, description = "A page of collaborators", body = Listed<CollaboratorView>),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/collaborators", tag = "repository", params(RepoPath, PageQuery), responses(
+    (status = 200, description = "A page of collaborators", body = Listed<CollaboratorView>),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn collaborators(
     State(app): State<App>,
     who: Principal,
@@ -347,17 +326,12 @@ impl From<Permission> for Level {
 
 /// Adds a collaborator or changes their permission. Permission: repository
 /// admin.
-#[utoipa::path(
-    put, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}", tag = "repository",
-    params(CollaboratorPath),
-    request_body = AddCollaborator,
-    responses(
-        (status = 204, description = "The collaborator is set"),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such repository or user", body = ErrorBody),
-        (status = 422, description = "An unknown permission", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(put, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}", tag = "repository", params(CollaboratorPath), request_body = AddCollaborator, responses(
+    (status = 204, description = "The collaborator is set"),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository or user", body = ErrorBody),
+    (status = 422, description = "An unknown permission", body = ErrorBody),
+))]
 pub(crate) async fn put_collaborator(
     State(app): State<App>,
     who: Principal,
@@ -382,15 +356,11 @@ pub(crate) async fn put_collaborator(
 }
 
 /// Removes a collaborator. Permission: repository admin.
-#[utoipa::path(
-    delete, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}", tag = "repository",
-    params(CollaboratorPath),
-    responses(
-        (status = 204, description = "The collaborator is removed"),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such repository or collaborator", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}", tag = "repository", params(CollaboratorPath), responses(
+    (status = 204, description = "The collaborator is removed"),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository or collaborator", body = ErrorBody),
+))]
 pub(crate) async fn delete_collaborator(
     State(app): State<App>,
     who: Principal,

@@ -29,14 +29,10 @@ pub(crate) fn version_string() -> String {
 }
 
 /// The server's version, as Gitea's `GET /version` answers it.
-#[utoipa::path(
-    get, path = "/api/v1/version", tag = "meta",
-    responses(
-        (status = 200, description = "The version", body = ServerVersion),
-        (status = 401, description = "REQUIRE_SIGNIN_VIEW is on and nobody is signed in", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/version", tag = "meta", security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "The version", body = ServerVersion),
+    (status = 401, description = "REQUIRE_SIGNIN_VIEW is on and nobody is signed in", body = ErrorBody),
+))]
 pub(crate) async fn version(
     State(app): State<App>,
     MaybePrincipal(caller): MaybePrincipal,
@@ -59,14 +55,10 @@ pub struct ApiSettings {
 }
 
 /// The API's paging limits, as Gitea's `GET /settings/api` answers them.
-#[utoipa::path(
-    get, path = "/api/v1/settings/api", tag = "meta",
-    responses(
-        (status = 200, description = "The limits", body = ApiSettings),
-        (status = 401, description = "REQUIRE_SIGNIN_VIEW is on and nobody is signed in", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/settings/api", tag = "meta", security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "The limits", body = ApiSettings),
+    (status = 401, description = "REQUIRE_SIGNIN_VIEW is on and nobody is signed in", body = ErrorBody),
+))]
 pub(crate) async fn api_settings(
     State(app): State<App>,
     MaybePrincipal(caller): MaybePrincipal,

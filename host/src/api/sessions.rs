@@ -47,15 +47,10 @@ fn view(version: ApiVersion, row: SessionRow, current: Option<&str>) -> SessionV
 
 /// The signed-in user's live sessions, newest first, cursor-paged.
 /// Permission: any signed-in user, for their own sessions.
-#[utoipa::path(
-    get, path = "/api/v1/user/sessions", tag = "user",
-    params(CursorQuery),
-    responses(
-        (status = 200, description = "A page of sessions", body = CursorPage<SessionView>),
-        (status = 400, description = "A bad cursor or page size", body = ErrorBody),
-    ),
-    security(("session" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/user/sessions", tag = "user", params(CursorQuery), security(("session" = [])), responses(
+    (status = 200, description = "A page of sessions", body = CursorPage<SessionView>),
+    (status = 400, description = "A bad cursor or page size", body = ErrorBody),
+))]
 pub(crate) async fn list(
     State(app): State<App>,
     version: ApiVersion,
@@ -93,15 +88,10 @@ pub(crate) struct SessionPath {
 }
 
 /// One of the signed-in user's sessions.
-#[utoipa::path(
-    get, path = "/api/v1/user/sessions/{id}", tag = "user",
-    params(SessionPath),
-    responses(
-        (status = 200, description = "The session", body = SessionView),
-        (status = 404, description = "No such session of yours", body = ErrorBody),
-    ),
-    security(("session" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/user/sessions/{id}", tag = "user", params(SessionPath), security(("session" = [])), responses(
+    (status = 200, description = "The session", body = SessionView),
+    (status = 404, description = "No such session of yours", body = ErrorBody),
+))]
 pub(crate) async fn get(
     State(app): State<App>,
     version: ApiVersion,
@@ -116,15 +106,10 @@ pub(crate) async fn get(
 }
 
 /// Signs one of the signed-in user's sessions out.
-#[utoipa::path(
-    delete, path = "/api/v1/user/sessions/{id}", tag = "user",
-    params(SessionPath),
-    responses(
-        (status = 204, description = "The session is ended"),
-        (status = 404, description = "No such session of yours", body = ErrorBody),
-    ),
-    security(("session" = []))
-)]
+#[utoipa::path(delete, path = "/api/v1/user/sessions/{id}", tag = "user", params(SessionPath), security(("session" = [])), responses(
+    (status = 204, description = "The session is ended"),
+    (status = 404, description = "No such session of yours", body = ErrorBody),
+))]
 pub(crate) async fn revoke(
     State(app): State<App>,
     who: Principal,

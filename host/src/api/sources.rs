@@ -27,13 +27,9 @@ pub(crate) struct SourcePath {
 
 /// The directory sources (`[source.<n>]`), each with its last sync.
 /// Permission: site administrator.
-#[utoipa::path(
-    get, path = "/api/v1/admin/sources", tag = "admin",
-    params(PageQuery),
-    responses(
-        (status = 200, description = "A page of directory sources", body = Listed<DirectorySourceView>),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/admin/sources", tag = "admin", params(PageQuery), responses(
+    (status = 200, description = "A page of directory sources", body = Listed<DirectorySourceView>),
+))]
 pub(crate) async fn list(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -56,14 +52,10 @@ pub struct ConnectionTest {
 
 /// Binds with the source's service account and runs its user search.
 /// Permission: site administrator.
-#[utoipa::path(
-    post, path = "/api/v1/admin/sources/{id}/test", tag = "admin",
-    params(SourcePath),
-    responses(
-        (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
-        (status = 404, description = "No such source", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/admin/sources/{id}/test", tag = "admin", params(SourcePath), responses(
+    (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
+    (status = 404, description = "No such source", body = ErrorBody),
+))]
 pub(crate) async fn test(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -78,14 +70,10 @@ pub(crate) async fn test(
 
 /// Synchronises one directory source now and returns the summary (also when
 /// it is incomplete: `complete` says so). Permission: site administrator.
-#[utoipa::path(
-    post, path = "/api/v1/admin/sources/{id}/sync", tag = "admin",
-    params(SourcePath),
-    responses(
-        (status = 200, description = "The sync's summary", body = Summary),
-        (status = 404, description = "No such source", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/admin/sources/{id}/sync", tag = "admin", params(SourcePath), responses(
+    (status = 200, description = "The sync's summary", body = Summary),
+    (status = 404, description = "No such source", body = ErrorBody),
+))]
 pub(crate) async fn sync(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -102,14 +90,10 @@ pub(crate) async fn sync(
 /// `USER_SEARCH_BASE_DN`, `USER_FILTER`, `ATTRIBUTE_*`, …), each checked as
 /// the ini file's would be. It is stored (the bind password sealed) and
 /// served at once. Permission: site administrator.
-#[utoipa::path(
-    post, path = "/api/v1/admin/sources", tag = "admin",
-    request_body(content = BTreeMap<String, String>, description = "The source's keys and values"),
-    responses(
-        (status = 201, description = "The new source", body = DirectorySourceView),
-        (status = 422, description = "A key or value is wrong, or directory sign-in is off", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/admin/sources", tag = "admin", request_body(content = BTreeMap<String, String>, description = "The source's keys and values"), responses(
+    (status = 201, description = "The new source", body = DirectorySourceView),
+    (status = 422, description = "A key or value is wrong, or directory sign-in is off", body = ErrorBody),
+))]
 pub(crate) async fn create(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -128,17 +112,12 @@ pub(crate) async fn create(
 /// given replace the stored ones, an empty value removes a key; the result is
 /// checked as a whole and served at once. One from the ini file is refused
 /// (409). Permission: site administrator.
-#[utoipa::path(
-    patch, path = "/api/v1/admin/sources/{id}", tag = "admin",
-    params(SourcePath),
-    request_body(content = BTreeMap<String, String>, description = "The keys to change"),
-    responses(
-        (status = 200, description = "The source as changed", body = DirectorySourceView),
-        (status = 404, description = "No such source", body = ErrorBody),
-        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
-        (status = 422, description = "A key or value is wrong", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(patch, path = "/api/v1/admin/sources/{id}", tag = "admin", params(SourcePath), request_body(content = BTreeMap<String, String>, description = "The keys to change"), responses(
+    (status = 200, description = "The source as changed", body = DirectorySourceView),
+    (status = 404, description = "No such source", body = ErrorBody),
+    (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+    (status = 422, description = "A key or value is wrong", body = ErrorBody),
+))]
 pub(crate) async fn edit(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -156,15 +135,11 @@ pub(crate) async fn edit(
 
 /// Removes a directory source added in the panel or over the API; one from
 /// the ini file is refused (409). Permission: site administrator.
-#[utoipa::path(
-    delete, path = "/api/v1/admin/sources/{id}", tag = "admin",
-    params(SourcePath),
-    responses(
-        (status = 204, description = "Removed"),
-        (status = 404, description = "No such source", body = ErrorBody),
-        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/admin/sources/{id}", tag = "admin", params(SourcePath), responses(
+    (status = 204, description = "Removed"),
+    (status = 404, description = "No such source", body = ErrorBody),
+    (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+))]
 pub(crate) async fn delete(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -193,13 +168,9 @@ pub(crate) struct OAuth2Path {
 /// The OAuth 2.0 sources (`[source.oauth2_<name>]` of the ini file, and
 /// those added here), each with its state; never a client secret.
 /// Permission: site administrator.
-#[utoipa::path(
-    get, path = "/api/v1/admin/sources/oauth2", tag = "admin",
-    params(PageQuery),
-    responses(
-        (status = 200, description = "A page of OAuth 2.0 sources", body = Listed<OAuth2SourceView>),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/admin/sources/oauth2", tag = "admin", params(PageQuery), responses(
+    (status = 200, description = "A page of OAuth 2.0 sources", body = Listed<OAuth2SourceView>),
+))]
 pub(crate) async fn oauth2_list(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -211,14 +182,10 @@ pub(crate) async fn oauth2_list(
 }
 
 /// One OAuth 2.0 source. Permission: site administrator.
-#[utoipa::path(
-    get, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
-    params(OAuth2Path),
-    responses(
-        (status = 200, description = "The source", body = OAuth2SourceView),
-        (status = 404, description = "No such source", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin", params(OAuth2Path), responses(
+    (status = 200, description = "The source", body = OAuth2SourceView),
+    (status = 404, description = "No such source", body = ErrorBody),
+))]
 pub(crate) async fn oauth2_get(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -249,14 +216,10 @@ pub(crate) struct NewOAuth2Source {
 /// be, and what its `PROVIDER` needs must be there. It is stored (the
 /// client secret sealed) and served at once. Refused while `[source]
 /// ENABLE_OAUTH2` is off. Permission: site administrator.
-#[utoipa::path(
-    post, path = "/api/v1/admin/sources/oauth2", tag = "admin",
-    request_body = NewOAuth2Source,
-    responses(
-        (status = 201, description = "The new source", body = OAuth2SourceView),
-        (status = 422, description = "The name is malformed or taken, a key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/admin/sources/oauth2", tag = "admin", request_body = NewOAuth2Source, responses(
+    (status = 201, description = "The new source", body = OAuth2SourceView),
+    (status = 422, description = "The name is malformed or taken, a key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
+))]
 pub(crate) async fn oauth2_create(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -274,17 +237,12 @@ pub(crate) async fn oauth2_create(
 /// makes a public client); the result is checked as a whole and served at
 /// once. One from the ini file is refused (409). Permission: site
 /// administrator.
-#[utoipa::path(
-    patch, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
-    params(OAuth2Path),
-    request_body(content = BTreeMap<String, String>, description = "The keys to change"),
-    responses(
-        (status = 200, description = "The source as changed", body = OAuth2SourceView),
-        (status = 404, description = "No such source", body = ErrorBody),
-        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
-        (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(patch, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin", params(OAuth2Path), request_body(content = BTreeMap<String, String>, description = "The keys to change"), responses(
+    (status = 200, description = "The source as changed", body = OAuth2SourceView),
+    (status = 404, description = "No such source", body = ErrorBody),
+    (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+    (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
+))]
 pub(crate) async fn oauth2_edit(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -299,17 +257,12 @@ pub(crate) async fn oauth2_edit(
 /// the stored `CLIENT_SECRET` is kept when the body has none (it cannot be
 /// read back). One from the ini file is refused (409). Permission: site
 /// administrator.
-#[utoipa::path(
-    put, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
-    params(OAuth2Path),
-    request_body(content = BTreeMap<String, String>, description = "Every key of the source"),
-    responses(
-        (status = 200, description = "The source as changed", body = OAuth2SourceView),
-        (status = 404, description = "No such source", body = ErrorBody),
-        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
-        (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(put, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin", params(OAuth2Path), request_body(content = BTreeMap<String, String>, description = "Every key of the source"), responses(
+    (status = 200, description = "The source as changed", body = OAuth2SourceView),
+    (status = 404, description = "No such source", body = ErrorBody),
+    (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+    (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
+))]
 pub(crate) async fn oauth2_replace(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -322,15 +275,11 @@ pub(crate) async fn oauth2_replace(
 
 /// Removes an OAuth 2.0 source added here; its users stay. One from the
 /// ini file is refused (409). Permission: site administrator.
-#[utoipa::path(
-    delete, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin",
-    params(OAuth2Path),
-    responses(
-        (status = 204, description = "Removed"),
-        (status = 404, description = "No such source", body = ErrorBody),
-        (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin", params(OAuth2Path), responses(
+    (status = 204, description = "Removed"),
+    (status = 404, description = "No such source", body = ErrorBody),
+    (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
+))]
 pub(crate) async fn oauth2_delete(
     State(app): State<App>,
     _: AdminPrincipal,
@@ -344,14 +293,10 @@ pub(crate) async fn oauth2_delete(
 /// discovery document and the signing keys through the `http` capability;
 /// otherwise reports the endpoints it would use. Permission: site
 /// administrator.
-#[utoipa::path(
-    post, path = "/api/v1/admin/sources/oauth2/{name}/test", tag = "admin",
-    params(OAuth2Path),
-    responses(
-        (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
-        (status = 404, description = "No such source", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/admin/sources/oauth2/{name}/test", tag = "admin", params(OAuth2Path), responses(
+    (status = 200, description = "The outcome; `ok` says whether it worked", body = ConnectionTest),
+    (status = 404, description = "No such source", body = ErrorBody),
+))]
 pub(crate) async fn oauth2_test(
     State(app): State<App>,
     _: AdminPrincipal,

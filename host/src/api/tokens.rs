@@ -98,19 +98,13 @@ async fn owner(app: &App, who: &Principal, username: &str) -> Result<User, ApiEr
 
 /// Creates a token. Needs Basic authentication with the user's password (as
 /// in Gitea) or a signed-in session, so that a token cannot mint tokens.
-#[utoipa::path(
-    post, path = "/api/v1/users/{username}/tokens", tag = "user",
-    params(UserPath),
-    request_body = CreateToken,
-    responses(
-        (status = 201, description = "The token, with its secret shown this once", body = TokenView),
-        (status = 401, description = "No Basic authentication with a password", body = ErrorBody),
-        (status = 404, description = "No such user, or not yours", body = ErrorBody),
-        (status = 409, description = "A token with this name exists", body = ErrorBody),
-        (status = 422, description = "A bad scope, expiry or repository", body = ErrorBody),
-    ),
-    security(("basic" = []))
-)]
+#[utoipa::path(post, path = "/api/v1/users/{username}/tokens", tag = "user", params(UserPath), request_body = CreateToken, security(("basic" = [])), responses(
+    (status = 201, description = "The token, with its secret shown this once", body = TokenView),
+    (status = 401, description = "No Basic authentication with a password", body = ErrorBody),
+    (status = 404, description = "No such user, or not yours", body = ErrorBody),
+    (status = 409, description = "A token with this name exists", body = ErrorBody),
+    (status = 422, description = "A bad scope, expiry or repository", body = ErrorBody),
+))]
 pub(crate) async fn create(
     State(app): State<App>,
     version: ApiVersion,
@@ -151,15 +145,11 @@ pub(crate) async fn create(
 }
 
 /// The user's tokens, newest first (without their secrets).
-#[utoipa::path(
-    get, path = "/api/v1/users/{username}/tokens", tag = "user",
-    params(UserPath, PageQuery),
-    responses(
-        (status = 200, description = "A page of tokens", body = Listed<TokenView>),
-        (status = 403, description = "The token lacks read:user", body = ErrorBody),
-        (status = 404, description = "No such user, or not yours", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/users/{username}/tokens", tag = "user", params(UserPath, PageQuery), responses(
+    (status = 200, description = "A page of tokens", body = Listed<TokenView>),
+    (status = 403, description = "The token lacks read:user", body = ErrorBody),
+    (status = 404, description = "No such user, or not yours", body = ErrorBody),
+))]
 pub(crate) async fn list(
     State(app): State<App>,
     version: ApiVersion,
@@ -179,15 +169,11 @@ pub(crate) async fn list(
 }
 
 /// Deletes a token, by id or name.
-#[utoipa::path(
-    delete, path = "/api/v1/users/{username}/tokens/{token}", tag = "user",
-    params(TokenPath),
-    responses(
-        (status = 204, description = "The token is deleted"),
-        (status = 403, description = "The token lacks write:user", body = ErrorBody),
-        (status = 404, description = "No such token", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/users/{username}/tokens/{token}", tag = "user", params(TokenPath), responses(
+    (status = 204, description = "The token is deleted"),
+    (status = 403, description = "The token lacks write:user", body = ErrorBody),
+    (status = 404, description = "No such token", body = ErrorBody),
+))]
 pub(crate) async fn delete(
     State(app): State<App>,
     who: Principal,

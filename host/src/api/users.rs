@@ -155,13 +155,9 @@ pub(crate) fn require_admin(caller: &User) -> Result<(), ApiError> {
 
 /// The signed-in user. Permission: any signed-in user. An administrator's
 /// record also links the admin lists.
-#[utoipa::path(
-    get, path = "/api/v1/user", tag = "user",
-    responses(
-        (status = 200, description = "The signed-in user", body = UserV1),
-    ),
-    security(("session" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/user", tag = "user", security(("session" = [])), responses(
+    (status = 200, description = "The signed-in user", body = UserV1),
+))]
 pub(crate) async fn me(
     State(app): State<App>,
     version: ApiVersion,
@@ -190,17 +186,10 @@ pub struct UserFilter {
 }
 
 /// Every user, paged. Permission: site administrator. `full=true` is allowed.
-#[utoipa::path(
-    get, path = "/api/v1/admin/users", tag = "admin",
-    params(UserFilter, PageQuery),
-    responses(
-        (status = 200, description = "A page of users", body = Listed<UserV1>,
-         headers(("Link" = String, description = "first, prev, next and last pages"),
-                 ("X-Total-Count" = u64, description = "how many users match"))),
-        (status = 400, description = "A bad filter or paging value", body = ErrorBody),
-    ),
-    security(("session" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", params(UserFilter, PageQuery), security(("session" = [])), responses(
+    (status = 200, description = "A page of users", body = Listed<UserV1>, headers(("Link" = String, description = "first, prev, next and last pages"), ("X-Total-Count" = u64, description = "how many users match"))),
+    (status = 400, description = "A bad filter or paging value", body = ErrorBody),
+))]
 pub(crate) async fn admin_list(
     State(app): State<App>,
     version: ApiVersion,
@@ -237,15 +226,10 @@ async fn find(app: &App, username: &str) -> Result<User, ApiError> {
 }
 
 /// One user. Permission: site administrator.
-#[utoipa::path(
-    get, path = "/api/v1/admin/users/{username}", tag = "admin",
-    params(UserPath),
-    responses(
-        (status = 200, description = "The user", body = UserV1),
-        (status = 404, description = "No such user", body = ErrorBody),
-    ),
-    security(("session" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/admin/users/{username}", tag = "admin", params(UserPath), security(("session" = [])), responses(
+    (status = 200, description = "The user", body = UserV1),
+    (status = 404, description = "No such user", body = ErrorBody),
+))]
 pub(crate) async fn admin_get(
     State(app): State<App>,
     version: ApiVersion,
@@ -304,19 +288,13 @@ pub struct EditUser {
 }
 
 /// Changes a user. Permission: site administrator.
-#[utoipa::path(
-    patch, path = "/api/v1/admin/users/{username}", tag = "admin",
-    params(UserPath),
-    request_body = EditUser,
-    responses(
-        (status = 200, description = "The user as changed", body = UserV1),
-        (status = 404, description = "No such user", body = ErrorBody),
-        (status = 409, description = "The e-mail address is taken", body = ErrorBody),
-        (status = 413, description = "The body is too large", body = ErrorBody),
-        (status = 422, description = "A field is invalid", body = ErrorBody),
-    ),
-    security(("session" = []))
-)]
+#[utoipa::path(patch, path = "/api/v1/admin/users/{username}", tag = "admin", params(UserPath), request_body = EditUser, security(("session" = [])), responses(
+    (status = 200, description = "The user as changed", body = UserV1),
+    (status = 404, description = "No such user", body = ErrorBody),
+    (status = 409, description = "The e-mail address is taken", body = ErrorBody),
+    (status = 413, description = "The body is too large", body = ErrorBody),
+    (status = 422, description = "A field is invalid", body = ErrorBody),
+))]
 pub(crate) async fn admin_edit(
     State(app): State<App>,
     version: ApiVersion,

@@ -26,16 +26,11 @@ pub(crate) struct CommentPath {
 }
 
 /// An issue's comments, oldest first. Permission: read.
-#[utoipa::path(
-    get, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/comments", tag = "issue",
-    params(IssuePath, PageQuery),
-    responses(
-        (status = 200, description = "A page of comments", body = Listed<CommentView>),
-        (status = 403, description = "The token does not cover this repository", body = ErrorBody),
-        (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/comments", tag = "issue", params(IssuePath, PageQuery), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "A page of comments", body = Listed<CommentView>),
+    (status = 403, description = "The token does not cover this repository", body = ErrorBody),
+    (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn comments(
     State(app): State<App>,
     MaybePrincipal(caller): MaybePrincipal,
@@ -60,17 +55,12 @@ pub struct CommentBody {
 }
 
 /// Comments on an issue. Permission: read (admin on a locked issue).
-#[utoipa::path(
-    post, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/comments", tag = "issue",
-    params(IssuePath),
-    request_body = CommentBody,
-    responses(
-        (status = 201, description = "The comment", body = CommentView),
-        (status = 403, description = "Not allowed to comment (a locked issue)", body = ErrorBody),
-        (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-        (status = 422, description = "An empty comment", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/comments", tag = "issue", params(IssuePath), request_body = CommentBody, responses(
+    (status = 201, description = "The comment", body = CommentView),
+    (status = 403, description = "Not allowed to comment (a locked issue)", body = ErrorBody),
+    (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
+    (status = 422, description = "An empty comment", body = ErrorBody),
+))]
 pub(crate) async fn add_comment(
     State(app): State<App>,
     who: Principal,
@@ -94,17 +84,12 @@ async fn comment_of(app: &App, repo: &Repository, id: i64) -> Result<Comment, Ap
 }
 
 /// Changes a comment. Permission: its author, or admin.
-#[utoipa::path(
-    patch, path = "/api/v1/repos/{owner}/{repo}/issues/comments/{id}", tag = "issue",
-    params(CommentPath),
-    request_body = CommentBody,
-    responses(
-        (status = 200, description = "The comment as changed", body = CommentView),
-        (status = 403, description = "Not the author nor an admin", body = ErrorBody),
-        (status = 404, description = "No such comment or repository, or hidden", body = ErrorBody),
-        (status = 422, description = "An empty comment", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(patch, path = "/api/v1/repos/{owner}/{repo}/issues/comments/{id}", tag = "issue", params(CommentPath), request_body = CommentBody, responses(
+    (status = 200, description = "The comment as changed", body = CommentView),
+    (status = 403, description = "Not the author nor an admin", body = ErrorBody),
+    (status = 404, description = "No such comment or repository, or hidden", body = ErrorBody),
+    (status = 422, description = "An empty comment", body = ErrorBody),
+))]
 pub(crate) async fn edit_comment(
     State(app): State<App>,
     who: Principal,
@@ -119,15 +104,11 @@ pub(crate) async fn edit_comment(
 }
 
 /// Deletes a comment. Permission: its author, or admin.
-#[utoipa::path(
-    delete, path = "/api/v1/repos/{owner}/{repo}/issues/comments/{id}", tag = "issue",
-    params(CommentPath),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 403, description = "Not the author nor an admin", body = ErrorBody),
-        (status = 404, description = "No such comment or repository, or hidden", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/repos/{owner}/{repo}/issues/comments/{id}", tag = "issue", params(CommentPath), responses(
+    (status = 204, description = "Deleted"),
+    (status = 403, description = "Not the author nor an admin", body = ErrorBody),
+    (status = 404, description = "No such comment or repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn delete_comment(
     State(app): State<App>,
     who: Principal,

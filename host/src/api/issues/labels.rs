@@ -16,16 +16,11 @@ use crate::repos::Repository;
 use crate::state::App;
 
 /// A repository's labels. Permission: read.
-#[utoipa::path(
-    get, path = "/api/v1/repos/{owner}/{repo}/labels", tag = "issue",
-    params(RepoPath, PageQuery),
-    responses(
-        (status = 200, description = "A page of labels", body = Listed<LabelView>),
-        (status = 403, description = "The token does not cover this repository", body = ErrorBody),
-        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/labels", tag = "issue", params(RepoPath, PageQuery), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "A page of labels", body = Listed<LabelView>),
+    (status = 403, description = "The token does not cover this repository", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn labels(
     State(app): State<App>,
     MaybePrincipal(caller): MaybePrincipal,
@@ -67,18 +62,13 @@ impl LabelBody {
 }
 
 /// Creates a label. Permission: admin.
-#[utoipa::path(
-    post, path = "/api/v1/repos/{owner}/{repo}/labels", tag = "issue",
-    params(RepoPath),
-    request_body = LabelBody,
-    responses(
-        (status = 201, description = "The label", body = LabelView),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such repository, or hidden", body = ErrorBody),
-        (status = 409, description = "A label of that name exists", body = ErrorBody),
-        (status = 422, description = "A field is wrong", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/repos/{owner}/{repo}/labels", tag = "issue", params(RepoPath), request_body = LabelBody, responses(
+    (status = 201, description = "The label", body = LabelView),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+    (status = 409, description = "A label of that name exists", body = ErrorBody),
+    (status = 422, description = "A field is wrong", body = ErrorBody),
+))]
 pub(crate) async fn create_label(
     State(app): State<App>,
     who: Principal,
@@ -117,15 +107,10 @@ async fn label_of(app: &App, repo: &Repository, id: i64) -> Result<Label, ApiErr
 }
 
 /// One label. Permission: read.
-#[utoipa::path(
-    get, path = "/api/v1/repos/{owner}/{repo}/labels/{id}", tag = "issue",
-    params(LabelPath),
-    responses(
-        (status = 200, description = "The label", body = LabelView),
-        (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
-    ),
-    security((), ("session" = []), ("basic" = []), ("token" = []))
-)]
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/labels/{id}", tag = "issue", params(LabelPath), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "The label", body = LabelView),
+    (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn get_label(
     State(app): State<App>,
     MaybePrincipal(caller): MaybePrincipal,
@@ -137,18 +122,13 @@ pub(crate) async fn get_label(
 }
 
 /// Changes a label. Permission: admin.
-#[utoipa::path(
-    patch, path = "/api/v1/repos/{owner}/{repo}/labels/{id}", tag = "issue",
-    params(LabelPath),
-    request_body = LabelBody,
-    responses(
-        (status = 200, description = "The label as changed", body = LabelView),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
-        (status = 409, description = "A label of that name exists", body = ErrorBody),
-        (status = 422, description = "A field is wrong", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(patch, path = "/api/v1/repos/{owner}/{repo}/labels/{id}", tag = "issue", params(LabelPath), request_body = LabelBody, responses(
+    (status = 200, description = "The label as changed", body = LabelView),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
+    (status = 409, description = "A label of that name exists", body = ErrorBody),
+    (status = 422, description = "A field is wrong", body = ErrorBody),
+))]
 pub(crate) async fn edit_label(
     State(app): State<App>,
     who: Principal,
@@ -171,15 +151,11 @@ pub(crate) async fn edit_label(
 }
 
 /// Deletes a label (and takes it off every issue). Permission: admin.
-#[utoipa::path(
-    delete, path = "/api/v1/repos/{owner}/{repo}/labels/{id}", tag = "issue",
-    params(LabelPath),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 403, description = "Not a repository admin", body = ErrorBody),
-        (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/repos/{owner}/{repo}/labels/{id}", tag = "issue", params(LabelPath), responses(
+    (status = 204, description = "Deleted"),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such label or repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn delete_label(
     State(app): State<App>,
     who: Principal,
@@ -200,17 +176,12 @@ pub struct IssueLabels {
 }
 
 /// Adds labels to an issue; answers the issue's labels. Permission: write.
-#[utoipa::path(
-    post, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/labels", tag = "issue",
-    params(IssuePath),
-    request_body = IssueLabels,
-    responses(
-        (status = 200, description = "The issue's labels", body = [LabelView]),
-        (status = 403, description = "Not allowed to label issues here", body = ErrorBody),
-        (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
-        (status = 422, description = "An unknown label", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/labels", tag = "issue", params(IssuePath), request_body = IssueLabels, responses(
+    (status = 200, description = "The issue's labels", body = [LabelView]),
+    (status = 403, description = "Not allowed to label issues here", body = ErrorBody),
+    (status = 404, description = "No such issue or repository, or hidden", body = ErrorBody),
+    (status = 422, description = "An unknown label", body = ErrorBody),
+))]
 pub(crate) async fn add_labels(
     State(app): State<App>,
     who: Principal,
@@ -264,15 +235,11 @@ pub(crate) struct IssueLabelPath {
 }
 
 /// Takes a label off an issue. Permission: write.
-#[utoipa::path(
-    delete, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/labels/{id}", tag = "issue",
-    params(IssueLabelPath),
-    responses(
-        (status = 204, description = "Taken off"),
-        (status = 403, description = "Not allowed to label issues here", body = ErrorBody),
-        (status = 404, description = "No such issue, label or repository, or hidden", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/repos/{owner}/{repo}/issues/{index}/labels/{id}", tag = "issue", params(IssueLabelPath), responses(
+    (status = 204, description = "Taken off"),
+    (status = 403, description = "Not allowed to label issues here", body = ErrorBody),
+    (status = 404, description = "No such issue, label or repository, or hidden", body = ErrorBody),
+))]
 pub(crate) async fn remove_label(
     State(app): State<App>,
     who: Principal,

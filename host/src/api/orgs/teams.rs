@@ -91,18 +91,13 @@ impl CreateTeam {
 }
 
 /// Creates a team. Permission: organization owner.
-#[utoipa::path(
-    post, path = "/api/v1/orgs/{org}/teams", tag = "organization",
-    params(OrgPath),
-    request_body = CreateTeam,
-    responses(
-        (status = 201, description = "The team", body = TeamView),
-        (status = 403, description = "Not an owner of the organization", body = ErrorBody),
-        (status = 404, description = "No such organization", body = ErrorBody),
-        (status = 409, description = "A team with this name exists", body = ErrorBody),
-        (status = 422, description = "An invalid team", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(post, path = "/api/v1/orgs/{org}/teams", tag = "organization", params(OrgPath), request_body = CreateTeam, responses(
+    (status = 201, description = "The team", body = TeamView),
+    (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+    (status = 404, description = "No such organization", body = ErrorBody),
+    (status = 409, description = "A team with this name exists", body = ErrorBody),
+    (status = 422, description = "An invalid team", body = ErrorBody),
+))]
 pub(crate) async fn create_team(
     State(app): State<App>,
     version: ApiVersion,
@@ -125,14 +120,10 @@ pub(crate) async fn create_team(
 }
 
 /// An organization's teams. Permission: organization member.
-#[utoipa::path(
-    get, path = "/api/v1/orgs/{org}/teams", tag = "organization",
-    params(OrgPath, PageQuery),
-    responses(
-        (status = 200, description = "A page of teams", body = Listed<TeamView>),
-        (status = 404, description = "No such organization, or not a member", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/orgs/{org}/teams", tag = "organization", params(OrgPath, PageQuery), responses(
+    (status = 200, description = "A page of teams", body = Listed<TeamView>),
+    (status = 404, description = "No such organization, or not a member", body = ErrorBody),
+))]
 pub(crate) async fn teams(
     State(app): State<App>,
     version: ApiVersion,
@@ -203,14 +194,10 @@ pub(crate) struct MemberView {
 
 /// A team's members, in login order, paged as every list. Permission:
 /// organization member.
-#[utoipa::path(
-    get, path = "/api/v1/teams/{id}/members", tag = "organization",
-    params(TeamPath, PageQuery),
-    responses(
-        (status = 200, description = "A page of members", body = Listed<MemberView>),
-        (status = 404, description = "No such team, or not a member of its organization", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(get, path = "/api/v1/teams/{id}/members", tag = "organization", params(TeamPath, PageQuery), responses(
+    (status = 200, description = "A page of members", body = Listed<MemberView>),
+    (status = 404, description = "No such team, or not a member of its organization", body = ErrorBody),
+))]
 pub(crate) async fn team_members(
     State(app): State<App>,
     who: Principal,
@@ -244,14 +231,10 @@ pub(crate) async fn team_members(
 
 /// Adds a user to a team (and so to the organization). Permission:
 /// organization owner.
-#[utoipa::path(
-    put, path = "/api/v1/teams/{id}/members/{username}", tag = "organization",
-    params(TeamMemberPath),
-    responses(
-        (status = 204, description = "The user is a member"),
-        (status = 404, description = "No such team or user", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(put, path = "/api/v1/teams/{id}/members/{username}", tag = "organization", params(TeamMemberPath), responses(
+    (status = 204, description = "The user is a member"),
+    (status = 404, description = "No such team or user", body = ErrorBody),
+))]
 pub(crate) async fn add_member(
     State(app): State<App>,
     who: Principal,
@@ -266,15 +249,11 @@ pub(crate) async fn add_member(
 }
 
 /// Removes a user from a team. Permission: organization owner.
-#[utoipa::path(
-    delete, path = "/api/v1/teams/{id}/members/{username}", tag = "organization",
-    params(TeamMemberPath),
-    responses(
-        (status = 204, description = "The user is no longer a member"),
-        (status = 404, description = "No such team or member", body = ErrorBody),
-        (status = 422, description = "The last owner cannot leave the Owners team", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(delete, path = "/api/v1/teams/{id}/members/{username}", tag = "organization", params(TeamMemberPath), responses(
+    (status = 204, description = "The user is no longer a member"),
+    (status = 404, description = "No such team or member", body = ErrorBody),
+    (status = 422, description = "The last owner cannot leave the Owners team", body = ErrorBody),
+))]
 pub(crate) async fn remove_member(
     State(app): State<App>,
     who: Principal,
@@ -307,14 +286,10 @@ pub(crate) struct TeamRepoPath {
 
 /// Gives a team access to one of its organization's repositories.
 /// Permission: organization owner.
-#[utoipa::path(
-    put, path = "/api/v1/teams/{id}/repos/{org}/{repo}", tag = "organization",
-    params(TeamRepoPath),
-    responses(
-        (status = 204, description = "The team covers the repository"),
-        (status = 404, description = "No such team or repository", body = ErrorBody),
-    ),
-)]
+#[utoipa::path(put, path = "/api/v1/teams/{id}/repos/{org}/{repo}", tag = "organization", params(TeamRepoPath), responses(
+    (status = 204, description = "The team covers the repository"),
+    (status = 404, description = "No such team or repository", body = ErrorBody),
+))]
 pub(crate) async fn add_repo(
     State(app): State<App>,
     who: Principal,
