@@ -24,7 +24,7 @@ pub use sections::{
     Api, Database, DirectorySource, Log, OAuth2Client, OAuth2Provider, OAuth2Source, OutboundHttp,
     PluginSection, Repository, Security, Server, Service, SourceSwitches, WebAuthn, Webhook,
 };
-pub use values::{AccountLinking, AddressRule, DbType, HostRule, Origin};
+pub use values::{AccountLinking, AddressRule, DbType, HostRule, ValueOrigin};
 
 /// Why the configuration could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +66,7 @@ pub struct Config {
     pub repository: Repository,
     pub source: SourceSwitches,
     pub directory_sources: Vec<DirectorySource>,
-    pub oauth2_sources: Vec<OAuth2Source>,
+    pub redirect_sources: Vec<OAuth2Source>,
     pub oauth2_client: OAuth2Client,
     pub outbound_http: OutboundHttp,
     pub webhook: Webhook,

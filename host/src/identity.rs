@@ -26,11 +26,12 @@ use crate::state::App;
 use crate::users::{self, LOCAL_SOURCE, NewUser, User};
 
 pub use sources::{
-    CertificateView, DirectorySourceView, KeysUpdate, METADATA_KEY, OAuth2SourceView, SourceError,
-    add_directory_source, add_oauth2_source, directory_sources, is_oauth2_id, oauth2_name,
-    oauth2_source, oauth2_source_keys, oauth2_sources, password_sources, probe_oauth2_source,
-    reconcile_stored_sources, redirect_sources, remove_directory_source, remove_oauth2_source,
-    test_oauth2_source, test_source, update_directory_source, update_oauth2_source,
+    CertificateView, DirectorySourceView, KeysUpdate, METADATA_KEY, RedirectSourceView,
+    SourceError, add_directory_source, add_redirect_source, directory_sources, is_redirect_id,
+    password_sources, probe_redirect_source, reconcile_stored_sources, redirect_name,
+    redirect_source, redirect_source_keys, redirect_source_views, redirect_sources,
+    remove_directory_source, remove_redirect_source, test_redirect_source, test_source,
+    update_directory_source, update_redirect_source,
 };
 
 pub use crate::plugins::contract::{

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use sqlx::Row;
 
-use crate::config::{self, Config, Origin, schema};
+use crate::config::{self, Config, ValueOrigin, schema};
 use crate::db::{self, Db, now};
 use crate::state::App;
 
@@ -27,7 +27,7 @@ pub enum Error {
     )]
     NotRuntime(String, String),
     #[error("[{0}] {1} is set in the {2}, which wins over the panel: change it there")]
-    Locked(String, String, Origin),
+    Locked(String, String, ValueOrigin),
     /// The value is refused, with the key and what was expected.
     #[error("{0}")]
     Invalid(String),
@@ -65,11 +65,11 @@ pub struct Entry {
     pub key: String,
     /// The value in force; a secret is masked.
     pub value: String,
-    pub origin: Origin,
+    pub origin: ValueOrigin,
     /// Whether it can change at run time.
     pub runtime: bool,
     /// The layer above the panel that fixes it, if any.
-    pub locked: Option<Origin>,
+    pub locked: Option<ValueOrigin>,
     pub doc: &'static str,
 }
 

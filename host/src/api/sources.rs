@@ -14,7 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{AdminPrincipal, ApiError, ApiJson, ErrorBody};
 use crate::identity::sync::Summary;
-use crate::identity::{self, DirectorySourceView, KeysUpdate, OAuth2SourceView};
+use crate::identity::{self, DirectorySourceView, KeysUpdate, RedirectSourceView};
 use crate::state::App;
 
 /// Named, not positional: the versioned route has `{version}` too.
@@ -169,29 +169,29 @@ pub(crate) struct OAuth2Path {
 /// those added here), each with its state; never a client secret.
 /// Permission: site administrator.
 #[utoipa::path(get, path = "/api/v1/admin/sources/oauth2", tag = "admin", params(PageQuery), responses(
-    (status = 200, description = "A page of OAuth 2.0 sources", body = Listed<OAuth2SourceView>),
+    (status = 200, description = "A page of OAuth 2.0 sources", body = Listed<RedirectSourceView>),
 ))]
 pub(crate) async fn oauth2_list(
     State(app): State<App>,
     _: AdminPrincipal,
     paging: Paging,
-) -> Result<Paged<OAuth2SourceView>, ApiError> {
+) -> Result<Paged<RedirectSourceView>, ApiError> {
     let window = paging.window(true)?;
-    let list = identity::oauth2_sources(&app).await?;
+    let list = identity::redirect_source_views(&app).await?;
     Ok(paging.answer(window.take_in_order(list)))
 }
 
 /// One OAuth 2.0 source. Permission: site administrator.
 #[utoipa::path(get, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin", params(OAuth2Path), responses(
-    (status = 200, description = "The source", body = OAuth2SourceView),
+    (status = 200, description = "The source", body = RedirectSourceView),
     (status = 404, description = "No such source", body = ErrorBody),
 ))]
 pub(crate) async fn oauth2_get(
     State(app): State<App>,
     _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
-) -> Result<Json<OAuth2SourceView>, ApiError> {
-    Ok(Json(identity::oauth2_source(&app, &path.name).await?))
+) -> Result<Json<RedirectSourceView>, ApiError> {
+    Ok(Json(identity::redirect_source(&app, &path.name).await?))
 }
 
 /// A new OAuth 2.0 source.
@@ -217,18 +217,18 @@ pub(crate) struct NewOAuth2Source {
 /// client secret sealed) and served at once. Refused while `[source]
 /// ENABLE_OAUTH2` is off. Permission: site administrator.
 #[utoipa::path(post, path = "/api/v1/admin/sources/oauth2", tag = "admin", request_body = NewOAuth2Source, responses(
-    (status = 201, description = "The new source", body = OAuth2SourceView),
+    (status = 201, description = "The new source", body = RedirectSourceView),
     (status = 422, description = "The name is malformed or taken, a key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
 ))]
 pub(crate) async fn oauth2_create(
     State(app): State<App>,
     _: AdminPrincipal,
     ApiJson(body): ApiJson<NewOAuth2Source>,
-) -> Result<(StatusCode, Json<OAuth2SourceView>), ApiError> {
-    let id = identity::add_oauth2_source(&app, &body.name, body.settings).await?;
+) -> Result<(StatusCode, Json<RedirectSourceView>), ApiError> {
+    let id = identity::add_redirect_source(&app, &body.name, body.settings).await?;
     Ok((
         StatusCode::CREATED,
-        Json(identity::oauth2_source(&app, &id).await?),
+        Json(identity::redirect_source(&app, &id).await?),
     ))
 }
 
@@ -238,7 +238,7 @@ pub(crate) async fn oauth2_create(
 /// once. One from the ini file is refused (409). Permission: site
 /// administrator.
 #[utoipa::path(patch, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin", params(OAuth2Path), request_body(content = BTreeMap<String, String>, description = "The keys to change"), responses(
-    (status = 200, description = "The source as changed", body = OAuth2SourceView),
+    (status = 200, description = "The source as changed", body = RedirectSourceView),
     (status = 404, description = "No such source", body = ErrorBody),
     (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
     (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
@@ -248,9 +248,9 @@ pub(crate) async fn oauth2_edit(
     _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
-) -> Result<Json<OAuth2SourceView>, ApiError> {
-    let id = identity::update_oauth2_source(&app, &path.name, body, KeysUpdate::Merge).await?;
-    Ok(Json(identity::oauth2_source(&app, &id).await?))
+) -> Result<Json<RedirectSourceView>, ApiError> {
+    let id = identity::update_redirect_source(&app, &path.name, body, KeysUpdate::Merge).await?;
+    Ok(Json(identity::redirect_source(&app, &id).await?))
 }
 
 /// Replaces the keys of an OAuth 2.0 source added here with those given;
@@ -258,7 +258,7 @@ pub(crate) async fn oauth2_edit(
 /// read back). One from the ini file is refused (409). Permission: site
 /// administrator.
 #[utoipa::path(put, path = "/api/v1/admin/sources/oauth2/{name}", tag = "admin", params(OAuth2Path), request_body(content = BTreeMap<String, String>, description = "Every key of the source"), responses(
-    (status = 200, description = "The source as changed", body = OAuth2SourceView),
+    (status = 200, description = "The source as changed", body = RedirectSourceView),
     (status = 404, description = "No such source", body = ErrorBody),
     (status = 409, description = "The source is defined in the ini file", body = ErrorBody),
     (status = 422, description = "A key or value is wrong, or ENABLE_OAUTH2 is off", body = ErrorBody),
@@ -268,9 +268,9 @@ pub(crate) async fn oauth2_replace(
     _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
-) -> Result<Json<OAuth2SourceView>, ApiError> {
-    let id = identity::update_oauth2_source(&app, &path.name, body, KeysUpdate::Replace).await?;
-    Ok(Json(identity::oauth2_source(&app, &id).await?))
+) -> Result<Json<RedirectSourceView>, ApiError> {
+    let id = identity::update_redirect_source(&app, &path.name, body, KeysUpdate::Replace).await?;
+    Ok(Json(identity::redirect_source(&app, &id).await?))
 }
 
 /// Removes an OAuth 2.0 source added here; its users stay. One from the
@@ -285,7 +285,7 @@ pub(crate) async fn oauth2_delete(
     _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
 ) -> Result<StatusCode, ApiError> {
-    identity::remove_oauth2_source(&app, &path.name).await?;
+    identity::remove_redirect_source(&app, &path.name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -302,9 +302,9 @@ pub(crate) async fn oauth2_test(
     _: AdminPrincipal,
     Path(path): Path<OAuth2Path>,
 ) -> Result<Json<ConnectionTest>, ApiError> {
-    let source = identity::oauth2_source(&app, &path.name).await?;
+    let source = identity::redirect_source(&app, &path.name).await?;
     Ok(Json(
-        match identity::test_oauth2_source(&app, &source.id).await {
+        match identity::test_redirect_source(&app, &source.id).await {
             Ok(message) => ConnectionTest { ok: true, message },
             Err(message) => ConnectionTest { ok: false, message },
         },

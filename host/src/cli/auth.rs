@@ -276,7 +276,7 @@ pub(super) async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
             for s in identity::directory_sources(&app).await? {
                 println!("{}\t{}\t{}\t{}", s.id, s.name, s.host, s.last_sync);
             }
-            for s in identity::oauth2_sources(&app).await? {
+            for s in identity::redirect_source_views(&app).await? {
                 let kind = if s.provider == "saml" {
                     "SAML".to_string()
                 } else {
@@ -300,23 +300,23 @@ pub(super) async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
                 .name
                 .clone()
                 .context("--name is required: the source's name")?;
-            let id = identity::add_oauth2_source(&app, &name, args.keys()?).await?;
+            let id = identity::add_redirect_source(&app, &name, args.keys()?).await?;
             println!("Added {id}.");
             Ok(())
         }
         AuthCmd::AddSaml(args) => {
-            let id = identity::add_oauth2_source(&app, &args.name, args.keys()?).await?;
+            let id = identity::add_redirect_source(&app, &args.name, args.keys()?).await?;
             println!("Added {id}.");
             Ok(())
         }
         AuthCmd::UpdateOauth { id, args } => {
-            let name = identity::oauth2_name(&id);
+            let name = identity::redirect_name(&id);
             if args.name.as_deref().is_some_and(|n| n != name) {
                 anyhow::bail!(
                     "--name: a source's name cannot change (its users' links name it); add a new source instead"
                 );
             }
-            let id = identity::update_oauth2_source(
+            let id = identity::update_redirect_source(
                 &app,
                 name,
                 args.keys()?,
@@ -339,8 +339,8 @@ pub(super) async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
         }
         AuthCmd::Delete { id } => {
             let id = source_id(id);
-            if identity::is_oauth2_id(&id) {
-                identity::remove_oauth2_source(&app, &id).await?;
+            if identity::is_redirect_id(&id) {
+                identity::remove_redirect_source(&app, &id).await?;
             } else {
                 identity::remove_directory_source(&app, &id).await?;
             }

@@ -10,7 +10,7 @@ use super::sections::{
     Api, Database, DirectorySource, Log, OAuth2Client, OAuth2Provider, OAuth2Source, OutboundHttp,
     PluginSection, Repository, Security, Server, Service, SourceSwitches, WebAuthn, Webhook,
 };
-use super::values::{AccountLinking, AddressRule, DbType, HostRule, Origin};
+use super::values::{AccountLinking, AddressRule, DbType, HostRule, ValueOrigin};
 use super::{Config, Error, Layers, Raw, Result, sources};
 
 impl Config {
@@ -66,36 +66,36 @@ impl Config {
     }
 
     /// The layer that fixes `key` of `section` above the panel, if any.
-    pub fn locked(&self, section: &str, key: &str) -> Option<Origin> {
+    pub fn locked(&self, section: &str, key: &str) -> Option<ValueOrigin> {
         if self
             .layers
             .env
             .contains(&(section.to_string(), key.to_string()))
         {
-            Some(Origin::Environment)
+            Some(ValueOrigin::Environment)
         } else if self
             .layers
             .raw
             .get(section)
             .is_some_and(|keys| keys.contains_key(key))
         {
-            Some(Origin::Ini)
+            Some(ValueOrigin::Ini)
         } else {
             None
         }
     }
 
     /// Where the value in force of `key` comes from.
-    pub fn origin(&self, section: &str, key: &str) -> Origin {
+    pub fn origin(&self, section: &str, key: &str) -> ValueOrigin {
         match self.locked(section, key) {
             Some(origin) => origin,
             None if self
                 .panel
                 .contains_key(&(section.to_string(), key.to_string())) =>
             {
-                Origin::Panel
+                ValueOrigin::Panel
             }
-            None => Origin::Default,
+            None => ValueOrigin::Default,
         }
     }
 
@@ -223,7 +223,7 @@ impl Config {
         }
 
         let mut directory_sources = Vec::new();
-        let mut oauth2_sources = Vec::new();
+        let mut redirect_sources = Vec::new();
         let mut plugins = Vec::new();
         for (section, keys) in &raw {
             match SectionPattern::classify(section) {
@@ -231,7 +231,7 @@ impl Config {
                     number: n.parse().expect("validated above"),
                     settings: keys.clone(),
                 }),
-                Some((SectionPattern::OAuth2Source, name)) => oauth2_sources.push(OAuth2Source {
+                Some((SectionPattern::OAuth2Source, name)) => redirect_sources.push(OAuth2Source {
                     name: name.to_string(),
                     settings: keys.clone(),
                 }),
@@ -334,7 +334,7 @@ impl Config {
                 enable_oauth2: flag("source", "ENABLE_OAUTH2"),
             },
             directory_sources,
-            oauth2_sources,
+            redirect_sources,
             oauth2_client: OAuth2Client {
                 account_linking: match get("oauth2_client", "ACCOUNT_LINKING").as_str() {
                     "disabled" => AccountLinking::Disabled,

@@ -3,7 +3,7 @@
 
 /// Where a key's value in force comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub enum ValueOrigin {
     Default,
     Ini,
     Environment,
@@ -11,13 +11,13 @@ pub enum Origin {
     Panel,
 }
 
-impl std::fmt::Display for Origin {
+impl std::fmt::Display for ValueOrigin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Origin::Default => "default",
-            Origin::Ini => "ini",
-            Origin::Environment => "environment",
-            Origin::Panel => "panel",
+            ValueOrigin::Default => "default",
+            ValueOrigin::Ini => "ini",
+            ValueOrigin::Environment => "environment",
+            ValueOrigin::Panel => "panel",
         })
     }
 }

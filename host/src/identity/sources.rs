@@ -1,9 +1,9 @@
 //! Identity sources as the administrator manages them: the password
 //! sources a sign-in form offers, and the directory sources listed, tested,
 //! added, changed and removed from the panel, the API and the CLI (the
-//! OAuth 2.0 sources in `oauth2`).
+//! redirect sources, OAuth 2.0 and SAML, in `redirect`).
 
-mod oauth2;
+mod redirect;
 
 use std::collections::BTreeMap;
 
@@ -12,10 +12,10 @@ use crate::config::source_settings::{DefinedIn, directory_number};
 use crate::state::App;
 use crate::users::LOCAL_SOURCE;
 
-pub use oauth2::{
-    CertificateView, KeysUpdate, METADATA_KEY, OAuth2SourceView, add_oauth2_source, is_oauth2_id,
-    oauth2_name, oauth2_source, oauth2_source_keys, oauth2_sources, probe_oauth2_source,
-    remove_oauth2_source, test_oauth2_source, update_oauth2_source,
+pub use redirect::{
+    CertificateView, KeysUpdate, METADATA_KEY, RedirectSourceView, add_redirect_source,
+    is_redirect_id, probe_redirect_source, redirect_name, redirect_source, redirect_source_keys,
+    redirect_source_views, remove_redirect_source, test_redirect_source, update_redirect_source,
 };
 
 /// The password sources a sign-in form may name: `local`, then each
@@ -100,10 +100,10 @@ pub async fn directory_sources(app: &App) -> Result<Vec<DirectorySourceView>> {
 /// The connection test of a directory source: binds with the service
 /// account and runs the user search. The error text starts with the spec's
 /// `LDAP connection failed`. An OAuth 2.0 source's id
-/// (`source.oauth2_<name>`) runs [`test_oauth2_source`].
+/// (`source.oauth2_<name>`) runs [`test_redirect_source`].
 pub async fn test_source(app: &App, id: &str) -> std::result::Result<String, String> {
-    if is_oauth2_id(id) {
-        return test_oauth2_source(app, id).await;
+    if is_redirect_id(id) {
+        return test_redirect_source(app, id).await;
     }
     let Some(source) = app
         .plugins
@@ -328,7 +328,7 @@ pub async fn reconcile_stored_sources(app: &App) -> std::result::Result<usize, S
     }
     if cfg.source.enable_oauth2 {
         let ini: Vec<String> = cfg
-            .oauth2_sources
+            .redirect_sources
             .iter()
             .map(|o| o.name.to_ascii_lowercase())
             .collect();

@@ -329,7 +329,7 @@ pub(super) fn specs(cfg: &Config) -> Vec<Spec> {
     // Each `[source.oauth2_<name>]` is an instance of the built-in `oauth2`
     // plugin, or of `saml` when its PROVIDER is `saml`.
     if cfg.source.enable_oauth2 {
-        for o in &cfg.oauth2_sources {
+        for o in &cfg.redirect_sources {
             if SourceSettings::is_saml(&o.settings) {
                 out.push(saml_spec(
                     &o.name,

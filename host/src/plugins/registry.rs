@@ -80,7 +80,7 @@ impl Plugins {
         // sign-in paths of two names differing only in case would confuse).
         if cfg.source.enable_oauth2 {
             let taken: Vec<String> = cfg
-                .oauth2_sources
+                .redirect_sources
                 .iter()
                 .map(|o| o.name.to_ascii_lowercase())
                 .collect();

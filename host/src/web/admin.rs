@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::{Viewer, WebError, Who, render};
-use crate::identity::{self, DirectorySourceView, KeysUpdate, OAuth2SourceView, SourceError};
+use crate::identity::{self, DirectorySourceView, KeysUpdate, RedirectSourceView, SourceError};
 use crate::state::App;
 use crate::web::{Button, Posted};
 
@@ -27,7 +27,7 @@ struct SourcesPage {
     ldap_enabled: bool,
     oauth2_enabled: bool,
     sources: Vec<DirectorySourceView>,
-    oauth2: Vec<OAuth2SourceView>,
+    oauth2: Vec<RedirectSourceView>,
 }
 
 /// What a source form shows in its fields: the keys as typed, or stored.
@@ -136,7 +136,7 @@ async fn list_page_with(
     let sources = identity::directory_sources(app)
         .await
         .map_err(WebError::internal)?;
-    let oauth2 = identity::oauth2_sources(app)
+    let oauth2 = identity::redirect_source_views(app)
         .await
         .map_err(WebError::internal)?;
     let (csrf, jar) = viewer.csrf(app);
@@ -405,15 +405,15 @@ async fn oauth2_submit(
 ) -> Result<Response, WebError> {
     let settings = form.values.clone();
     if action == "test" {
-        return match identity::probe_oauth2_source(app, form.editing.as_deref(), settings).await {
+        return match identity::probe_redirect_source(app, form.editing.as_deref(), settings).await {
             Ok(report) => oauth2_page(app, viewer, StatusCode::OK, form, None, Some(report)),
             // A failed test is its answer, shown on a normal page.
             Err(why) => oauth2_page(app, viewer, StatusCode::OK, form, Some(why), None),
         };
     }
     let saved = match &form.editing {
-        Some(id) => identity::update_oauth2_source(app, id, settings, KeysUpdate::Replace).await,
-        None => identity::add_oauth2_source(app, &form.source_name, settings).await,
+        Some(id) => identity::update_redirect_source(app, id, settings, KeysUpdate::Replace).await,
+        None => identity::add_redirect_source(app, &form.source_name, settings).await,
     };
     match saved {
         Ok(_) => Ok(Redirect::to("/admin/auths").into_response()),
@@ -443,7 +443,7 @@ pub(crate) async fn edit_form(
 
 /// The form of a stored source, filled with its keys but the secret.
 async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
-    let source = match identity::oauth2_source(app, id).await {
+    let source = match identity::redirect_source(app, id).await {
         Ok(s) if s.origin == "database" => s,
         Ok(_) | Err(SourceError::NotFound(_)) => return Err(WebError::NotFound),
         Err(e) => return Err(WebError::internal(e)),
@@ -477,7 +477,7 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
     );
     put("AUTO_REGISTER", source.auto_register.then(|| "true".into()));
     // Keys the view does not show, read as stored so that a save keeps them.
-    let stored = identity::oauth2_source_keys(app, &source.id)
+    let stored = identity::redirect_source_keys(app, &source.id)
         .await
         .map_err(WebError::internal)?;
     let unshown: &[&str] = if saml {
@@ -521,7 +521,7 @@ pub(crate) async fn delete(
     Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
     admin_only(&viewer)?;
-    match identity::remove_oauth2_source(&app, &id).await {
+    match identity::remove_redirect_source(&app, &id).await {
         Ok(id) => list_page(&app, &viewer, None, Some(format!("{id} removed"))).await,
         Err(e) => {
             let status = match e {

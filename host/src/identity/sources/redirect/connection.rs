@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::changes::{KeysUpdate, merged};
 use super::check::checked_section;
-use super::listing::{oauth2_name, stored_source};
+use super::listing::{redirect_name, stored_source};
 use crate::config::source_settings::redirect_id;
 use crate::identity::SignInRefusal;
 use crate::state::App;
@@ -14,7 +14,7 @@ use crate::state::App;
 /// through the `http` capability as a sign-in would. With `base`, the
 /// stored source being edited lends its client secret when none is given.
 /// The error text starts with `OAuth2 connection failed: `.
-pub async fn probe_oauth2_source(
+pub async fn probe_redirect_source(
     app: &App,
     base: Option<&str>,
     settings: BTreeMap<String, String>,
@@ -38,8 +38,8 @@ pub async fn probe_oauth2_source(
 
 /// The connection test of a served OAuth 2.0 source. The error text starts
 /// with `OAuth2 connection failed: `.
-pub async fn test_oauth2_source(app: &App, id_or_name: &str) -> Result<String, String> {
-    let id = redirect_id(oauth2_name(id_or_name));
+pub async fn test_redirect_source(app: &App, id_or_name: &str) -> Result<String, String> {
+    let id = redirect_id(redirect_name(id_or_name));
     let Some(source) = app
         .plugins
         .redirect_sources()

@@ -7,9 +7,12 @@ use crate::config::schema::parse_bool;
 use crate::config::source_settings::{DefinedIn, SourceSettings, redirect_id};
 use crate::state::App;
 
+// A redirect source, OAuth 2.0 or SAML; described (below, and by the
+// schema's name) in Gitea's words for these sources.
 /// An OAuth 2.0 source as the administrator sees it; never its secret.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
-pub struct OAuth2SourceView {
+#[schema(as = OAuth2SourceView)]
+pub struct RedirectSourceView {
     /// `source.oauth2_<name>`: the users' source in `admin user list`.
     pub id: String,
     /// `<name>`: its sign-in path is `/user/oauth2/<name>`, its callback
@@ -121,7 +124,7 @@ fn certificate_warning(certificates: &[CertificateView]) -> Option<String> {
     (!soon.is_empty()).then(|| soon.join("; "))
 }
 
-impl OAuth2SourceView {
+impl RedirectSourceView {
     /// The view of a section's keys. They are shown as they are written:
     /// the host decides nothing on them here (the plugin reads them, and
     /// `SourceSettings` what the host needs).
@@ -150,7 +153,7 @@ impl OAuth2SourceView {
             .as_ref()
             .and_then(|p| p.host_settings.redirect_name.clone())
             .unwrap_or_else(|| name.to_string());
-        OAuth2SourceView {
+        RedirectSourceView {
             warning: certificate_warning(&certificates),
             idp_entity_id: text("IDP_ENTITY_ID"),
             sign_requests: flag("SIGN_REQUESTS"),

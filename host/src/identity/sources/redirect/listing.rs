@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::view::OAuth2SourceView;
+use super::view::RedirectSourceView;
 use crate::config::source_settings::{DefinedIn, redirect_id};
 use crate::identity::SourceError;
 use crate::state::App;
@@ -14,12 +14,12 @@ const ID_PREFIX: &str = "source.oauth2_";
 
 /// `<name>` from what an administrator typed: `source.oauth2_<name>` or
 /// just `<name>`.
-pub fn oauth2_name(id_or_name: &str) -> &str {
+pub fn redirect_name(id_or_name: &str) -> &str {
     id_or_name.strip_prefix(ID_PREFIX).unwrap_or(id_or_name)
 }
 
 /// Whether an id names an OAuth 2.0 source (`source.oauth2_<name>`).
-pub fn is_oauth2_id(id: &str) -> bool {
+pub fn is_redirect_id(id: &str) -> bool {
     id.strip_prefix(ID_PREFIX).is_some_and(|n| !n.is_empty())
 }
 
@@ -28,7 +28,7 @@ pub fn is_oauth2_id(id: &str) -> bool {
 /// two sign-in paths nobody tells apart.
 pub(super) fn in_ini(app: &App, name: &str) -> bool {
     app.config()
-        .oauth2_sources
+        .redirect_sources
         .iter()
         .any(|o| o.name.eq_ignore_ascii_case(name))
 }
@@ -44,17 +44,17 @@ pub(super) async fn stored(
 
 /// Every OAuth 2.0 source: the ini file's, then the stored ones (but one
 /// whose name the ini file took, which is not served), each with its state.
-pub async fn oauth2_sources(app: &App) -> Result<Vec<OAuth2SourceView>, SourceError> {
+pub async fn redirect_source_views(app: &App) -> Result<Vec<RedirectSourceView>, SourceError> {
     // The ini file's OAuth 2.0 and SAML sections, by name.
-    let mut out: Vec<OAuth2SourceView> = app
+    let mut out: Vec<RedirectSourceView> = app
         .config()
-        .oauth2_sources
+        .redirect_sources
         .iter()
-        .map(|o| OAuth2SourceView::of(app, &o.name, &o.settings, DefinedIn::Ini))
+        .map(|o| RedirectSourceView::of(app, &o.name, &o.settings, DefinedIn::Ini))
         .collect();
     for (name, section) in stored(app).await? {
         if !in_ini(app, &name) {
-            out.push(OAuth2SourceView::of(
+            out.push(RedirectSourceView::of(
                 app,
                 &name,
                 &section,
@@ -66,9 +66,12 @@ pub async fn oauth2_sources(app: &App) -> Result<Vec<OAuth2SourceView>, SourceEr
 }
 
 /// One OAuth 2.0 source, by id or name.
-pub async fn oauth2_source(app: &App, id_or_name: &str) -> Result<OAuth2SourceView, SourceError> {
-    let name = oauth2_name(id_or_name);
-    oauth2_sources(app)
+pub async fn redirect_source(
+    app: &App,
+    id_or_name: &str,
+) -> Result<RedirectSourceView, SourceError> {
+    let name = redirect_name(id_or_name);
+    redirect_source_views(app)
         .await?
         .into_iter()
         .find(|s| s.name == name)
@@ -77,7 +80,7 @@ pub async fn oauth2_source(app: &App, id_or_name: &str) -> Result<OAuth2SourceVi
 
 /// The keys of a stored source as written (its secret left out), for the
 /// form that changes it.
-pub async fn oauth2_source_keys(
+pub async fn redirect_source_keys(
     app: &App,
     id_or_name: &str,
 ) -> Result<BTreeMap<String, String>, SourceError> {
@@ -91,7 +94,7 @@ pub(super) async fn stored_source(
     app: &App,
     id_or_name: &str,
 ) -> Result<(String, BTreeMap<String, String>), SourceError> {
-    let name = oauth2_name(id_or_name);
+    let name = redirect_name(id_or_name);
     if in_ini(app, name) {
         return Err(SourceError::ReadOnly(redirect_id(name)));
     }

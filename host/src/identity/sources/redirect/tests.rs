@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::changes::merged;
 use super::check::{PROVIDERS, checked_section};
-use super::{KeysUpdate, is_oauth2_id, oauth2_name};
+use super::{KeysUpdate, is_redirect_id, redirect_name};
 use crate::config::schema;
 use crate::identity::SourceError;
 
@@ -207,8 +207,8 @@ fn a_replacing_update_keeps_the_secret_nobody_can_read_back() {
 
 #[test]
 fn ids_and_names() {
-    assert_eq!(oauth2_name("source.oauth2_corp"), "corp");
-    assert_eq!(oauth2_name("corp"), "corp");
-    assert!(is_oauth2_id("source.oauth2_corp"));
-    assert!(!is_oauth2_id("source.1") && !is_oauth2_id("source.oauth2_"));
+    assert_eq!(redirect_name("source.oauth2_corp"), "corp");
+    assert_eq!(redirect_name("corp"), "corp");
+    assert!(is_redirect_id("source.oauth2_corp"));
+    assert!(!is_redirect_id("source.1") && !is_redirect_id("source.oauth2_"));
 }

@@ -53,7 +53,7 @@ async fn check_new_name(app: &App, name: &str) -> Result<(), SourceError> {
 /// /api/v1/admin/sources/oauth2`, `admin auth add-oauth`): checks the name
 /// and every key, stores it with the client secret sealed, and serves it at
 /// once as `source.oauth2_<name>`.
-pub async fn add_oauth2_source(
+pub async fn add_redirect_source(
     app: &App,
     name: &str,
     section: BTreeMap<String, String>,
@@ -96,7 +96,7 @@ pub enum KeysUpdate {
 /// Changes a stored OAuth 2.0 source: checked as a whole, stored, and
 /// served anew at once. Sources of the ini file are read-only. Returns the
 /// source's id.
-pub async fn update_oauth2_source(
+pub async fn update_redirect_source(
     app: &App,
     id_or_name: &str,
     changes: BTreeMap<String, String>,
@@ -156,7 +156,7 @@ pub(super) fn merged(
 /// Removes a stored OAuth 2.0 source. Its users stay, and cannot sign in
 /// through it any more; their links to it stay too, should it come back
 /// under the same name.
-pub async fn remove_oauth2_source(app: &App, id_or_name: &str) -> Result<String, SourceError> {
+pub async fn remove_redirect_source(app: &App, id_or_name: &str) -> Result<String, SourceError> {
     let (name, _) = stored_source(app, id_or_name).await?;
     let id = redirect_id(&name);
     if !store
