@@ -127,16 +127,21 @@ macro_rules! common_bindings {
 
         impl types::Host for CallState {}
 
-        impl log::Host for CallState {
-            fn write(&mut self, level: log::Level, message: String) {
-                let level = match level {
+        impl From<log::Level> for LogLevel {
+            fn from(level: log::Level) -> Self {
+                match level {
                     log::Level::Trace => LogLevel::Trace,
                     log::Level::Debug => LogLevel::Debug,
                     log::Level::Info => LogLevel::Info,
                     log::Level::Warn => LogLevel::Warn,
                     log::Level::Error => LogLevel::Error,
-                };
-                self.log_write(level, message)
+                }
+            }
+        }
+
+        impl log::Host for CallState {
+            fn write(&mut self, level: log::Level, message: String) {
+                self.log_write(level.into(), message)
             }
         }
 
@@ -298,25 +303,37 @@ macro_rules! since_v0_2_bindings {
                 attributes: Vec<String>,
                 size_limit: u32,
             ) -> Result<Vec<directory::Entry>, directory::Error> {
-                use crate::directory::SearchScope;
-                let scope = match scope {
-                    directory::Scope::Base => SearchScope::Base,
-                    directory::Scope::OneLevel => SearchScope::OneLevel,
-                    directory::Scope::Subtree => SearchScope::Subtree,
-                };
-                let found =
-                    self.directory_search(&base, scope, &filter, &attributes, size_limit as usize)?;
-                Ok(found
-                    .into_iter()
-                    .map(|e| directory::Entry {
-                        dn: e.dn,
-                        attributes: e
-                            .attributes
-                            .into_iter()
-                            .map(|(name, values)| directory::Attribute { name, values })
-                            .collect(),
-                    })
-                    .collect())
+                let found = self.directory_search(
+                    &base,
+                    scope.into(),
+                    &filter,
+                    &attributes,
+                    size_limit as usize,
+                )?;
+                Ok(found.into_iter().map(Into::into).collect())
+            }
+        }
+
+        impl From<directory::Scope> for crate::directory::SearchScope {
+            fn from(scope: directory::Scope) -> Self {
+                match scope {
+                    directory::Scope::Base => Self::Base,
+                    directory::Scope::OneLevel => Self::OneLevel,
+                    directory::Scope::Subtree => Self::Subtree,
+                }
+            }
+        }
+
+        impl From<crate::directory::Entry> for directory::Entry {
+            fn from(e: crate::directory::Entry) -> Self {
+                directory::Entry {
+                    dn: e.dn,
+                    attributes: e
+                        .attributes
+                        .into_iter()
+                        .map(|(name, values)| directory::Attribute { name, values })
+                        .collect(),
+                }
             }
         }
 

@@ -13,6 +13,10 @@ pub(crate) mod identity_source {
     wasmtime::component::bindgen!({
         path: "../plugin-api/wit/v0.3.0",
         world: "identity-source",
+        // The native ABI carries the capabilities' types as JSON in the
+        // same shape as the SDK's bindings of the same WIT (which derive
+        // the same): plugins::native::wire uses these.
+        additional_derives: [serde::Serialize, serde::Deserialize],
     });
 }
 

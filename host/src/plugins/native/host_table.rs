@@ -8,9 +8,8 @@ use serde::de::DeserializeOwned;
 
 use super::Free;
 use super::wire::{
-    BindArgs, CredentialsWire, DirectoryWire, EntryWire, HttpErrorWire, HttpRequestWire,
-    HttpResponseWire, KeyArgs, KeyValueArgs, KvWire, LogArgs, PasswordArgs, ScopeWire, SearchArgs,
-    VerifyArgs,
+    BindArgs, HttpErrorWire, HttpRequestWire, HttpResponseWire, KeyArgs, KeyValueArgs, LogArgs,
+    PasswordArgs, SearchArgs, VerifyArgs, credentials, directory, kv,
 };
 use crate::plugins::Capability;
 use crate::plugins::capabilities::CallState;
@@ -132,22 +131,22 @@ fn lend(
         }
         "kv.get" => {
             let a: KeyArgs = args(name, request)?;
-            json(state.kv_get(&a.key).map_err(KvWire::from))
+            json(state.kv_get(&a.key).map_err(kv::Error::from))
         }
         "kv.set" => {
             let a: KeyValueArgs = args(name, request)?;
-            json(state.kv_set(&a.key, &a.value).map_err(KvWire::from))
+            json(state.kv_set(&a.key, &a.value).map_err(kv::Error::from))
         }
         "kv.delete" => {
             let a: KeyArgs = args(name, request)?;
-            json(state.kv_delete(&a.key).map_err(KvWire::from))
+            json(state.kv_delete(&a.key).map_err(kv::Error::from))
         }
         "credentials.hash-password" => {
             let a: PasswordArgs = args(name, request)?;
             json(
                 state
                     .credentials_hash(&a.password)
-                    .map_err(CredentialsWire::from),
+                    .map_err(credentials::Error::from),
             )
         }
         "credentials.verify-password" => {
@@ -155,7 +154,7 @@ fn lend(
             json(
                 state
                     .credentials_verify(&a.password, &a.hash)
-                    .map_err(CredentialsWire::from),
+                    .map_err(credentials::Error::from),
             )
         }
         "credentials.equalize-timing" => {
@@ -168,27 +167,27 @@ fn lend(
             json(
                 state
                     .directory_bind_check(&a.dn, &a.password)
-                    .map_err(DirectoryWire::from),
+                    .map_err(directory::Error::from),
             )
         }
         "directory.search" => {
             let a: SearchArgs = args(name, request)?;
-            let scope = match a.scope {
-                ScopeWire::Base => crate::directory::SearchScope::Base,
-                ScopeWire::OneLevel => crate::directory::SearchScope::OneLevel,
-                ScopeWire::Subtree => crate::directory::SearchScope::Subtree,
-            };
             json(
                 state
                     .directory_search(
                         &a.base,
-                        scope,
+                        a.scope.into(),
                         &a.filter,
                         &a.attributes,
                         a.size_limit as usize,
                     )
-                    .map(|entries| entries.into_iter().map(EntryWire::from).collect::<Vec<_>>())
-                    .map_err(DirectoryWire::from),
+                    .map(|entries| {
+                        entries
+                            .into_iter()
+                            .map(directory::Entry::from)
+                            .collect::<Vec<_>>()
+                    })
+                    .map_err(directory::Error::from),
             )
         }
         "http.send" => {
