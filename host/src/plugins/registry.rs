@@ -423,6 +423,16 @@ impl Plugins {
             .collect()
     }
 
+    /// The transports a webhook may name: the ready webhook transport
+    /// plugins' ids.
+    pub fn webhook_transports(&self) -> Vec<String> {
+        self.list()
+            .into_iter()
+            .filter(|p| p.kind == World::WebhookTransport && p.state == "ready")
+            .map(|p| p.id)
+            .collect()
+    }
+
     /// The sources that sign in by redirect (`[source.oauth2_<name>]`).
     pub fn redirect_sources(&self) -> Vec<Arc<Plugin>> {
         self.read()

@@ -18,7 +18,6 @@ use time::OffsetDateTime;
 use time::macros::format_description;
 
 use super::{Viewer, WebError, message, nothing_here};
-use crate::plugins::World;
 use crate::state::App;
 use crate::webhooks;
 
@@ -36,17 +35,6 @@ pub(crate) use list::{create, list};
 
 /// How many deliveries a log shows: the newest.
 const SHOWN: u64 = 50;
-
-/// The transports a hook may name: the loaded webhook transport plugins
-/// (the API's list).
-fn transports(app: &App) -> Vec<String> {
-    app.plugins
-        .list()
-        .into_iter()
-        .filter(|p| p.kind == World::WebhookTransport && p.state == "ready")
-        .map(|p| p.id)
-        .collect()
-}
 
 /// A webhook error that is not shown on a form: the "Not found" page for a
 /// hook or delivery not in this place, 422 for a refused action, a 500 for

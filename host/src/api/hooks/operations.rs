@@ -18,7 +18,6 @@ use crate::api::pagination::{
     CursorPage, CursorQuery, Listed, PageQuery, Paged, Paging, UrlBase, cursor_page,
 };
 use crate::api::{ApiError, ApiJson, ApiQuery, ErrorBody};
-use crate::plugins::World;
 use crate::state::App;
 use crate::webhooks;
 use crate::webhooks::queue;
@@ -37,16 +36,6 @@ pub(crate) struct DeliveryPath {
     id: i64,
     /// Delivery id
     delivery_id: i64,
-}
-
-/// The transports a hook may name: the loaded webhook transport plugins.
-fn transports(app: &App) -> Vec<String> {
-    app.plugins
-        .list()
-        .into_iter()
-        .filter(|p| p.kind == World::WebhookTransport && p.state == "ready")
-        .map(|p| p.id)
-        .collect()
 }
 
 /// The hooks.
@@ -85,7 +74,7 @@ pub(crate) async fn create(
         &app.db,
         &app.key,
         &app.config().webhook,
-        &transports(&app),
+        &app.plugins.webhook_transports(),
         hooks.scope,
         body.changes(),
     )
@@ -133,7 +122,7 @@ pub(crate) async fn edit(
         &app.db,
         &app.key,
         &app.config().webhook,
-        &transports(&app),
+        &app.plugins.webhook_transports(),
         hooks.scope,
         path.id,
         changes,

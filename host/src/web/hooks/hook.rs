@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use super::form::{Draft, HookForm};
 use super::place::{HookPath, HookPlace};
-use super::{SHOWN, at, failed, transports};
+use super::{SHOWN, at, failed};
 use crate::db::cursor::CursorWindow;
 use crate::state::App;
 use crate::web::{Button, Posted};
@@ -122,7 +122,7 @@ pub(super) async fn hook_page(
         has_authorization_header: hook.has_authorization_header,
         form: shown.form.unwrap_or_else(|| Draft::from(&hook)),
         editing: true,
-        transports: transports(app),
+        transports: app.plugins.webhook_transports(),
         event_types: place.event_types(),
         deliveries: rows.into_iter().map(|(_, d)| d.into()).collect(),
         shown: SHOWN,
@@ -162,7 +162,7 @@ pub(crate) async fn update(
         &app.db,
         &app.key,
         &app.config().webhook,
-        &transports(&app),
+        &app.plugins.webhook_transports(),
         place.scope,
         id,
         form.changes(),

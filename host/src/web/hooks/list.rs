@@ -6,9 +6,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::failed;
 use super::form::{Draft, HookForm};
 use super::place::{HookPath, HookPlace};
-use super::{failed, transports};
 use crate::db::cursor::CursorWindow;
 use crate::state::App;
 use crate::web::Posted;
@@ -93,7 +93,7 @@ async fn list_page(
                 .unwrap_or_default(),
         });
     }
-    let transports = transports(app);
+    let transports = app.plugins.webhook_transports();
     let with_secret = shown.created.is_some();
     let (csrf, jar) = viewer.csrf(app);
     let page = HooksPage {
@@ -140,7 +140,7 @@ pub(crate) async fn create(
         &app.db,
         &app.key,
         &app.config().webhook,
-        &transports(&app),
+        &app.plugins.webhook_transports(),
         place.scope,
         form.changes(),
     )
