@@ -352,14 +352,27 @@ impl FromRequestParts<App> for AdminPrincipal {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         let who = Principal::from_request_parts(parts, app).await?;
-        let access = if parts.method == axum::http::Method::GET {
+        who.require_admin_area(Access::of(&parts.method))?;
+        Ok(AdminPrincipal(who))
+    }
+}
+
+impl Access {
+    /// What a request asks of a token: read for `GET`, write otherwise.
+    pub(crate) fn of(method: &axum::http::Method) -> Access {
+        if method == axum::http::Method::GET {
             Access::Read
         } else {
             Access::Write
-        };
-        who.require_scope(access, Area::Admin)?;
-        users::require_admin(&who.user)?;
-        Ok(AdminPrincipal(who))
+        }
+    }
+}
+
+impl Principal {
+    /// A site administrator whose token (if any) covers the admin area.
+    pub(crate) fn require_admin_area(&self, access: Access) -> Result<(), ApiError> {
+        self.require_scope(access, Area::Admin)?;
+        users::require_admin(&self.user)
     }
 }
 

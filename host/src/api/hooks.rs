@@ -39,7 +39,7 @@ pub(crate) async fn dead(
     OriginalUri(uri): OriginalUri,
     ApiQuery(paging): ApiQuery<CursorQuery>,
 ) -> Result<Json<CursorPage<DeliveryView>>, ApiError> {
-    system_scope(&who, false)?;
+    system_scope(&who, crate::tokens::Access::Read)?;
     let window = paging.window()?;
     let rows = queue::dead(&app.db, &window).await?;
     let mut out = Vec::with_capacity(rows.len());

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use axum::extract::{FromRequestParts, Path};
-use axum::http::Method;
 use axum::http::request::Parts;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -26,12 +25,9 @@ async fn repo_scope(
     who: &Principal,
     owner: &str,
     repo: &str,
-    write: bool,
+    access: Access,
 ) -> Result<(Scope, String), ApiError> {
-    who.require_scope(
-        if write { Access::Write } else { Access::Read },
-        Area::Repository,
-    )?;
+    who.require_scope(access, Area::Repository)?;
     let repo = access::require_repo(
         app,
         &who.caller,
@@ -45,11 +41,13 @@ async fn repo_scope(
 }
 
 /// An organization's hooks: its owners (and site administrators).
-async fn org_scope(app: &App, who: &Principal, org: &str, write: bool) -> Result<Scope, ApiError> {
-    who.require_scope(
-        if write { Access::Write } else { Access::Read },
-        Area::Organization,
-    )?;
+async fn org_scope(
+    app: &App,
+    who: &Principal,
+    org: &str,
+    access: Access,
+) -> Result<Scope, ApiError> {
+    who.require_scope(access, Area::Organization)?;
     let found = orgs::find(&app.db, org)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no organization named {org:?}")))?;
@@ -64,12 +62,8 @@ async fn org_scope(app: &App, who: &Principal, org: &str, write: bool) -> Result
 }
 
 /// System hooks: site administrators.
-pub(super) fn system_scope(who: &Principal, write: bool) -> Result<Scope, ApiError> {
-    who.require_scope(
-        if write { Access::Write } else { Access::Read },
-        Area::Admin,
-    )?;
-    crate::api::users::require_admin(&who.user)?;
+pub(super) fn system_scope(who: &Principal, access: Access) -> Result<Scope, ApiError> {
+    who.require_admin_area(access)?;
     Ok(Scope::System)
 }
 
@@ -86,13 +80,13 @@ impl FromRequestParts<App> for HookScope {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         let who = Principal::from_request_parts(parts, app).await?;
-        let write = parts.method != Method::GET;
+        let access = Access::of(&parts.method);
         // The place is told by the names its prefix captures (PLACES).
         let Path(names) = path::<HashMap<String, String>>(parts, app).await?;
         if names.contains_key("repo") {
             let Path(place) = path::<RepoPath>(parts, app).await?;
             let (scope, full_name) =
-                repo_scope(app, &who, &place.owner, &place.repo, write).await?;
+                repo_scope(app, &who, &place.owner, &place.repo, access).await?;
             Ok(HookScope {
                 scope,
                 base: format!("/api/v1/repos/{full_name}/hooks"),
@@ -100,12 +94,12 @@ impl FromRequestParts<App> for HookScope {
         } else if names.contains_key("org") {
             let Path(place) = path::<OrgPath>(parts, app).await?;
             Ok(HookScope {
-                scope: org_scope(app, &who, &place.org, write).await?,
+                scope: org_scope(app, &who, &place.org, access).await?,
                 base: format!("/api/v1/orgs/{}/hooks", place.org),
             })
         } else {
             Ok(HookScope {
-                scope: system_scope(&who, write)?,
+                scope: system_scope(&who, access)?,
                 base: "/api/v1/admin/hooks".into(),
             })
         }
