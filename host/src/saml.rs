@@ -18,11 +18,12 @@
 pub mod crypto;
 pub mod keys;
 pub mod metadata;
+mod xmlenc;
 
 use openssl::pkey::{PKey, Private};
 use openssl::x509::X509;
 
-use crypto::XmlCrypto;
+use crypto::{DecryptError, XmlCrypto};
 
 /// A certificate closer than this to its end is warned about: at start, in
 /// the panel and in `admin auth list`.
@@ -44,6 +45,10 @@ pub enum Error {
     Malformed(String),
     #[error("{0}")]
     Misconfigured(String),
+    /// An encrypted assertion in an algorithm or form not taken: the
+    /// plugin sees it as a malformed response, its words unchanged.
+    #[error("{0}")]
+    Refused(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -78,6 +83,16 @@ impl SpKey {
     }
 }
 
+/// How a failure to decrypt an encrypted assertion begins, through the
+/// plugin to the page: it is not a signature's failure, and saying so
+/// would send administrators after certificates.
+pub const COULD_NOT_DECRYPT: &str = "could not decrypt the assertion";
+
+/// What the sender of an unsigned response is told when its encrypted
+/// assertion did not decrypt, or did not verify once decrypted: the same
+/// words for both.
+const UNDECRYPTED: &str = "it does not decrypt, with this service provider's key, to an assertion whose signature verifies";
+
 /// One SAML source's keys, lent to its plugin through the capability.
 pub struct Keys {
     /// This service provider's entity id (`ISSUER`, or the callback URL).
@@ -88,6 +103,8 @@ pub struct Keys {
     pub sp: SpKey,
     /// `SIGN_REQUESTS`.
     pub sign_requests: bool,
+    /// `WANT_ASSERTIONS_ENCRYPTED`.
+    pub want_encrypted: bool,
     pub crypto: Box<dyn XmlCrypto>,
 }
 
@@ -120,10 +137,19 @@ impl Keys {
             // No signature on the response: the assertion must carry one,
             // and only the assertion is given. Anything can be encrypted to
             // the service provider's public key, so until a signature has
-            // verified, every failure here reads the same (a decryption
-            // or parse error told apart from a signature error would be an
-            // oracle on the plaintext of a captured assertion).
+            // verified, every failure here reads the same to the sender (a
+            // decryption or parse error told apart from a signature error
+            // would be an oracle on the plaintext of a captured
+            // assertion): an encrypted assertion's as "could not decrypt
+            // and verify", a plain one's as a signature's. The log has
+            // the exact reason. An algorithm refused is said as it is: it
+            // depends on nothing secret.
+            let encrypted = outline.encrypted;
             let unverified = |e: Error| match e {
+                Error::Malformed(why) | Error::InvalidSignature(why) if encrypted => {
+                    tracing::warn!("an unsigned response's encrypted assertion: {why}");
+                    Error::Malformed(format!("{COULD_NOT_DECRYPT}: {UNDECRYPTED}"))
+                }
                 Error::Malformed(why) => {
                     Error::InvalidSignature(format!("an unsigned response: {why}"))
                 }
@@ -135,7 +161,7 @@ impl Keys {
             let signed = self
                 .crypto
                 .signed_content(&xml, &certificates)
-                .map_err(Error::InvalidSignature)?;
+                .map_err(|e| unverified(Error::InvalidSignature(e)))?;
             expect_root(&signed, ASSERTION_NS, "Assertion")?;
             Ok(Verified {
                 signed: Signed::Assertion,
@@ -215,7 +241,12 @@ impl Keys {
         let plain = self
             .crypto
             .decrypt_assertion(xml, &self.sp.key)
-            .map_err(|e| Error::Malformed(format!("the encrypted assertion: {e}")))?;
+            .map_err(|e| match e {
+                DecryptError::Refused(why) => Error::Refused(format!("{COULD_NOT_DECRYPT}: {why}")),
+                DecryptError::Failed(why) => {
+                    Error::Malformed(format!("{COULD_NOT_DECRYPT}: {why}"))
+                }
+            })?;
         refuse_dangerous_markup(&plain)?;
         Ok(format!(
             "{}{}{}",
@@ -386,6 +417,8 @@ fn is(node: &roxmltree::Node<'_, '_>, ns: &str, name: &str) -> bool {
 /// one, a signature that references another element than its parent.
 struct Outline {
     response_signed: bool,
+    /// The assertion is a `saml:EncryptedAssertion`.
+    encrypted: bool,
 }
 
 impl Outline {
@@ -413,12 +446,12 @@ impl Outline {
                 is(n, ASSERTION_NS, "Assertion") || is(n, ASSERTION_NS, "EncryptedAssertion")
             })
             .collect();
-        match assertions.as_slice() {
-            [one] if one.parent() == Some(root) => {}
+        let encrypted = match assertions.as_slice() {
+            [one] if one.parent() == Some(root) => is(one, ASSERTION_NS, "EncryptedAssertion"),
             [_] => return Err(malformed("the assertion is not a child of the response")),
             [] => return Err(malformed("no assertion")),
             _ => return Err(malformed("more than one assertion")),
-        }
+        };
         let mut ids = std::collections::HashSet::new();
         for node in doc.descendants().filter(|n| n.is_element()) {
             for attr in node.attributes() {
@@ -450,7 +483,10 @@ impl Outline {
                 response_signed = true;
             }
         }
-        Ok(Outline { response_signed })
+        Ok(Outline {
+            response_signed,
+            encrypted,
+        })
     }
 }
 

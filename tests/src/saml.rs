@@ -264,6 +264,17 @@ impl Idp {
         format!("{}/saml2/idp/SSOService.php", self.base())
     }
 
+    /// The IdP-initiated sign-on URL for the SP `sp_entity_id`
+    /// (simpleSAMLphp's `spentityid`): after the login the IdP posts an
+    /// unsolicited response, with `relay_state`.
+    pub fn unsolicited_url(&self, sp_entity_id: &str, relay_state: &str) -> String {
+        let mut url = url::Url::parse(&self.sso_url()).expect("the IdP's URL");
+        url.query_pairs_mut()
+            .append_pair("spentityid", sp_entity_id)
+            .append_pair("RelayState", relay_state);
+        url.to_string()
+    }
+
     /// The IdP's signing certificate, PEM.
     pub fn certificate(&self) -> String {
         std::fs::read_to_string(self.tempdir.path().join("cert/idp.crt")).expect("idp.crt")

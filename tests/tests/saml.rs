@@ -288,12 +288,13 @@ async fn signed_requests_are_verified_by_the_idp_and_encrypted_assertions_sign_i
             &backend,
             idp,
             &idp.certificate(),
-            "AUTO_REGISTER = true\nSIGN_REQUESTS = true",
+            "AUTO_REGISTER = true\nSIGN_REQUESTS = true\nWANT_ASSERTIONS_ENCRYPTED = true",
             Sp::default(),
         )
         .await;
         // The IdP reads Postern's SP from the metadata it serves.
         let metadata = sp_metadata(&server, SOURCE).await;
+        assert!(metadata.contains("use=\"encryption\""), "{metadata}");
         assert!(
             metadata.contains("AuthnRequestsSigned=\"true\""),
             "{metadata}"
@@ -356,6 +357,275 @@ async fn signed_requests_are_verified_by_the_idp_and_encrypted_assertions_sign_i
             session_login(&client, &server).await.as_deref(),
             Some("alice")
         );
+
+        // The encrypted data's ciphertext corrupted in one character: the
+        // page says the assertion could not be decrypted, not that a
+        // signature is invalid, and nobody is signed in.
+        let (client, to) = begin(&server).await;
+        let posted = idp.respond(&to, "alice").await;
+        let unsigned = without_response_signature(&posted.xml());
+        let corrupted = posted.with_xml(&corrupt_last_cipher_value(&unsigned));
+        let res = post(&client, &server, &corrupted).await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}");
+        let text = res.text().await.unwrap();
+        assert!(
+            text.contains("Could not decrypt the assertion") && !text.contains(INVALID_SIGNATURE),
+            "{backend}: {text}\n{}",
+            server.log()
+        );
+        assert_eq!(session_login(&client, &server).await, None, "{backend}");
+    }
+}
+
+/// `xml` with one base64 character near the middle of its last
+/// `CipherValue` (the encrypted data's, after the encrypted key's)
+/// changed.
+fn corrupt_last_cipher_value(xml: &str) -> String {
+    let open = xml.rfind("CipherValue>").expect("a CipherValue");
+    let start = xml[..open]
+        .rfind("CipherValue>")
+        .expect("an opening CipherValue")
+        + "CipherValue>".len();
+    let end = start + xml[start..].find('<').unwrap();
+    let middle = (start + (end - start) / 2..end)
+        .find(|&i| xml.as_bytes()[i].is_ascii_alphanumeric())
+        .unwrap();
+    let new = if &xml[middle..=middle] == "A" {
+        "B"
+    } else {
+        "A"
+    };
+    format!("{}{new}{}", &xml[..middle], &xml[middle + 1..])
+}
+
+const XENC: &str = "http://www.w3.org/2001/04/xmlenc#";
+const XENC11: &str = "http://www.w3.org/2009/xmlenc11#";
+const DSIG: &str = "http://www.w3.org/2000/09/xmldsig#";
+
+/// How an identity provider lays out an encrypted assertion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Layout {
+    /// The `EncryptedKey` in the data's `ds:KeyInfo`, each element
+    /// declaring its prefix (simpleSAMLphp, Entra ID).
+    Inline,
+    /// The `EncryptedKey` beside the data, which names it by a
+    /// `ds:RetrievalMethod` (Okta, Shibboleth).
+    Retrieved,
+    /// The xmlenc namespace as the default one, the key as `e:EncryptedKey`
+    /// (AD FS).
+    DefaultNamespace,
+    /// `xenc:` and `ds:` declared only on the response (an ancestor).
+    AncestorNamespaces,
+}
+
+/// The xmlsec1 template of `layout`, content cipher `data` and key
+/// transport `transport`.
+fn template(layout: Layout, data: &str, transport: &str) -> String {
+    let digest = if transport.ends_with("oaep-mgf1p") {
+        format!("<ds:DigestMethod xmlns:ds=\"{DSIG}\" Algorithm=\"{DSIG}sha1\"/>")
+    } else {
+        String::new()
+    };
+    match layout {
+        Layout::DefaultNamespace => format!(
+            "<EncryptedData xmlns=\"{XENC}\" Type=\"{XENC}Element\"><EncryptionMethod Algorithm=\"{data}\"/><KeyInfo xmlns=\"{DSIG}\"><e:EncryptedKey xmlns:e=\"{XENC}\"><e:EncryptionMethod Algorithm=\"{transport}\">{digest}</e:EncryptionMethod><e:CipherData><e:CipherValue/></e:CipherData></e:EncryptedKey></KeyInfo><CipherData><CipherValue/></CipherData></EncryptedData>"
+        ),
+        _ => format!(
+            "<xenc:EncryptedData xmlns:xenc=\"{XENC}\" Id=\"_data1\" Type=\"{XENC}Element\"><xenc:EncryptionMethod Algorithm=\"{data}\"/><ds:KeyInfo xmlns:ds=\"{DSIG}\"><xenc:EncryptedKey Id=\"_key1\"><xenc:EncryptionMethod Algorithm=\"{transport}\">{digest}</xenc:EncryptionMethod><xenc:CipherData><xenc:CipherValue/></xenc:CipherData></xenc:EncryptedKey></ds:KeyInfo><xenc:CipherData><xenc:CipherValue/></xenc:CipherData></xenc:EncryptedData>"
+        ),
+    }
+}
+
+/// The element `<{prefix}{name}…</{prefix}{name}>` of `xml`: its range.
+fn element_range(xml: &str, prefix: &str, name: &str) -> std::ops::Range<usize> {
+    let open = format!("<{prefix}{name}");
+    let close = format!("</{prefix}{name}>");
+    let start = xml.find(&open).unwrap_or_else(|| panic!("{open} in {xml}"));
+    let end = xml[start..].find(&close).unwrap() + start + close.len();
+    start..end
+}
+
+/// Encrypts the signed assertion of the IdP's response `xml` to the
+/// service provider's certificate (`sp_pem`, a file) with Debian's
+/// `xmlsec1` (a second implementation of XML Encryption), then lays the
+/// result out as `layout` inside a `saml:EncryptedAssertion`.
+fn encrypt_as(
+    dir: &std::path::Path,
+    xml: &str,
+    sp_pem: &std::path::Path,
+    layout: Layout,
+    data: &str,
+    transport: &str,
+) -> String {
+    let (response, tpl, out) = (
+        dir.join("response.xml"),
+        dir.join("tpl.xml"),
+        dir.join("out.xml"),
+    );
+    std::fs::write(&response, without_response_signature(xml)).unwrap();
+    std::fs::write(&tpl, template(layout, data, transport)).unwrap();
+    let session = match data.rsplit_once('#').unwrap().1 {
+        "tripledes-cbc" => "des-192".to_string(),
+        other => format!("aes-{}", &other[3..6]),
+    };
+    let run = std::process::Command::new("xmlsec1")
+        .args(["--encrypt", "--pubkey-cert-pem"])
+        .arg(sp_pem)
+        .args(["--session-key", &session, "--xml-data"])
+        .arg(&response)
+        .args(["--node-xpath", "//*[local-name()='Assertion']", "--output"])
+        .arg(&out)
+        .arg(&tpl)
+        .output()
+        .expect("xmlsec1 runs (Debian's xmlsec1; tests/run.sh installs it)");
+    assert!(
+        run.status.success(),
+        "xmlsec1: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut xml = std::fs::read_to_string(&out).unwrap();
+    if let Some(rest) = xml.strip_prefix("<?xml version=\"1.0\"?>") {
+        xml = rest.trim_start().to_string();
+    }
+    let (prefix, name) = if layout == Layout::DefaultNamespace {
+        ("", "EncryptedData")
+    } else {
+        ("xenc:", "EncryptedData")
+    };
+    let range = element_range(&xml, prefix, name);
+    let mut encrypted = xml[range.clone()].to_string();
+    let mut beside = String::new();
+    match layout {
+        Layout::Retrieved => {
+            let key = element_range(&encrypted, "xenc:", "EncryptedKey");
+            beside = encrypted[key.clone()].replacen(
+                "<xenc:EncryptedKey",
+                &format!("<xenc:EncryptedKey xmlns:xenc=\"{XENC}\" xmlns:ds=\"{DSIG}\""),
+                1,
+            );
+            encrypted.replace_range(
+                key,
+                &format!("<ds:RetrievalMethod Type=\"{XENC}EncryptedKey\" URI=\"#_key1\"/>"),
+            );
+        }
+        Layout::AncestorNamespaces => {
+            encrypted = encrypted
+                .replace(&format!(" xmlns:xenc=\"{XENC}\""), "")
+                .replace(&format!(" xmlns:ds=\"{DSIG}\""), "");
+        }
+        Layout::Inline | Layout::DefaultNamespace => {}
+    }
+    let wrapped = format!("<saml:EncryptedAssertion>{encrypted}{beside}</saml:EncryptedAssertion>");
+    let mut xml = format!("{}{wrapped}{}", &xml[..range.start], &xml[range.end..]);
+    if layout == Layout::AncestorNamespaces {
+        xml = xml.replacen(
+            "<samlp:Response ",
+            &format!("<samlp:Response xmlns:xenc=\"{XENC}\" xmlns:ds=\"{DSIG}\" "),
+            1,
+        );
+    }
+    assert!(
+        xml.contains("xmlns:saml="),
+        "the response declares saml: {xml}"
+    );
+    xml
+}
+
+#[tokio::test]
+async fn each_vendors_encrypted_assertion_shape_signs_in_and_rsa_1_5_is_refused_by_name() {
+    let idp = saml::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let shapes = [
+        (Layout::Inline, "aes128-cbc", "rsa-oaep-mgf1p"),
+        (Layout::Retrieved, "aes256-cbc", "rsa-oaep-mgf1p"),
+        (Layout::DefaultNamespace, "aes256-cbc", "rsa-oaep-mgf1p"),
+        (Layout::AncestorNamespaces, "aes192-cbc", "rsa-oaep-mgf1p"),
+        (Layout::Inline, "aes128-gcm", "rsa-oaep-mgf1p"),
+        (Layout::Retrieved, "aes256-gcm", "rsa-oaep-mgf1p"),
+        (Layout::Inline, "tripledes-cbc", "rsa-oaep-mgf1p"),
+    ];
+    let uri = |name: &str| {
+        if name.ends_with("-gcm") {
+            format!("{XENC11}{name}")
+        } else {
+            format!("{XENC}{name}")
+        }
+    };
+    for backend in backends() {
+        let server = start(
+            &backend,
+            idp,
+            &idp.certificate(),
+            "AUTO_REGISTER = true\nWANT_ASSERTIONS_ENCRYPTED = true",
+            Sp::default(),
+        )
+        .await;
+        let metadata = sp_metadata(&server, SOURCE).await;
+        let start = metadata.find("X509Certificate>").unwrap() + "X509Certificate>".len();
+        let end = start + metadata[start..].find('<').unwrap();
+        let body: String = metadata[start..end]
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let sp_pem = dir.path().join("sp.pem");
+        let wrapped: Vec<String> = body
+            .as_bytes()
+            .chunks(64)
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect();
+        std::fs::write(
+            &sp_pem,
+            format!(
+                "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+                wrapped.join("\n")
+            ),
+        )
+        .unwrap();
+
+        for (layout, data, transport) in shapes {
+            let (client, to) = begin(&server).await;
+            let posted = idp.respond(&to, "alice").await;
+            let xml = encrypt_as(
+                dir.path(),
+                &posted.xml(),
+                &sp_pem,
+                layout,
+                &uri(data),
+                &uri(transport),
+            );
+            let res = post(&client, &server, &posted.with_xml(&xml)).await;
+            assert!(
+                res.status().is_redirection(),
+                "{backend} {layout:?} {data}: {} {}\n{xml}",
+                res.text().await.unwrap_or_default(),
+                server.log()
+            );
+            assert_eq!(
+                session_login(&client, &server).await.as_deref(),
+                Some("alice"),
+                "{backend} {layout:?} {data}"
+            );
+        }
+
+        // RSA PKCS#1 v1.5 key transport: refused, and the page names it.
+        let (client, to) = begin(&server).await;
+        let posted = idp.respond(&to, "alice").await;
+        let xml = encrypt_as(
+            dir.path(),
+            &posted.xml(),
+            &sp_pem,
+            Layout::Inline,
+            &uri("aes256-cbc"),
+            &uri("rsa-1_5"),
+        );
+        let res = post(&client, &server, &posted.with_xml(&xml)).await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}");
+        let text = res.text().await.unwrap();
+        assert!(
+            text.contains("Could not decrypt the assertion") && text.contains("PKCS#1 v1.5"),
+            "{backend}: {text}"
+        );
+        assert_eq!(session_login(&client, &server).await, None, "{backend}");
     }
 }
 
@@ -387,7 +657,9 @@ fn assertion(xml: &str) -> std::ops::Range<usize> {
 
 /// The response without its own signature (the assertion keeps its own).
 fn without_response_signature(xml: &str) -> String {
-    let a = assertion(xml);
+    let a = element(xml, "saml:Assertion", 0)
+        .or_else(|| element(xml, "saml:EncryptedAssertion", 0))
+        .expect("an assertion");
     match element(xml, "ds:Signature", 0) {
         Some(sig) if sig.start < a.start => cut(xml, sig),
         _ => xml.to_string(),
@@ -1369,5 +1641,89 @@ async fn users_without_an_e_mail_attribute_are_each_created_and_sign_in_after_a_
                 "{backend}: {logins:?}"
             );
         }
+    }
+}
+
+#[tokio::test]
+async fn idp_initiated_sign_in_works_when_allowed_and_is_refused_otherwise() {
+    let idp = saml::shared();
+    for backend in backends() {
+        // Off by default: an unsolicited response finds no sign-in begun.
+        let server = start(
+            &backend,
+            idp,
+            &idp.certificate(),
+            "AUTO_REGISTER = true",
+            Sp::default(),
+        )
+        .await;
+        let callback = server.url(&format!("/user/oauth2/{SOURCE}/callback"));
+        let posted = idp
+            .respond(&idp.unsolicited_url(&callback, "/explore/repos"), "alice")
+            .await;
+        assert!(!posted.xml().contains("InResponseTo"), "{}", posted.xml());
+        let client = browser_like();
+        let res = post(&client, &server, &posted).await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}");
+        assert_eq!(session_login(&client, &server).await, None, "{backend}");
+        assert!(!server.logins().contains(&"alice".to_string()), "{backend}");
+
+        // Allowed: the person lands where RelayState says, on this site.
+        let server = start(
+            &backend,
+            idp,
+            &idp.certificate(),
+            "AUTO_REGISTER = true\nALLOW_IDP_INITIATED = true",
+            Sp::default(),
+        )
+        .await;
+        let callback = server.url(&format!("/user/oauth2/{SOURCE}/callback"));
+        let posted = idp
+            .respond(&idp.unsolicited_url(&callback, "/explore/repos"), "alice")
+            .await;
+        let client = browser_like();
+        let res = post(&client, &server, &posted).await;
+        assert_eq!(
+            res.status(),
+            StatusCode::SEE_OTHER,
+            "{backend}: {}",
+            server.log()
+        );
+        assert_eq!(res.headers()["location"], "/explore/repos", "{backend}");
+        assert_eq!(
+            session_login(&client, &server).await.as_deref(),
+            Some("alice")
+        );
+
+        // The same response again, by anyone: its assertion was used.
+        let again = browser_like();
+        let res = post(&again, &server, &posted).await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}: a replay");
+        assert_eq!(session_login(&again, &server).await, None, "{backend}");
+
+        // A RelayState off the site is not followed.
+        for away in [
+            "https://evil.example/",
+            "//evil.example/x",
+            "/\\evil.example",
+        ] {
+            let posted = idp
+                .respond(&idp.unsolicited_url(&callback, away), "alice")
+                .await;
+            let client = browser_like();
+            let res = post(&client, &server, &posted).await;
+            assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend} {away}");
+            assert_eq!(res.headers()["location"], "/", "{backend} {away}");
+        }
+
+        // A response to a request begun here, posted without that
+        // request's cookie, is not taken for an unsolicited one.
+        let (_, to) = begin(&server).await;
+        let posted = idp.respond(&to, "bob").await;
+        let stranger = browser_like();
+        let res = post(&stranger, &server, &posted).await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{backend}");
+        assert_eq!(session_login(&stranger, &server).await, None, "{backend}");
+        assert!(!server.logins().contains(&"bob".to_string()), "{backend}");
     }
 }

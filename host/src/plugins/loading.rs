@@ -124,6 +124,9 @@ pub(super) struct SamlSpec {
     pub entity_id: String,
     pub certificates: Vec<openssl::x509::X509>,
     pub sign_requests: bool,
+    /// `WANT_ASSERTIONS_ENCRYPTED`: the metadata publishes an encryption
+    /// key.
+    pub want_encrypted: bool,
     /// `IDP_ENTITY_ID` is set: responses' `Issuer` is checked.
     pub checks_issuer: bool,
     /// A probe's (the panel's Test connection): its key pair is not stored.
@@ -164,9 +167,11 @@ pub(super) fn saml_spec(
             Some(format!("[source.oauth2_{name}] CERTIFICATE: {e}")),
         ),
     };
-    let sign_requests = text("SIGN_REQUESTS")
-        .and_then(|v| crate::config::schema::parse_bool(&v))
-        .unwrap_or(false);
+    let flag = |k: &str| {
+        text(k)
+            .and_then(|v| crate::config::schema::parse_bool(&v))
+            .unwrap_or(false)
+    };
     Spec {
         id: redirect_id(name),
         host_settings,
@@ -189,7 +194,8 @@ pub(super) fn saml_spec(
             name: name.to_string(),
             entity_id,
             certificates,
-            sign_requests,
+            sign_requests: flag("SIGN_REQUESTS"),
+            want_encrypted: flag("WANT_ASSERTIONS_ENCRYPTED"),
             checks_issuer: text("IDP_ENTITY_ID").is_some(),
             ephemeral: defined_in == DefinedIn::Probe,
         }),

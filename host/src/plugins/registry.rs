@@ -517,6 +517,7 @@ async fn lend_saml_keys(lender: &Lender, spec: &mut super::loading::Spec) {
                         idp_certificates: s.certificates,
                         sp,
                         sign_requests: s.sign_requests,
+                        want_encrypted: s.want_encrypted,
                         crypto: Box::new(crate::saml::crypto::Xmlsec),
                     }),
                 );

@@ -31,7 +31,9 @@ impl From<crate::saml::Error> for verifier::Error {
     fn from(e: crate::saml::Error) -> Self {
         match e {
             crate::saml::Error::InvalidSignature(why) => verifier::Error::InvalidSignature(why),
-            crate::saml::Error::Malformed(why) => verifier::Error::Malformed(why),
+            crate::saml::Error::Malformed(why) | crate::saml::Error::Refused(why) => {
+                verifier::Error::Malformed(why)
+            }
             crate::saml::Error::Misconfigured(why) => verifier::Error::Misconfigured(why),
         }
     }

@@ -1,9 +1,14 @@
-//! XML signatures and encryption for SAML, behind a trait: today libxmlsec1
-//! through `samael` (its `xmlsec` feature); a pure-Rust implementation can
-//! take its place without the capability changing (`docs/decisions.md`).
+//! XML signatures and encryption for SAML, behind a trait: signatures are
+//! libxmlsec1's through `samael` (its `xmlsec` feature), decryption is
+//! OpenSSL's through `xmlenc` (samael's binding of libxmlsec1 has no
+//! encryption context, and its own decryption takes one shape only); a
+//! pure-Rust implementation can take their place without the capability
+//! changing (`docs/decisions.md`).
 
 use openssl::pkey::{PKey, Private};
 use samael::crypto::{AllowedSignatureAlgorithm, CertificateDer, CryptoProvider, ReduceMode};
+
+pub use super::xmlenc::DecryptError;
 
 /// What the `saml` capability needs of an XML security library.
 pub trait XmlCrypto: Send + Sync {
@@ -24,7 +29,7 @@ pub trait XmlCrypto: Send + Sync {
         &self,
         xml: &str,
         key: &PKey<Private>,
-    ) -> std::result::Result<String, String>;
+    ) -> std::result::Result<String, DecryptError>;
 
     /// Appends `SigAlg` and `Signature` to an HTTP-Redirect binding URL.
     fn sign_redirect(&self, url: &str, key: &PKey<Private>) -> std::result::Result<String, String>;
@@ -41,7 +46,7 @@ pub const ALLOWED: &[AllowedSignatureAlgorithm] = &[
     AllowedSignatureAlgorithm::EcdsaSha512,
 ];
 
-/// libxmlsec1, through `samael`.
+/// libxmlsec1 through `samael` for signatures, OpenSSL for decryption.
 pub struct Xmlsec;
 
 impl XmlCrypto for Xmlsec {
@@ -72,44 +77,8 @@ impl XmlCrypto for Xmlsec {
         &self,
         xml: &str,
         key: &PKey<Private>,
-    ) -> std::result::Result<String, String> {
-        let response: samael::schema::Response =
-            xml.parse().map_err(|e| format!("not a response: {e}"))?;
-        let encrypted = response
-            .encrypted_assertion
-            .ok_or("no encrypted assertion")?;
-        let (cipher, method) = encrypted.encrypted_key_info().ok_or("no encrypted key")?;
-        // RSA PKCS#1 v1.5 key transport invites Bleichenbacher's attack;
-        // RSA-OAEP is what identity providers use.
-        if method.ends_with("#rsa-1_5") {
-            return Err(format!("the key transport {method} is not accepted"));
-        }
-        let aes = samael::crypto::XmlSec::decrypt_assertion_key_info(cipher, method, key)
-            .map_err(|e| e.to_string())?;
-        let (cipher, method) = encrypted
-            .encrypted_value_info()
-            .ok_or("no encrypted data")?;
-        let plain = samael::crypto::XmlSec::decrypt_assertion_value_info(cipher, method, &aes)
-            .map_err(|e| e.to_string())?;
-        // Block cipher padding may trail the text; keep the element.
-        let text = match String::from_utf8(plain) {
-            Ok(s) => s,
-            Err(e) => {
-                let valid = e.utf8_error().valid_up_to();
-                let mut bytes = e.into_bytes();
-                bytes.truncate(valid);
-                String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?
-            }
-        };
-        // An XML declaration may lead; the element goes into another
-        // document, where one would not parse.
-        let text = match text.trim_start().strip_prefix("<?xml") {
-            Some(rest) => &rest[rest.find("?>").ok_or("an unterminated declaration")? + 2..],
-            None => text.as_str(),
-        };
-        let start = text.find('<').ok_or("no element")?;
-        let end = text.rfind('>').ok_or("no element")?;
-        Ok(text[start..=end].to_string())
+    ) -> std::result::Result<String, DecryptError> {
+        super::xmlenc::decrypt_assertion(xml, key)
     }
 
     fn sign_redirect(&self, url: &str, key: &PKey<Private>) -> std::result::Result<String, String> {

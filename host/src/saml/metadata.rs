@@ -1,13 +1,12 @@
 //! SAML metadata: the service provider's own (served at
-//! `/user/oauth2/<name>/metadata`) and an identity provider's (uploaded in
-//! the panel or given to `postern admin auth add-saml`), read into the
-//! source's keys. Both through `samael`'s metadata types.
+//! `/user/oauth2/<name>/metadata`), written with `samael`'s metadata
+//! types, and an identity provider's (uploaded in the panel or given to
+//! `postern admin auth add-saml`), read by namespace into the source's
+//! keys.
 
 use base64::Engine as _;
 use samael::key_info::{KeyInfo, X509Data};
-use samael::metadata::{
-    Endpoint, EntityDescriptor, IndexedEndpoint, KeyDescriptor, SpSsoDescriptor,
-};
+use samael::metadata::{EntityDescriptor, IndexedEndpoint, KeyDescriptor, SpSsoDescriptor};
 use samael::traits::ToXml;
 
 const HTTP_POST: &str = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST";
@@ -20,10 +19,15 @@ pub struct SpMetadata<'a> {
     pub entity_id: &'a str,
     /// The assertion consumer service (HTTP-POST binding).
     pub acs: &'a str,
-    /// The service provider's certificate: published for encryption always,
-    /// and for signing when requests are signed.
+    /// The service provider's certificate: published for signing when
+    /// requests are signed, for encryption when assertions are wanted
+    /// encrypted.
     pub certificate_der: &'a [u8],
     pub sign_requests: bool,
+    /// Publish the certificate for encryption: an identity provider that
+    /// finds one encrypts (ADFS by default), so it is there only when the
+    /// source asks for it.
+    pub want_encrypted: bool,
 }
 
 /// The service provider's `md:EntityDescriptor`.
@@ -40,13 +44,16 @@ pub fn sp_metadata(sp: &SpMetadata<'_>) -> Result<String, String> {
         },
         encryption_methods: None,
     };
-    let mut keys = vec![key("encryption")];
+    let mut keys = Vec::new();
     if sp.sign_requests {
-        keys.insert(0, key("signing"));
+        keys.push(key("signing"));
+    }
+    if sp.want_encrypted {
+        keys.push(key("encryption"));
     }
     let descriptor = SpSsoDescriptor {
         protocol_support_enumeration: Some(PROTOCOL.to_string()),
-        key_descriptors: Some(keys),
+        key_descriptors: (!keys.is_empty()).then_some(keys),
         name_id_formats: Some(vec![PERSISTENT.to_string()]),
         authn_requests_signed: Some(sp.sign_requests),
         want_assertions_signed: Some(true),
@@ -74,12 +81,41 @@ pub struct IdpMetadata {
     pub entity_id: String,
     /// Its single sign-on service for the HTTP-Redirect binding: `AUTH_URL`.
     pub sso_url: String,
-    /// Its signing certificates, PEM: `CERTIFICATE`.
+    /// Its signing certificates, PEM, every one listed (two during a
+    /// rollover): `CERTIFICATE`.
     pub certificates: Vec<String>,
+    /// `WantAuthnRequestsSigned="true"`: the IdP takes signed requests only
+    /// (Keycloak's default), so `SIGN_REQUESTS` follows.
+    pub wants_signed_requests: bool,
+    /// The metadata's `validUntil`, when it has passed: it should be
+    /// fetched anew.
+    pub expired: Option<String>,
 }
 
-/// Reads an identity provider's `md:EntityDescriptor`.
-pub fn read_idp_metadata(xml: &str) -> Result<IdpMetadata, String> {
+const METADATA: &str = "urn:oasis:names:tc:SAML:2.0:metadata";
+const DSIG: &str = "http://www.w3.org/2000/09/xmldsig#";
+
+/// An entity's `IDPSSODescriptor`.
+fn idp_descriptor<'a, 'input>(
+    entity: &roxmltree::Node<'a, 'input>,
+) -> Option<roxmltree::Node<'a, 'input>> {
+    entity
+        .children()
+        .find(|c| is(c, METADATA, "IDPSSODescriptor"))
+}
+
+fn is(node: &roxmltree::Node<'_, '_>, namespace: &str, name: &str) -> bool {
+    node.is_element()
+        && node.tag_name().name() == name
+        && node.tag_name().namespace() == Some(namespace)
+}
+
+/// Reads an identity provider's metadata: an `md:EntityDescriptor`, or an
+/// `md:EntitiesDescriptor` (a federation's, older Keycloak's) from which
+/// the entity `wanted` is taken, or else the only identity provider in it.
+/// Read by namespace, whatever the prefixes (Entra ID and ADFS declare the
+/// metadata namespace as the default one).
+pub fn read_idp_metadata(xml: &str, wanted: Option<&str>) -> Result<IdpMetadata, String> {
     if xml.to_ascii_uppercase().contains("<!DOCTYPE")
         || xml.to_ascii_uppercase().contains("<!ENTITY")
     {
@@ -87,50 +123,79 @@ pub fn read_idp_metadata(xml: &str) -> Result<IdpMetadata, String> {
     }
     crate::nesting::xml(xml, crate::nesting::MAX_XML_DEPTH)
         .map_err(|e| format!("not SAML metadata: {e}"))?;
-    let root_ok = roxmltree::Document::parse(xml).is_ok_and(|d| {
-        let root = d.root_element();
-        root.tag_name().name() == "EntityDescriptor"
-            && root.tag_name().namespace() == Some("urn:oasis:names:tc:SAML:2.0:metadata")
-    });
-    if !root_ok {
-        return Err("not SAML metadata: expected an md:EntityDescriptor".into());
+    let doc = roxmltree::Document::parse(xml).map_err(|e| format!("not SAML metadata: {e}"))?;
+    let root = doc.root_element();
+    if !(is(&root, METADATA, "EntityDescriptor") || is(&root, METADATA, "EntitiesDescriptor")) {
+        return Err(
+            "not SAML metadata: expected an md:EntityDescriptor or md:EntitiesDescriptor".into(),
+        );
     }
-    let entity: EntityDescriptor = xml
-        .parse()
-        .map_err(|e| format!("not SAML metadata (an md:EntityDescriptor): {e}"))?;
-    let entity_id = entity
-        .entity_id
-        .clone()
-        .filter(|e| !e.is_empty())
-        .ok_or("the metadata names no entityID")?;
-    let idp = entity
-        .idp_sso_descriptors
-        .as_ref()
-        .and_then(|d| d.first())
-        .ok_or("the metadata has no IDPSSODescriptor: it is not an identity provider's")?;
-    let sso_url = idp
-        .single_sign_on_services
+    let entities: Vec<_> = root
+        .descendants()
+        .filter(|n| is(n, METADATA, "EntityDescriptor"))
+        .collect();
+    let providers: Vec<_> = entities
         .iter()
-        .find(|s: &&Endpoint| s.binding == HTTP_REDIRECT)
-        .map(|s| s.location.clone())
+        .filter(|e| idp_descriptor(e).is_some())
+        .collect();
+    let entity_id_of =
+        |e: &roxmltree::Node<'_, '_>| e.attribute("entityID").unwrap_or("").to_string();
+    let entity = match wanted.filter(|w| !w.is_empty()) {
+        Some(wanted) => providers
+            .iter()
+            .find(|e| entity_id_of(e) == wanted)
+            .ok_or_else(|| {
+                format!(
+                    "the metadata has no identity provider {wanted:?}; it has {}",
+                    listed(providers.iter().map(|e| entity_id_of(e)))
+                )
+            })?,
+        None => match providers.as_slice() {
+            [one] => one,
+            [] if entities.is_empty() => return Err("the metadata describes no entity".into()),
+            [] => {
+                return Err(
+                    "the metadata has no IDPSSODescriptor: it is not an identity provider's".into(),
+                );
+            }
+            many => {
+                return Err(format!(
+                    "the metadata describes {} identity providers ({}): give IDP_ENTITY_ID to pick one",
+                    many.len(),
+                    listed(many.iter().map(|e| entity_id_of(e)))
+                ));
+            }
+        },
+    };
+    let entity_id = entity_id_of(entity);
+    if entity_id.is_empty() {
+        return Err("the metadata names no entityID".into());
+    }
+    let idp = idp_descriptor(entity).ok_or("the entity has no IDPSSODescriptor")?;
+    let sso_url = idp
+        .children()
+        .filter(|s| is(s, METADATA, "SingleSignOnService"))
+        .find(|s| s.attribute("Binding") == Some(HTTP_REDIRECT))
+        .and_then(|s| s.attribute("Location"))
+        .map(str::to_string)
         .ok_or(
             "the identity provider offers no single sign-on service with the HTTP-Redirect binding",
         )?;
     let mut certificates = Vec::new();
-    for key in &idp.key_descriptors {
+    for key in idp.children().filter(|k| is(k, METADATA, "KeyDescriptor")) {
         // A key without `use` serves both purposes.
-        if key.key_use.as_deref().is_some_and(|u| u != "signing") {
+        if key.attribute("use").is_some_and(|u| u != "signing") {
             continue;
         }
-        for cert in key
-            .key_info
-            .x509_data
-            .iter()
-            .flat_map(|x| x.certificates.iter())
-        {
-            let compact: String = cert.chars().filter(|c| !c.is_whitespace()).collect();
+        for cert in key.descendants().filter(|c| is(c, DSIG, "X509Certificate")) {
+            let compact: String = cert
+                .text()
+                .unwrap_or("")
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
             let pem = pem_wrap(&compact);
-            if !certificates.contains(&pem) {
+            if !compact.is_empty() && !certificates.contains(&pem) {
                 certificates.push(pem);
             }
         }
@@ -140,11 +205,37 @@ pub fn read_idp_metadata(xml: &str) -> Result<IdpMetadata, String> {
         // unsigned responses, Postern refuses the metadata instead.
         return Err("the metadata carries no signing certificate".into());
     }
+    let yes = |v: Option<&str>| matches!(v.map(str::trim), Some("true" | "1"));
+    // The nearest validUntil of the entity and the documents around it.
+    let now = time::OffsetDateTime::now_utc();
+    let expired = entity
+        .ancestors()
+        .filter_map(|n| n.attribute("validUntil"))
+        .find(|until| {
+            time::OffsetDateTime::parse(
+                until.trim(),
+                &time::format_description::well_known::Rfc3339,
+            )
+            .is_ok_and(|t| t < now)
+        })
+        .map(str::to_string);
     Ok(IdpMetadata {
         entity_id,
         sso_url,
         certificates,
+        wants_signed_requests: yes(idp.attribute("WantAuthnRequestsSigned")),
+        expired,
     })
+}
+
+/// `"a", "b"` for a message.
+fn listed(ids: impl Iterator<Item = String>) -> String {
+    let ids: Vec<String> = ids.map(|i| format!("{i:?}")).collect();
+    if ids.is_empty() {
+        "none".into()
+    } else {
+        ids.join(", ")
+    }
 }
 
 /// A base64 DER certificate as PEM.
@@ -171,20 +262,30 @@ mod tests {
             acs: "https://git.example/user/oauth2/SAML/callback",
             certificate_der: &der,
             sign_requests: true,
+            want_encrypted: true,
         })
         .unwrap();
+        let plain = sp_metadata(&SpMetadata {
+            entity_id: "https://git.example/user/oauth2/SAML/callback",
+            acs: "https://git.example/user/oauth2/SAML/callback",
+            certificate_der: &der,
+            sign_requests: false,
+            want_encrypted: false,
+        })
+        .unwrap();
+        assert!(!plain.contains("KeyDescriptor"), "{plain}");
         let back: EntityDescriptor = xml.parse().unwrap();
         let sp = &back.sp_sso_descriptors.unwrap()[0];
         assert_eq!(sp.authn_requests_signed, Some(true));
         assert_eq!(sp.key_descriptors.as_ref().unwrap().len(), 2);
         assert!(
-            read_idp_metadata(&xml)
+            read_idp_metadata(&xml, None)
                 .unwrap_err()
                 .contains("IDPSSODescriptor")
         );
         let idp = r#"<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://idp.example/"><md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"><md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="https://idp.example/sso"/></md:IDPSSODescriptor></md:EntityDescriptor>"#;
         assert!(
-            read_idp_metadata(idp)
+            read_idp_metadata(idp, None)
                 .unwrap_err()
                 .contains("no signing certificate")
         );

@@ -124,6 +124,26 @@ async fn complete(
     let viewer = viewer.without_pending();
     match completed {
         Ok(Completed::Outcome(outcome)) => signed_in(&app, viewer, &headers, outcome).await,
+        Ok(Completed::Unsolicited {
+            outcome,
+            relay_state,
+        }) => {
+            // An IdP-initiated sign-in goes where its RelayState says only
+            // when that is a path on this site.
+            let viewer = match super::signin::local_path(&relay_state) {
+                Some(path) => Viewer {
+                    jar: viewer.jar.clone().add(cookie(
+                        &app,
+                        super::signin::REDIRECT_COOKIE,
+                        path.to_string(),
+                        Some(600),
+                    )),
+                    ..viewer
+                },
+                None => viewer,
+            };
+            signed_in(&app, viewer, &headers, outcome).await
+        }
         Ok(Completed::NeedsPassword { login, token }) => {
             let jar =
                 viewer

@@ -50,11 +50,11 @@ pub(super) struct LoginQuery {
 
 /// The cookie that carries `redirect_to` across the sign-in steps (as
 /// Gitea's `redirect_to` cookie does).
-const REDIRECT_COOKIE: &str = "redirect_to";
+pub(super) const REDIRECT_COOKIE: &str = "redirect_to";
 
 /// Only a path on this site: never another host, so that a link cannot
 /// send a user who signs in somewhere else (an open redirect).
-fn local_path(target: &str) -> Option<&str> {
+pub(super) fn local_path(target: &str) -> Option<&str> {
     // Browsers drop tabs and line breaks from a URL, so `/\t/evil.example`
     // would become `//evil.example`; no control character is let through.
     (target.starts_with('/')

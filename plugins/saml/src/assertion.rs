@@ -155,7 +155,9 @@ fn check_response(
         }
         None => return Err(refuse("wrong destination: the signed response names none")),
     }
-    if response.attribute("InResponseTo") != Some(pending.request_id.as_str()) {
+    // An unsolicited response (IdP-initiated) has an empty request id: it
+    // must then answer no request at all.
+    if response.attribute("InResponseTo").unwrap_or("") != pending.request_id {
         return Err(refuse(format!(
             "the response answers another request ({:?}, not {:?})",
             response.attribute("InResponseTo").unwrap_or(""),
@@ -261,7 +263,7 @@ fn check_subject_confirmation(
             );
             continue;
         }
-        if data.attribute("InResponseTo") != Some(pending.request_id.as_str()) {
+        if data.attribute("InResponseTo").unwrap_or("") != pending.request_id {
             why = format!(
                 "the assertion answers another request ({:?}, not {:?})",
                 data.attribute("InResponseTo").unwrap_or(""),
@@ -370,9 +372,9 @@ fn identity(
             .into_iter()
             .next()
             .unwrap_or_default(),
-        // The identity provider is the organisation's own, trusted by
-        // its certificate: the address it asserts is the user's.
-        email_verified: !email.is_empty(),
+        // SAML has no flag saying the address was verified; the source's
+        // TRUST_EMAIL tells the host whether to take it as verified.
+        email_verified: false,
         email,
         ssh_keys: Vec::new(),
         groups,

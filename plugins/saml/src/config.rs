@@ -23,6 +23,8 @@ pub(crate) struct Config {
     /// The attribute that lists groups (`GROUP_CLAIM_NAME`).
     pub groups_attribute: Option<String>,
     pub sign_requests: bool,
+    /// `ALLOW_IDP_INITIATED`: unsolicited responses are taken.
+    pub allow_idp_initiated: bool,
 }
 
 fn flag(settings: &[Setting], key: &str, default: bool) -> bool {
@@ -58,6 +60,7 @@ impl Config {
             nameid_as_username: flag(settings, "NAMEID_AS_USERNAME", true),
             groups_attribute: text("GROUP_CLAIM_NAME"),
             sign_requests: flag(settings, "SIGN_REQUESTS", false),
+            allow_idp_initiated: flag(settings, "ALLOW_IDP_INITIATED", false),
         })
     }
 }

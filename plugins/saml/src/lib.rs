@@ -45,6 +45,8 @@ pub(crate) struct Pending {
 /// certificate or the clock: the host shows these words (the spec's) to
 /// the user, and logs the rest of the text.
 pub(crate) const INVALID_SIGNATURE: &str = "Invalid signature";
+/// How the host's refusal of an assertion it could not decrypt begins.
+const COULD_NOT_DECRYPT: &str = "could not decrypt the assertion";
 
 /// The one value of the callback parameter `name`; absent or repeated
 /// both read as `None`.
@@ -105,17 +107,36 @@ impl IdentitySource for Saml {
         parameters: Vec<(String, String)>,
     ) -> Result<Identity, SignInError> {
         let config = Config::read(&settings, &callback_url)?;
-        let pending: Pending = serde_json::from_slice(&pending_state)
-            .map_err(|e| SignInError::InvalidResponse(format!("the pending state: {e}")))?;
-        if parameter(&parameters, "RelayState") != Some(pending.relay_state.as_str()) {
-            return Err(SignInError::StateMismatch);
-        }
+        // No pending state: the host found no sign-in begun here, and
+        // passes an unsolicited (IdP-initiated) response on only when the
+        // source allows them. It must then answer no request; its
+        // RelayState is the host's to read, as a local path at most.
+        let pending = if pending_state.is_empty() {
+            if !config.allow_idp_initiated {
+                return Err(SignInError::StateMismatch);
+            }
+            Pending {
+                request_id: String::new(),
+                relay_state: String::new(),
+            }
+        } else {
+            let pending: Pending = serde_json::from_slice(&pending_state)
+                .map_err(|e| SignInError::InvalidResponse(format!("the pending state: {e}")))?;
+            if parameter(&parameters, "RelayState") != Some(pending.relay_state.as_str()) {
+                return Err(SignInError::StateMismatch);
+            }
+            pending
+        };
         let response = parameter(&parameters, "SAMLResponse").ok_or_else(|| {
             SignInError::InvalidResponse("the callback carries no SAMLResponse".into())
         })?;
         let verified = saml::verify_response(response).map_err(|e| match e {
             saml::Error::InvalidSignature(why) => {
                 SignInError::InvalidResponse(format!("{INVALID_SIGNATURE}: {why}"))
+            }
+            // The host's words for a decryption failure go on as they are.
+            saml::Error::Malformed(why) if why.starts_with(COULD_NOT_DECRYPT) => {
+                SignInError::InvalidResponse(why)
             }
             saml::Error::Malformed(why) => {
                 SignInError::InvalidResponse(format!("a malformed response: {why}"))
