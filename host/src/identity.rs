@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 
+pub mod links;
+mod logins;
 pub mod redirect;
 mod sources;
 pub mod sync;
@@ -75,11 +77,21 @@ pub enum Error {
     /// the clocks failed a check: the spec's words, nothing more.
     #[error("Invalid signature")]
     InvalidSignature,
+    /// A SAML assertion was encrypted in a way, or with a key, that the
+    /// service provider cannot undo: the words say which.
+    #[error("Could not decrypt the assertion: {0}. Nobody was signed in.")]
+    CouldNotDecrypt(String),
     /// A local account has the identity's e-mail and may not be linked.
     #[error(
         "An account with this e-mail address already exists, and this site does not link sign-ins from other providers to existing accounts."
     )]
     EmailTaken,
+    /// A local account has the identity's e-mail, which the provider does
+    /// not vouch for (`email_verified`, or the source's `TRUST_EMAIL`).
+    #[error(
+        "An account with this e-mail address already exists, but the identity provider does not confirm that the address is yours, so this sign-in was not linked to it. Ask a site administrator to link it."
+    )]
+    EmailUnverified,
     /// The identity is linked to nobody and `AUTO_REGISTER` is off.
     #[error(
         "No account is linked to this identity, and accounts are not created automatically here; ask a site administrator."
@@ -121,12 +133,13 @@ impl Error {
             Error::AccountDisabled(_) => StatusCode::FORBIDDEN,
             Error::SourceUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Refused(_) => StatusCode::BAD_REQUEST,
-            Error::Taken(_) | Error::EmailTaken => StatusCode::CONFLICT,
+            Error::Taken(_) | Error::EmailTaken | Error::EmailUnverified => StatusCode::CONFLICT,
             Error::UnknownSource => StatusCode::NOT_FOUND,
             Error::ProviderDenied(_) | Error::NotRegistered => StatusCode::FORBIDDEN,
-            Error::SignInExpired | Error::Unverified | Error::InvalidSignature => {
-                StatusCode::BAD_REQUEST
-            }
+            Error::SignInExpired
+            | Error::Unverified
+            | Error::InvalidSignature
+            | Error::CouldNotDecrypt(_) => StatusCode::BAD_REQUEST,
             Error::TooManyAttempts(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

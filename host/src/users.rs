@@ -16,8 +16,9 @@ pub use changes::{
 pub use checks::{check_login, looks_like_email};
 pub use create::{insert, insert_many, insert_on, insert_org_account};
 pub use links::{
-    find_by_source_login, find_linked, find_linked_or_relink, link, link_many, link_on,
-    linked_to_source, links, logins_of_source, relink, unlink,
+    LinkRow, find_by_source_login, find_linked, find_linked_or_relink, link, link_many, link_on,
+    link_rows, linked_to_source, linked_user_id, links, logins_of_source, relink, set_link,
+    touch_link, unlink,
 };
 pub use lookup::{
     Counts, Filter, counts, find_by_email, find_by_id, find_by_login, find_by_login_or_email, list,

@@ -4,6 +4,7 @@
 //! peers the tests need.
 
 pub mod browser;
+pub mod github;
 pub mod ldap;
 pub mod nats;
 pub mod oauth;

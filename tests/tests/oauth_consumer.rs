@@ -22,10 +22,10 @@ use serde_json::{Value, json};
 use url::Url;
 
 /// The password of the users these tests make locally.
-const PW: &str = "a-long-password";
+pub(crate) const PW: &str = "a-long-password";
 /// The source's name (`[source.oauth2_corp]`) and what the sign-in page calls it.
-const SOURCE: &str = "corp";
-const NAME: &str = "Corp SSO";
+pub(crate) const SOURCE: &str = "corp";
+pub(crate) const NAME: &str = "Corp SSO";
 
 /// The group mapping every Node provider test uses: `admins` makes site
 /// administrators, `developers` members of acme/core.
@@ -43,7 +43,13 @@ const TAKEN: &str = "An account with this e-mail address already exists";
 
 /// The ini of a server with the source `corp` at `discovery`; `extra` goes
 /// into the source's section, `linking` is `[oauth2_client] ACCOUNT_LINKING`.
-fn source_ini(discovery: &str, id: &str, secret: &str, extra: &str, linking: &str) -> String {
+pub(crate) fn source_ini(
+    discovery: &str,
+    id: &str,
+    secret: &str,
+    extra: &str,
+    linking: &str,
+) -> String {
     format!(
         "[source]
 ENABLE_OAUTH2 = true
@@ -68,7 +74,7 @@ ALLOW_INSECURE_HOSTS = localhost, 127.0.0.1
 
 /// A server on a port of its own with the source `corp` at the Node
 /// provider, for which it registers a client first.
-async fn with_node_source(
+pub(crate) async fn with_node_source(
     backend: &postern_tests::Backend,
     peer: &OidcProvider,
     extra: &str,
@@ -164,7 +170,7 @@ fn source_entry(server: &Server) -> Value {
 }
 
 /// Who the browser is, on the page it shows of `server`.
-async fn signed_in_as(browser: &Browser, server: &Server) -> Value {
+pub(crate) async fn signed_in_as(browser: &Browser, server: &Server) -> Value {
     let who = browser
         .client
         .wait()
@@ -448,7 +454,10 @@ async fn a_second_postern_as_provider_signs_a_new_user_in() {
 /// provider sent it to, not yet loaded. Checks the authorization request
 /// on the way: a code for this client and redirect URI, a state, a nonce
 /// and an S256 PKCE challenge.
-async fn through_provider(server: &Server, peer: &TamperingProvider) -> (reqwest::Client, Url) {
+pub(crate) async fn through_provider(
+    server: &Server,
+    peer: &TamperingProvider,
+) -> (reqwest::Client, Url) {
     let backend = &server.backend;
     let http = client();
     let res = http
@@ -498,7 +507,7 @@ async fn through_provider(server: &Server, peer: &TamperingProvider) -> (reqwest
 }
 
 /// Loads `url` with `http`: the status, and the page's visible text.
-async fn load(http: &reqwest::Client, url: &Url) -> (StatusCode, String, Option<Url>) {
+pub(crate) async fn load(http: &reqwest::Client, url: &Url) -> (StatusCode, String, Option<Url>) {
     let res = http.get(url.as_str()).send().await.unwrap();
     let status = res.status();
     let to = res
@@ -509,7 +518,7 @@ async fn load(http: &reqwest::Client, url: &Url) -> (StatusCode, String, Option<
 }
 
 /// `GET /api/v1/user` as `http`: the status.
-async fn whoami(server: &Server, http: &reqwest::Client) -> (StatusCode, Value) {
+pub(crate) async fn whoami(server: &Server, http: &reqwest::Client) -> (StatusCode, Value) {
     let res = http.get(server.url("/api/v1/user")).send().await.unwrap();
     let status = res.status();
     (status, res.json().await.unwrap_or(Value::Null))
@@ -627,14 +636,14 @@ async fn a_provider_breaking_a_rule_is_refused_with_its_page_and_creates_nobody(
         assert_eq!(whoami(&server, &http).await.0, StatusCode::UNAUTHORIZED);
         assert_eq!(users_named(&server, "denied"), 0, "{backend}");
 
-        // A provider's user name that is no user name here (it would name
-        // a directory outside the owner's).
-        peer.set(Mode::Honest, "x..y");
+        // A provider's user name of which no user name can be made (it
+        // would name a directory outside the owner's): nobody is made.
+        peer.set(Mode::Honest, "../..");
         let (http, callback) = through_provider(&server, &peer).await;
         let (status, text, _) = load(&http, &callback).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{backend}: {text}");
         assert!(
-            text.contains("is not a valid user name"),
+            text.contains("No user name can be made of"),
             "{backend}: {text}"
         );
         assert_eq!(whoami(&server, &http).await.0, StatusCode::UNAUTHORIZED);

@@ -36,6 +36,35 @@ pub(super) enum UserCmd {
         #[arg(long)]
         username: String,
     },
+    /// List a user's external identities: source, external id, when made
+    /// and last used.
+    Links {
+        #[arg(long)]
+        username: String,
+    },
+    /// Link an external identity (the provider's id of the person: `sub`,
+    /// a NameID) of a sign-in source to a user, before its first sign-in
+    /// or to repair a link that broke; it replaces the user's own earlier
+    /// link to that source.
+    Link {
+        #[arg(long)]
+        username: String,
+        /// The source's name (`corp` of `[source.oauth2_corp]`).
+        #[arg(long)]
+        source: String,
+        #[arg(long)]
+        external_id: String,
+        /// Take the identity from the account it is linked to now.
+        #[arg(long = "move")]
+        take_over: bool,
+    },
+    /// Remove a user's link to a sign-in source.
+    Unlink {
+        #[arg(long)]
+        username: String,
+        #[arg(long)]
+        source: String,
+    },
     /// List users.
     List {
         /// Only site administrators.
@@ -93,6 +122,60 @@ pub(super) async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
             println!("Removed every second factor of {}.", user.login);
             Ok(())
         }
+        UserCmd::Links { username } => {
+            let user = named(&app, &username).await?;
+            let links = identity::links::links_of(&app, &user).await?;
+            println!("Source\tExternalID\tCreated\tLastUsed");
+            for l in links {
+                println!(
+                    "{}\t{}\t{}\t{}",
+                    l.source,
+                    l.external_id,
+                    crate::api::rfc3339(l.created),
+                    l.last_used.map_or("never".into(), crate::api::rfc3339)
+                );
+            }
+            Ok(())
+        }
+        UserCmd::Link {
+            username,
+            source,
+            external_id,
+            take_over,
+        } => {
+            let user = named(&app, &username).await?;
+            let done = identity::links::link(&app, &user, &source, &external_id, take_over)
+                .await
+                .with_context(|| {
+                    format!("cannot link {external_id:?} of {source} to {username}")
+                })?;
+            match done {
+                identity::links::Linked::New => {
+                    println!("Linked {external_id:?} of {source} to {}.", user.login)
+                }
+                identity::links::Linked::Moved(from) => {
+                    println!(
+                        "Moved {external_id:?} of {source} from {from} to {}.",
+                        user.login
+                    )
+                }
+                identity::links::Linked::Unchanged => {
+                    println!(
+                        "{external_id:?} of {source} was linked to {} already.",
+                        user.login
+                    )
+                }
+            }
+            Ok(())
+        }
+        UserCmd::Unlink { username, source } => {
+            let user = named(&app, &username).await?;
+            identity::links::unlink(&app, &user, &source)
+                .await
+                .with_context(|| format!("cannot unlink {username} from {source}"))?;
+            println!("Unlinked {} from {source}.", user.login);
+            Ok(())
+        }
         UserCmd::List { admin } => {
             let list = users::list(&app.db, admin).await?;
             println!(
@@ -107,4 +190,11 @@ pub(super) async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The user named `login`, or an error that says there is none.
+async fn named(app: &App, login: &str) -> anyhow::Result<users::User> {
+    users::find_by_login(&app.db, login)
+        .await?
+        .with_context(|| format!("no user named {login:?}"))
 }

@@ -712,6 +712,36 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "Sign outgoing SAML requests.",
             ),
             k(
+                "ALLOW_IDP_INITIATED",
+                BOOL,
+                "false",
+                "SAML: take unsolicited responses (IdP-initiated sign-in: Entra My Apps, the Okta dashboard, ADFS IdpInitiatedSignOn). Weaker than a sign-in begun here: nothing ties the response to the browser that posts it. Signature, audience, recipient, time window and the assertion's single use are still checked, and RelayState is followed only as a local path.",
+            ),
+            k(
+                "WANT_ASSERTIONS_ENCRYPTED",
+                BOOL,
+                "false",
+                "SAML: publish an encryption key in the service provider's metadata, so that the identity provider encrypts assertions to it (ADFS does whenever it sees one).",
+            ),
+            k(
+                "USERNAME",
+                Kind::Enum(&["preferred_username", "email", "userid", "nickname"]),
+                "preferred_username",
+                "What a new account's login is made from: preferred_username (the USERNAME_ATTRIBUTE claim or attribute), email (the address), userid (the provider's id of the user) or nickname (the nickname claim); then normalised: the part before an @, accents dropped, lower case, other characters outside letters, digits, '-', '_' and '.' made '-'.",
+            ),
+            k(
+                "USERNAME_COLLISION",
+                Kind::Enum(&["suffix", "refuse"]),
+                "suffix",
+                "When another account has that login already: suffix (<login>-2, -3, …) or refuse (nobody is made; the person is asked to have an administrator link the sign-in). A login never links an identity to an account.",
+            ),
+            k(
+                "TRUST_EMAIL",
+                BOOL,
+                "false",
+                "Treat the provider's e-mail address as verified though it does not say so (Entra ID, SAML): anyone who can set that address at the provider can then take over the local account that has it.",
+            ),
+            k(
                 "IDP_ENTITY_ID",
                 STR,
                 "",

@@ -83,6 +83,72 @@ impl DefinedIn {
     }
 }
 
+/// `USERNAME`: which of a redirect source's identifiers a new account's
+/// login is made from (Gitea's `[oauth2_client] USERNAME`, per source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UsernameRule {
+    /// The login the source reads (`USERNAME_ATTRIBUTE`: an OpenID
+    /// provider's `preferred_username`, a SAML IdP's `UPN`).
+    #[default]
+    PreferredUsername,
+    /// The e-mail address's local part.
+    Email,
+    /// The provider's id of the user (`sub`, a persistent NameID).
+    UserId,
+    /// The `nickname` claim (OAuth 2.0); a SAML source reads
+    /// `USERNAME_ATTRIBUTE`, as for `preferred_username`.
+    Nickname,
+}
+
+impl UsernameRule {
+    fn parse(word: &str) -> Option<Self> {
+        match word.trim().to_ascii_lowercase().as_str() {
+            "preferred_username" => Some(UsernameRule::PreferredUsername),
+            "email" => Some(UsernameRule::Email),
+            "userid" => Some(UsernameRule::UserId),
+            "nickname" => Some(UsernameRule::Nickname),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsernameRule::PreferredUsername => "preferred_username",
+            UsernameRule::Email => "email",
+            UsernameRule::UserId => "userid",
+            UsernameRule::Nickname => "nickname",
+        }
+    }
+}
+
+/// `USERNAME_COLLISION`: what a new identity whose login another account
+/// has gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoginCollision {
+    /// The first free `<login>-2`, `<login>-3`, …
+    #[default]
+    Suffix,
+    /// No account; the person is told to ask an administrator for a link.
+    Refuse,
+}
+
+impl LoginCollision {
+    fn parse(word: &str) -> Option<Self> {
+        match word.trim().to_ascii_lowercase().as_str() {
+            "suffix" => Some(LoginCollision::Suffix),
+            "refuse" => Some(LoginCollision::Refuse),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoginCollision::Suffix => "suffix",
+            LoginCollision::Refuse => "refuse",
+        }
+    }
+}
+
 /// The host's typed view of an identity source's settings.
 #[derive(Debug, Clone, Default)]
 pub struct SourceSettings {
@@ -122,6 +188,16 @@ pub struct SourceSettings {
     pub restricted_group: Option<String>,
     /// `GROUP_TEAM_MAP_REMOVAL`: leaving a group leaves its mapped teams.
     pub group_team_map_removal: bool,
+    /// `USERNAME`: what a new account's login is made from.
+    pub username_rule: UsernameRule,
+    /// `USERNAME_COLLISION`: a suffix, or a refusal.
+    pub login_collision: LoginCollision,
+    /// `TRUST_EMAIL`: the provider's e-mail address counts as verified
+    /// though it does not say so.
+    pub trust_email: bool,
+    /// `ALLOW_IDP_INITIATED` of a SAML source: unsolicited responses are
+    /// taken.
+    pub allow_idp_initiated: bool,
 }
 
 impl SourceSettings {
@@ -177,6 +253,15 @@ impl SourceSettings {
             admin_group: text("ADMIN_GROUP"),
             restricted_group: text("RESTRICTED_GROUP"),
             group_team_map_removal: flag("GROUP_TEAM_MAP_REMOVAL"),
+            // The schema checked the words; an unknown one cannot reach here.
+            username_rule: text("USERNAME")
+                .and_then(|w| UsernameRule::parse(&w))
+                .unwrap_or_default(),
+            login_collision: text("USERNAME_COLLISION")
+                .and_then(|w| LoginCollision::parse(&w))
+                .unwrap_or_default(),
+            trust_email: flag("TRUST_EMAIL"),
+            allow_idp_initiated: Self::is_saml(section) && flag("ALLOW_IDP_INITIATED"),
             ..SourceSettings::default()
         }
     }
@@ -218,6 +303,23 @@ mod tests {
         assert_eq!(directory_number(&directory_id(7)), Some(7));
         assert_eq!(directory_number("local"), None);
         assert_eq!(directory_number("source.x"), None);
+    }
+
+    #[test]
+    fn every_word_the_schema_takes_is_read() {
+        use super::super::schema::{Kind, key_spec};
+        let words = |key: &str| match key_spec("source.oauth2_<name>", key).map(|k| k.kind) {
+            Some(Kind::Enum(words)) => words,
+            other => panic!("{key}: {other:?}"),
+        };
+        for word in words("USERNAME") {
+            let rule = UsernameRule::parse(word).unwrap_or_else(|| panic!("{word}"));
+            assert_eq!(rule.as_str(), *word);
+        }
+        for word in words("USERNAME_COLLISION") {
+            let policy = LoginCollision::parse(word).unwrap_or_else(|| panic!("{word}"));
+            assert_eq!(policy.as_str(), *word);
+        }
     }
 
     #[test]

@@ -53,6 +53,13 @@ pub enum Completed {
     /// `ACCOUNT_LINKING = login`: its password must be given before the
     /// identity is linked to it. `token` is the new cookie value.
     NeedsPassword { login: String, token: String },
+    /// Signed in (or a second step due) by an unsolicited SAML response
+    /// (`ALLOW_IDP_INITIATED`); `relay_state` is the provider's, to be
+    /// followed only if it is a local path.
+    Unsolicited {
+        outcome: Outcome,
+        relay_state: String,
+    },
 }
 
 fn token_hash(token: &str) -> String {
@@ -112,8 +119,8 @@ pub async fn begin(app: &App, name: &str) -> Result<Begun> {
 
 /// The SP metadata of the SAML source `name` (`GET
 /// /user/oauth2/<name>/metadata`): its entity id, its assertion consumer
-/// service, and its certificate (for encryption, and for signing when
-/// `SIGN_REQUESTS`).
+/// service, and its certificate (for signing when `SIGN_REQUESTS`, for
+/// encryption when `WANT_ASSERTIONS_ENCRYPTED`).
 pub fn saml_metadata(app: &App, name: &str) -> Result<String> {
     let source = source(app, name)?;
     let keys = app
@@ -130,6 +137,7 @@ pub fn saml_metadata(app: &App, name: &str) -> Result<String> {
         acs: &source_callback_url(app, &source),
         certificate_der: &der,
         sign_requests: keys.sign_requests,
+        want_encrypted: keys.want_encrypted,
     })
     .map_err(|e| super::unavailable(&source, format!("the metadata: {e}")))
 }
@@ -150,8 +158,26 @@ pub async fn complete(
     device: RememberedDevice<'_>,
 ) -> Result<Completed> {
     let source = source(app, name)?;
-    let pending = take(app, &source, BEGUN, token).await?;
-    let identity = match app
+    // No sign-in begun here: an unsolicited SAML response, taken only when
+    // the source allows IdP-initiated sign-in (the plugin then insists
+    // that it answers no request).
+    let (pending, unsolicited) = match take(app, &source, BEGUN, token).await {
+        Ok(pending) => (pending, false),
+        Err(Error::SignInExpired)
+            if source.host_settings.allow_idp_initiated
+                && parameters.iter().any(|(k, _)| k == "SAMLResponse") =>
+        {
+            tracing::info!(source = %source.id, "an unsolicited SAML response: IdP-initiated sign-in");
+            (Vec::new(), true)
+        }
+        Err(e) => return Err(e),
+    };
+    let relay_state = parameters
+        .iter()
+        .find(|(k, _)| k == "RelayState")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let mut identity = match app
         .plugins
         .complete_redirect(
             &source,
@@ -165,6 +191,12 @@ pub async fn complete(
         Ok(Err(refusal)) => return Err(refused(&source, refusal)),
         Err(e) => return Err(super::unavailable(&source, e.to_string())),
     };
+    // TRUST_EMAIL: the provider vouches for its addresses without saying
+    // so of each (Entra ID sends no `email_verified`; SAML has no such
+    // flag).
+    if source.host_settings.trust_email && users::looks_like_email(&identity.email) {
+        identity.email_verified = true;
+    }
     if identity.external_id.is_empty() {
         return Err(refused(
             &source,
@@ -189,17 +221,27 @@ pub async fn complete(
                         token,
                     });
                 }
-                _ => {
-                    tracing::warn!(source = %source.id, login = %identity.login, "the e-mail of an external sign-in belongs to a local account, which ACCOUNT_LINKING (or an unverified address) does not let it take; nobody was signed in");
+                AccountLinking::Auto | AccountLinking::Login => {
+                    tracing::warn!(source = %source.id, login = %identity.login, "the e-mail of an external sign-in belongs to a local account, but the provider does not say it is verified (TRUST_EMAIL is off); nobody was signed in");
+                    return Err(Error::EmailUnverified);
+                }
+                AccountLinking::Disabled => {
+                    tracing::warn!(source = %source.id, login = %identity.login, "the e-mail of an external sign-in belongs to a local account, which ACCOUNT_LINKING = disabled does not let it take; nobody was signed in");
                     return Err(Error::EmailTaken);
                 }
             },
             None => provision(app, &source, &identity).await?,
         },
     };
-    finish(app, &source, user, &identity, device)
-        .await
-        .map(Completed::Outcome)
+    let outcome = finish(app, &source, user, &identity, device).await?;
+    Ok(if unsolicited {
+        Completed::Unsolicited {
+            outcome,
+            relay_state,
+        }
+    } else {
+        Completed::Outcome(outcome)
+    })
 }
 
 /// `ACCOUNT_LINKING = login`: the local account's password was given;
@@ -271,16 +313,13 @@ async fn provision(app: &App, source: &Plugin, identity: &Identity) -> Result<Us
         source.record_problem(problem);
         return Err(Error::NotRegistered);
     }
-    // The provider's login becomes a path on disk and in URLs: it must be a
-    // user name Postern would accept at registration.
-    if let Err(why) = users::check_login(&identity.login) {
-        tracing::warn!(source = %source.id, login = %identity.login, "the provider's login is not a valid user name here ({why}); no user was created");
-        return Err(Error::Refused(format!(
-            "The identity provider's user name {:?} is not a valid user name here: {why}.",
-            identity.login
-        )));
-    }
-    let user = super::provision(app, source, identity).await?;
+    // The login becomes a path on disk and in URLs: one the source's
+    // USERNAME rule makes a valid, free user name of.
+    let identity = Identity {
+        login: super::logins::new_login(app, source, identity).await?,
+        ..identity.clone()
+    };
+    let user = super::provision(app, source, &identity).await?;
     tracing::info!(source = %source.id, login = %user.login, "user created on first sign-in");
     Ok(user)
 }
@@ -300,6 +339,9 @@ async fn finish(
             user
         }
     };
+    if let Err(e) = users::touch_link(&app.db, &source.id, &identity.external_id).await {
+        tracing::warn!(source = %source.id, login = %user.login, "noting the link's use: {e}");
+    }
     if !user.is_active {
         return Err(Error::AccountDisabled(
             "This account is prohibited from signing in, please contact your site administrator."
@@ -334,6 +376,8 @@ fn refused(source: &Plugin, refusal: SignInRefusal) -> Error {
             // shows the user exactly that.
             if why.starts_with(INVALID_SIGNATURE) {
                 Error::InvalidSignature
+            } else if let Some(reason) = why.strip_prefix(crate::saml::COULD_NOT_DECRYPT) {
+                Error::CouldNotDecrypt(reason.trim_start_matches([':', ' ']).to_string())
             } else {
                 Error::Unverified
             }

@@ -71,6 +71,78 @@ pub async fn links(db: &Db, user_id: i64) -> Result<Vec<(String, String)>> {
         .collect::<std::result::Result<Vec<_>, sqlx::Error>>()?)
 }
 
+/// One external identity linked to an account, as an administrator sees
+/// it.
+#[derive(Debug, Clone)]
+pub struct LinkRow {
+    pub source: String,
+    pub external_id: String,
+    pub created: i64,
+    /// When it last signed the account in; `None`: not since it was made.
+    pub last_used: Option<i64>,
+}
+
+/// A user's links, oldest first, with when each was made and last used.
+pub async fn link_rows(db: &Db, user_id: i64) -> Result<Vec<LinkRow>> {
+    let rows = sqlx::query(
+        "SELECT source, external_id, created, last_used FROM external_identities WHERE user_id = $1 ORDER BY id",
+    )
+    .bind(user_id)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(LinkRow {
+                source: r.try_get(0)?,
+                external_id: r.try_get(1)?,
+                created: r.try_get(2)?,
+                last_used: r.try_get(3)?,
+            })
+        })
+        .collect()
+}
+
+/// The user `(source, external_id)` is linked to, by id.
+pub async fn linked_user_id(db: &Db, source: &str, external_id: &str) -> Result<Option<i64>> {
+    let row = sqlx::query(
+        "SELECT user_id FROM external_identities WHERE source = $1 AND external_id = $2",
+    )
+    .bind(source)
+    .bind(external_id)
+    .fetch_optional(db.pool())
+    .await?;
+    Ok(row.map(|r| r.try_get(0)).transpose()?)
+}
+
+/// Notes that `(source, external_id)` signed its account in now.
+pub async fn touch_link(db: &Db, source: &str, external_id: &str) -> Result<()> {
+    sqlx::query(
+        "UPDATE external_identities SET last_used = $1 WHERE source = $2 AND external_id = $3",
+    )
+    .bind(now())
+    .bind(source)
+    .bind(external_id)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Points the link `(source, external_id)` at `user_id`, in one statement,
+/// wherever it pointed; makes it when there is none. The user's own other
+/// link to `source`, if any, goes: one identity per source and account.
+pub async fn set_link(db: &Db, source: &str, external_id: &str, user_id: i64) -> Result<()> {
+    let mut tx = db.begin().await?;
+    sqlx::query("DELETE FROM external_identities WHERE (source = $1 AND external_id = $2) OR (source = $1 AND user_id = $3)")
+        .bind(source)
+        .bind(external_id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    link_on(&mut tx, source, external_id, user_id).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// Removes a user's link to `source`; `false` when there was none.
 pub async fn unlink(db: &Db, user_id: i64, source: &str) -> Result<bool> {
     let done = sqlx::query("DELETE FROM external_identities WHERE user_id = $1 AND source = $2")

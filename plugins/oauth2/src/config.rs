@@ -61,8 +61,9 @@ impl Provider {
                 username_attribute: "login",
                 id_claims: &["id"],
                 // `/user` needs no scope for public data; `read:user` adds
-                // the private profile fields.
-                default_scopes: &["read:user"],
+                // the private profile fields, `user:email` the list of
+                // addresses with the verified primary one.
+                default_scopes: &["read:user", "user:email"],
             },
             Provider::GitLab => Preset {
                 auth_url: Some("https://gitlab.com/oauth/authorize"),
@@ -282,9 +283,14 @@ impl Config {
         };
 
         let attributes = Attributes {
-            username: get("USERNAME_ATTRIBUTE")
-                .unwrap_or(preset.username_attribute)
-                .to_string(),
+            // USERNAME = nickname (Gitea's rule) reads the `nickname` claim;
+            // the host makes a login of whichever claim is read.
+            username: if get("USERNAME").is_some_and(|r| r.eq_ignore_ascii_case("nickname")) {
+                "nickname"
+            } else {
+                get("USERNAME_ATTRIBUTE").unwrap_or(preset.username_attribute)
+            }
+            .to_string(),
             email: get("EMAIL_ATTRIBUTE").unwrap_or("email").to_string(),
             name: get("NAME_ATTRIBUTE").unwrap_or("name").to_string(),
             groups: get("GROUP_CLAIM_NAME").map(str::to_string),
@@ -388,7 +394,7 @@ mod tests {
         assert_eq!(profile_url.as_str(), "https://api.github.com/user");
         assert_eq!(config.attributes.username, "login");
         assert_eq!(config.attributes.id_claims, ["id"]);
-        assert_eq!(config.scopes, ["read:user"]);
+        assert_eq!(config.scopes, ["read:user", "user:email"]);
     }
 
     #[test]

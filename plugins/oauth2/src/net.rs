@@ -55,6 +55,17 @@ pub(crate) fn get_json(
     url: &str,
     bearer: Option<&str>,
 ) -> Result<serde_json::Map<String, Value>, SignInError> {
+    match get_json_value(url, bearer)? {
+        Value::Object(object) => Ok(object),
+        _ => Err(SignInError::InvalidResponse(format!(
+            "{url} answered with JSON that is not an object"
+        ))),
+    }
+}
+
+/// GETs any JSON value (a list of e-mail addresses); as [`get_json`]
+/// otherwise.
+pub(crate) fn get_json_value(url: &str, bearer: Option<&str>) -> Result<Value, SignInError> {
     let mut request = Request::get(url).header(header::ACCEPT, "application/json");
     if let Some(token) = bearer {
         request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
@@ -71,10 +82,7 @@ pub(crate) fn get_json(
         )));
     }
     match serde_json::from_slice::<Value>(response.body()) {
-        Ok(Value::Object(object)) => Ok(object),
-        Ok(_) => Err(SignInError::InvalidResponse(format!(
-            "{url} answered with JSON that is not an object"
-        ))),
+        Ok(value) => Ok(value),
         Err(e) => Err(SignInError::InvalidResponse(format!(
             "{url} answered with something that is not JSON: {e}"
         ))),

@@ -12,7 +12,7 @@ use postern_plugin_api::identity_source::SignInError;
 
 use crate::Pending;
 use crate::claims::Claims;
-use crate::config::Config;
+use crate::config::{Config, Provider};
 use crate::net;
 
 type OAuthClient =
@@ -78,5 +78,116 @@ pub(crate) fn complete(
         .set_pkce_verifier(PkceCodeVerifier::new(pending.pkce_verifier))
         .request(&net::client)
         .map_err(net::token_error)?;
-    net::get_json(profile_url.as_str(), Some(token.access_token().secret()))
+    let bearer = token.access_token().secret();
+    let mut profile = net::get_json(profile_url.as_str(), Some(bearer))?;
+    if matches!(config.provider, Provider::GitHub | Provider::GitLab)
+        && config.attributes.email == "email"
+    {
+        with_verified_email(config.provider, &mut profile, profile_url, bearer);
+    }
+    Ok(profile)
+}
+
+/// GitHub's and GitLab's profile does not say whether its `email` is
+/// verified, and GitHub's is empty when the user keeps the address
+/// private. Their `<profile URL>/emails` (GitHub: scope `user:email`;
+/// GitLab: `read_user`) lists the addresses with that word: the verified
+/// primary one (GitHub), or the profile's own once confirmed (GitLab),
+/// becomes `email` with `email_verified`. Without the list (a scope not
+/// granted) the profile stays as it is, its address unverified.
+fn with_verified_email(provider: Provider, profile: &mut Claims, profile_url: &Url, bearer: &str) {
+    let url = format!("{}/emails", profile_url.as_str().trim_end_matches('/'));
+    let list = match net::get_json_value(&url, Some(bearer)) {
+        Ok(serde_json::Value::Array(list)) => list,
+        Ok(_) => return,
+        Err(e) => {
+            crate::log::write(
+                crate::log::Level::Warn,
+                &format!("{url}: no verified e-mail address read ({e:?}); is the scope granted?"),
+            );
+            return;
+        }
+    };
+    if let Some(address) = verified_address(provider, profile, &list) {
+        profile.insert("email".into(), address.into());
+        profile.insert("email_verified".into(), true.into());
+    }
+}
+
+/// The address of `list` that counts as the user's verified one.
+fn verified_address(
+    provider: Provider,
+    profile: &Claims,
+    list: &[serde_json::Value],
+) -> Option<String> {
+    let flag = |entry: &serde_json::Value, key: &str| {
+        entry.get(key).and_then(serde_json::Value::as_bool) == Some(true)
+    };
+    let address = |entry: &serde_json::Value| {
+        entry
+            .get("email")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    match provider {
+        Provider::GitHub => list
+            .iter()
+            .find(|e| flag(e, "primary") && flag(e, "verified"))
+            .and_then(address),
+        _ => {
+            let own = profile.get("email").and_then(serde_json::Value::as_str)?;
+            list.iter()
+                .filter(|e| e.get("confirmed_at").is_some_and(|c| !c.is_null()))
+                .filter_map(address)
+                .find(|a| a.eq_ignore_ascii_case(own))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn profile(value: serde_json::Value) -> Claims {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn github_gives_the_verified_primary_address_only() {
+        let list = json!([
+            {"email": "old@example.com", "primary": false, "verified": true},
+            {"email": "olga@corp.example", "primary": true, "verified": true},
+        ]);
+        let list = list.as_array().cloned().unwrap_or_default();
+        let found = verified_address(Provider::GitHub, &profile(json!({"email": null})), &list);
+        assert_eq!(found.as_deref(), Some("olga@corp.example"));
+        let unverified =
+            json!([{"email": "olga@corp.example", "primary": true, "verified": false}]);
+        let unverified = unverified.as_array().cloned().unwrap_or_default();
+        assert_eq!(
+            verified_address(Provider::GitHub, &profile(json!({})), &unverified),
+            None
+        );
+    }
+
+    #[test]
+    fn gitlab_confirms_the_profiles_own_address() {
+        let list = json!([
+            {"email": "other@example.com", "confirmed_at": "2024-01-01T00:00:00Z"},
+            {"email": "Olga@corp.example", "confirmed_at": "2024-01-01T00:00:00Z"},
+            {"email": "new@example.com", "confirmed_at": null},
+        ]);
+        let list = list.as_array().cloned().unwrap_or_default();
+        let own = profile(json!({"email": "olga@corp.example"}));
+        assert_eq!(
+            verified_address(Provider::GitLab, &own, &list).as_deref(),
+            Some("Olga@corp.example")
+        );
+        let unconfirmed = profile(json!({"email": "new@example.com"}));
+        assert_eq!(
+            verified_address(Provider::GitLab, &unconfirmed, &list),
+            None
+        );
+    }
 }

@@ -12,6 +12,7 @@
 // and can be changed by a test:
 //
 //   PUT /_test/accounts/<login>   {"groups": ["admins"]}   merges claims
+//                                 {"email_verified": null}  leaves one out
 //
 // Prints "oidc-provider listening on <issuer>" on stdout once it listens.
 // With EXIT_WITH_STDIN=1 it exits when its standard input closes.
@@ -29,7 +30,7 @@ const issuer = `http://localhost:${port}`;
 const overrides = new Map();
 
 function claimsOf(login) {
-  return {
+  const claims = {
     sub: login,
     preferred_username: login,
     email: `${login}@example.com`,
@@ -39,6 +40,12 @@ function claimsOf(login) {
     ...overrides.get(login),
     // The subject is the account's id: a test cannot move it.
   };
+  // A claim set to null is left out, as a provider that never sends it
+  // (Entra ID's email_verified) leaves it out.
+  for (const [name, value] of Object.entries(claims)) {
+    if (value === null) delete claims[name];
+  }
+  return claims;
 }
 
 const provider = new Provider(issuer, {
@@ -47,7 +54,7 @@ const provider = new Provider(issuer, {
   claims: {
     openid: ['sub'],
     email: ['email', 'email_verified'],
-    profile: ['name', 'preferred_username'],
+    profile: ['name', 'preferred_username', 'nickname'],
     groups: ['groups'],
   },
   // Put the scopes' claims into the ID token too, not only behind

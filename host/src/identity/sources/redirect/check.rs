@@ -20,7 +20,13 @@ pub(super) const PROVIDERS: &[&str] = &[
     "oauth2",
 ];
 /// Keys that concern SAML only; an OAuth 2.0 source has no use for them.
-const SAML_KEYS: &[&str] = &["REDIRECT_URI", "CERTIFICATE", "SIGN_REQUESTS"];
+const SAML_KEYS: &[&str] = &[
+    "REDIRECT_URI",
+    "CERTIFICATE",
+    "SIGN_REQUESTS",
+    "WANT_ASSERTIONS_ENCRYPTED",
+    "ALLOW_IDP_INITIATED",
+];
 /// Keys that only an OpenID Connect source reads (`ISSUER` is a SAML key
 /// too, with another meaning).
 const OPENID_CONNECT_KEYS: &[&str] = &["ISSUER", "ID_TOKEN_SIGNING_ALGORITHMS"];
@@ -114,6 +120,11 @@ const SAML_SOURCE_KEYS: &[&str] = &[
     "NAME_ATTRIBUTE",
     "USERNAME_ATTRIBUTE",
     "SIGN_REQUESTS",
+    "WANT_ASSERTIONS_ENCRYPTED",
+    "ALLOW_IDP_INITIATED",
+    "USERNAME",
+    "USERNAME_COLLISION",
+    "TRUST_EMAIL",
     "GROUP_CLAIM_NAME",
     "ADMIN_GROUP",
     "RESTRICTED_GROUP",
@@ -135,8 +146,17 @@ fn checked_saml_section(
 ) -> Result<BTreeMap<String, String>, SourceError> {
     let invalid = |m: String| Err(SourceError::Invalid(m));
     if let Some(xml) = section.remove(METADATA_KEY) {
-        let idp = crate::saml::metadata::read_idp_metadata(&xml)
+        let wanted = section.get("IDP_ENTITY_ID").map(String::as_str);
+        let idp = crate::saml::metadata::read_idp_metadata(&xml, wanted)
             .map_err(|e| SourceError::Invalid(format!("{METADATA_KEY}: {e}")))?;
+        if let Some(until) = &idp.expired {
+            tracing::warn!(entity = %idp.entity_id, "the identity provider's metadata was valid until {until}; fetch it anew from the provider");
+        }
+        if idp.wants_signed_requests {
+            section
+                .entry("SIGN_REQUESTS".into())
+                .or_insert_with(|| "true".into());
+        }
         section.entry("AUTH_URL".into()).or_insert(idp.sso_url);
         section
             .entry("CERTIFICATE".into())
