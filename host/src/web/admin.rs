@@ -481,9 +481,25 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
         .await
         .map_err(WebError::internal)?;
     let unshown: &[&str] = if saml {
-        &["ISSUER", "IDP_ENTITY_ID", "CERTIFICATE", "SIGN_REQUESTS"]
+        &[
+            "ISSUER",
+            "IDP_ENTITY_ID",
+            "CERTIFICATE",
+            "SIGN_REQUESTS",
+            "WANT_ASSERTIONS_ENCRYPTED",
+            "ALLOW_IDP_INITIATED",
+            "USERNAME",
+            "USERNAME_COLLISION",
+            "TRUST_EMAIL",
+        ]
     } else {
-        &["ISSUER", "ID_TOKEN_SIGNING_ALGORITHMS"]
+        &[
+            "ISSUER",
+            "ID_TOKEN_SIGNING_ALGORITHMS",
+            "USERNAME",
+            "USERNAME_COLLISION",
+            "TRUST_EMAIL",
+        ]
     };
     for key in unshown {
         put(key, stored.get(*key).cloned());

@@ -215,6 +215,20 @@ struct UserPage {
     created: String,
     /// The administrator looks at their own account.
     own: bool,
+    /// The account's external identities: source, its display name,
+    /// external id, made, last used.
+    links: Vec<LinkLine>,
+    /// The redirect sources an identity can be linked through: name,
+    /// display name.
+    sources: Vec<(String, String)>,
+}
+
+struct LinkLine {
+    source: String,
+    source_name: String,
+    external_id: String,
+    created: String,
+    last_used: String,
 }
 
 #[derive(Default)]
@@ -236,8 +250,22 @@ async fn user_page(
         .into_iter()
         .map(|f| f.kind)
         .collect();
+    let links = crate::identity::links::links_of(app, &subject)
+        .await
+        .map_err(WebError::internal)?
+        .into_iter()
+        .map(|l| LinkLine {
+            source: l.source,
+            source_name: l.source_name,
+            external_id: l.external_id,
+            created: when(l.created),
+            last_used: l.last_used.map_or_else(|| "never".to_string(), when),
+        })
+        .collect();
     let (csrf, jar) = viewer.csrf(app);
     let page = UserPage {
+        links,
+        sources: crate::identity::redirect_sources(app),
         own: viewer.user().is_some_and(|u| u.id == subject.id),
         user: viewer.who(),
         csrf,
@@ -378,4 +406,106 @@ pub(crate) async fn bypass_codes(
         axum::http::HeaderValue::from_static("no-store"),
     );
     Ok(response)
+}
+
+/// The panel's form that links an identity to the account (or moves it
+/// from another one).
+#[derive(Deserialize)]
+pub(crate) struct LinkForm {
+    #[serde(default)]
+    source: String,
+    #[serde(default)]
+    external_id: String,
+    /// `on`: take the identity from the account that has it.
+    #[serde(default)]
+    take_over: Option<String>,
+}
+
+/// `POST /admin/users/{id}/links`: links an external identity to the
+/// account, as `postern admin user link` does.
+pub(crate) async fn link(
+    State(app): State<App>,
+    Path(id): Path<i64>,
+    Posted { viewer, form }: Posted<LinkForm>,
+) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    let subject = subject(&app, &viewer, id).await?;
+    let done = crate::identity::links::link(
+        &app,
+        &subject,
+        &form.source,
+        &form.external_id,
+        form.take_over.is_some(),
+    )
+    .await;
+    let shown = match done {
+        Ok(crate::identity::links::Linked::Moved(from)) => Shown {
+            notice: Some(format!(
+                "The identity was moved from {from} to this account."
+            )),
+            ..Default::default()
+        },
+        Ok(_) => Shown {
+            notice: Some("The identity is linked to this account.".into()),
+            ..Default::default()
+        },
+        Err(e @ (crate::identity::Error::Refused(_) | crate::identity::Error::UnknownSource)) => {
+            let shown = Shown {
+                error: Some(e.to_string()),
+                ..Default::default()
+            };
+            return user_page(
+                &app,
+                &viewer,
+                subject,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                shown,
+            )
+            .await;
+        }
+        Err(e) => return Err(WebError::internal(e)),
+    };
+    user_page(&app, &viewer, subject, StatusCode::OK, shown).await
+}
+
+/// The panel's Unlink button: which source.
+#[derive(Deserialize)]
+pub(crate) struct UnlinkForm {
+    #[serde(default)]
+    source: String,
+}
+
+/// `POST /admin/users/{id}/unlink`: removes the account's link to a
+/// source, as `postern admin user unlink` does.
+pub(crate) async fn unlink(
+    State(app): State<App>,
+    Path(id): Path<i64>,
+    Posted { viewer, form }: Posted<UnlinkForm>,
+) -> Result<Response, WebError> {
+    admin_only(&viewer)?;
+    let subject = subject(&app, &viewer, id).await?;
+    match crate::identity::links::unlink(&app, &subject, &form.source).await {
+        Ok(()) => {
+            let shown = Shown {
+                notice: Some(format!("The link to {} was removed.", form.source)),
+                ..Default::default()
+            };
+            user_page(&app, &viewer, subject, StatusCode::OK, shown).await
+        }
+        Err(e @ (crate::identity::Error::Refused(_) | crate::identity::Error::UnknownSource)) => {
+            let shown = Shown {
+                error: Some(e.to_string()),
+                ..Default::default()
+            };
+            user_page(
+                &app,
+                &viewer,
+                subject,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                shown,
+            )
+            .await
+        }
+        Err(e) => Err(WebError::internal(e)),
+    }
 }

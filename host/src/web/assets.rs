@@ -1,5 +1,5 @@
 //! The files the pages load, built into the binary: the one stylesheet and
-//! the two scripts. Scripts are files, never inline, so that the pages'
+//! the scripts. Scripts are files, never inline, so that the pages'
 //! Content-Security-Policy can allow scripts from this site alone (see
 //! `web/headers.rs`).
 
@@ -30,6 +30,15 @@ pub(crate) async fn webauthn() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         include_str!("../../assets/webauthn.js"),
+    )
+}
+
+/// `GET /assets/confirm.js`: asks before a form marked `data-confirm` is
+/// sent.
+pub(crate) async fn confirm() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("../../assets/confirm.js"),
     )
 }
 

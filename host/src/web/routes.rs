@@ -40,6 +40,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/assets/postern.css", get(assets::stylesheet))
         .route("/assets/webauthn.js", get(assets::webauthn))
         .route("/assets/metadata-file.js", get(assets::metadata_file))
+        .route("/assets/confirm.js", get(assets::confirm))
         .route(
             "/user/settings",
             get(settings::profile).post(settings::save_profile),
@@ -164,6 +165,8 @@ pub(crate) fn routes() -> Router<App> {
             "/admin/users/{id}/bypass_codes",
             post(admin_users::bypass_codes),
         )
+        .route("/admin/users/{id}/links", post(admin_users::link))
+        .route("/admin/users/{id}/unlink", post(admin_users::unlink))
         .route(
             "/admin/config",
             get(admin_config::show).post(admin_config::set),
