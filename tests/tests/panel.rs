@@ -1135,3 +1135,124 @@ async fn administrators_create_users_and_help_them_back_in() {
         assert!(list.contains("1 users"), "{backend}");
     }
 }
+
+/// Where the documentation's screenshots are written when
+/// `POSTERN_DOC_SCREENSHOTS` names a directory (`docs/screenshots`); the
+/// layout is checked either way.
+fn doc_screenshot(name: &str, png: &[u8]) {
+    if let Ok(dir) = std::env::var("POSTERN_DOC_SCREENSHOTS") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+    }
+}
+
+/// The width of each element `css` finds, in CSS pixels.
+async fn widths(c: &Client, css: &str) -> Vec<f64> {
+    let script = format!(
+        "return [...document.querySelectorAll({css:?})].map(e => e.getBoundingClientRect().width);"
+    );
+    let found = c.execute(&script, vec![]).await.unwrap();
+    found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_f64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_sign_in_page_an_error_page_and_the_sources_table_fit_1280_and_390_pixels() {
+    for backend in backends() {
+        let name = backend.to_string();
+        // Three providers; none is reached to show the page.
+        let ini = "[source]\nENABLE_OAUTH2 = true\n\n\
+            [source.oauth2_github]\nNAME = GitHub\nPROVIDER = github\nCLIENT_ID = a-client-id-of-some-length\nCLIENT_SECRET = s\n\n\
+            [source.oauth2_gitlab]\nNAME = GitLab\nPROVIDER = gitlab\nCLIENT_ID = another-client-id\nCLIENT_SECRET = s\n\n\
+            [source.oauth2_corp]\nNAME = Corp single sign-on (Entra ID)\nPROVIDER = oauth2\nCLIENT_ID = 8f2c1a7e-1b2c-4d5e-9f00-0123456789ab\nCLIENT_SECRET = s\n\
+            AUTH_URL = https://login.microsoftonline.com/0d0f8a4c-6b2e-4c55-9f1e-7a1b2c3d4e5f/oauth2/v2.0/authorize\n\
+            TOKEN_URL = https://login.microsoftonline.com/0d0f8a4c-6b2e-4c55-9f1e-7a1b2c3d4e5f/oauth2/v2.0/token\n\
+            PROFILE_URL = https://graph.microsoft.com/oidc/userinfo\n";
+        let server = Server::start(
+            &backend,
+            Options {
+                ini: ini.into(),
+                ..Options::default()
+            },
+        )
+        .await;
+        server.create_user("root", ROOT_PASSWORD, true);
+        let browser = Browser::start().await;
+        let c = &browser.client;
+        for width in [1280u32, 390] {
+            c.set_window_size(width, 900).await.unwrap();
+            c.goto(&server.url("/user/login")).await.unwrap();
+            let report = c.execute(LAYOUT_CHECK, vec![]).await.unwrap();
+            let case = format!("{name}: the sign-in page at {width} px: {report}");
+            assert!(report["wide"].as_array().unwrap().is_empty(), "{case}");
+            // One button per provider, with its name, all as wide as the
+            // form.
+            let buttons = widths(c, "#providers a.button").await;
+            assert_eq!(buttons.len(), 3, "{case}");
+            let form = widths(c, "main form").await[0];
+            assert!(
+                buttons.iter().all(|w| (w - form).abs() < 2.0),
+                "{case}: buttons {buttons:?}, form {form}"
+            );
+            assert_eq!(
+                text(c, "provider-corp").await,
+                "Sign in with Corp single sign-on (Entra ID)"
+            );
+            doc_screenshot(&format!("sign-in-{width}"), &c.screenshot().await.unwrap());
+
+            // A callback that answers no sign-in begun here: the page says
+            // so, and leads back to the sign-in page.
+            c.goto(&server.url("/user/oauth2/corp/callback?code=x&state=y"))
+                .await
+                .unwrap();
+            let message = text(c, "message").await;
+            assert!(message.contains("expired"), "{name}: {message}");
+            let report = c.execute(LAYOUT_CHECK, vec![]).await.unwrap();
+            assert!(
+                report["wide"].as_array().unwrap().is_empty(),
+                "{name}: {report}"
+            );
+            doc_screenshot(
+                &format!("sign-in-error-{width}"),
+                &c.screenshot().await.unwrap(),
+            );
+            click(c, "back-to-sign-in").await;
+            wait(c, "providers").await;
+        }
+
+        // The administrator's sources table: no sideways scrolling.
+        c.set_window_size(1280, 900).await.unwrap();
+        c.goto(&server.url("/user/login")).await.unwrap();
+        fill(c, "user_name", "root").await;
+        fill(c, "password", ROOT_PASSWORD).await;
+        click(c, "sign-in").await;
+        wait(c, "signed-in-user").await;
+        for width in [1280u32, 390] {
+            c.set_window_size(width, 900).await.unwrap();
+            c.goto(&server.url("/admin/auths")).await.unwrap();
+            wait(c, "sources").await;
+            let fits = c
+                .execute(
+                    "const t = document.getElementById('sources'); return [t.scrollWidth, t.clientWidth, document.documentElement.scrollWidth, document.documentElement.clientWidth];",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            let [table, table_box, page, viewport] =
+                [0, 1, 2, 3].map(|i| fits[i].as_i64().unwrap());
+            assert!(
+                table <= table_box + 1 && page <= viewport,
+                "{name}: the sources table scrolls sideways at {width} px: {fits}"
+            );
+            doc_screenshot(
+                &format!("admin-sources-{width}"),
+                &c.screenshot().await.unwrap(),
+            );
+        }
+        browser.close().await;
+    }
+}
