@@ -483,7 +483,8 @@ async fn sign_in_as(
 }
 
 #[tokio::test]
-async fn an_administrator_repairs_a_broken_link_with_the_cli_and_the_person_signs_in() {
+async fn an_administrator_repairs_a_broken_link_with_the_cli_and_the_panel_and_the_person_signs_in()
+{
     let peer = TamperingProvider::start(Mode::Honest, "sub-1");
     for backend in backends() {
         let ini = format!(
@@ -616,5 +617,63 @@ ALLOW_INSECURE_HOSTS = localhost
         );
         assert!(err.contains("has no link"), "{backend}: {err}");
         assert_eq!(server.logins(), before, "{backend}");
+
+        // The panel does the same, on Admin › Users › olga.
+        server.create_user("boss", PW, true);
+        let admin = postern_tests::client();
+        postern_tests::sign_in(&admin, &server, "boss", PW).await;
+        let olga: Value = postern_tests::request_as(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/admin/users/olga",
+            "boss",
+            PW,
+            None,
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+        let page_path = format!("/admin/users/{}", olga["id"]);
+        let page = postern_tests::get_text(&admin, &server.url(&page_path)).await;
+        assert!(page.contains("id=\"no-links\""), "{backend}: {page}");
+        let csrf = postern_tests::csrf_of(&page);
+        let res = admin
+            .post(server.url(&format!("{page_path}/links")))
+            .form(&[
+                ("source", SOURCE),
+                ("external_id", "sub-3"),
+                ("_csrf", &csrf),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), reqwest::StatusCode::OK, "{backend}");
+        let page = res.text().await.unwrap();
+        assert!(
+            page.contains("linked to this account") && page.contains("<code>sub-3</code>"),
+            "{backend}: {page}"
+        );
+        let (_, who) = sign_in_as(&server, &peer, "sub-3").await;
+        assert_eq!(who.as_deref(), Some("olga"), "{backend}");
+        let page = postern_tests::get_text(&admin, &server.url(&page_path)).await;
+        assert!(
+            !page.contains("<td>never</td>"),
+            "{backend}: last used shown: {page}"
+        );
+        let res = admin
+            .post(server.url(&format!("{page_path}/unlink")))
+            .form(&[("source", SOURCE), ("_csrf", &csrf)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), reqwest::StatusCode::OK, "{backend}");
+        assert!(
+            res.text().await.unwrap().contains("was removed"),
+            "{backend}"
+        );
+        let (status, who) = sign_in_as(&server, &peer, "sub-3").await;
+        assert_eq!(status, reqwest::StatusCode::FORBIDDEN, "{backend}");
+        assert_eq!(who, None, "{backend}");
     }
 }
