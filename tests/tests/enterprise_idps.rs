@@ -89,6 +89,22 @@ async fn identifiers_with_an_at_become_the_documented_login_under_each_username_
     browser.close().await;
 }
 
+/// The local account `olga` whose address is Entra's UPN.
+fn local_olga(server: &postern_tests::Server) {
+    let out = server.cli(&[
+        "admin",
+        "user",
+        "create",
+        "--username",
+        "olga",
+        "--email",
+        UPN,
+        "--password",
+        PW,
+    ]);
+    assert!(out.status.success(), "{}", server.backend);
+}
+
 #[tokio::test]
 async fn a_taken_login_is_refused_under_refuse_and_an_unvouched_address_links_only_with_trust_email()
  {
@@ -100,18 +116,7 @@ async fn a_taken_login_is_refused_under_refuse_and_an_unvouched_address_links_on
     for backend in backends() {
         let extra = format!("AUTO_REGISTER = true\nUSERNAME_COLLISION = refuse{closed}");
         let server = with_node_source(&backend, peer, &extra, "auto").await;
-        let out = server.cli(&[
-            "admin",
-            "user",
-            "create",
-            "--username",
-            "olga",
-            "--email",
-            UPN,
-            "--password",
-            PW,
-        ]);
-        assert!(out.status.success(), "{backend}");
+        local_olga(&server);
         let before = server.logins();
 
         // The address is the local account's, but Entra does not say it is
@@ -142,18 +147,7 @@ async fn a_taken_login_is_refused_under_refuse_and_an_unvouched_address_links_on
         // TRUST_EMAIL: the same identity now links to the local account.
         let extra = format!("AUTO_REGISTER = true\nTRUST_EMAIL = true{closed}");
         let server = with_node_source(&backend, peer, &extra, "auto").await;
-        let out = server.cli(&[
-            "admin",
-            "user",
-            "create",
-            "--username",
-            "olga",
-            "--email",
-            UPN,
-            "--password",
-            PW,
-        ]);
-        assert!(out.status.success(), "{backend}");
+        local_olga(&server);
         let before = server.logins();
         sign_in_at_node_provider(&browser, &server, peer, SOURCE, NAME, &id).await;
         let me = signed_in_as(&browser, &server).await;

@@ -3,8 +3,8 @@
 //! a second identity provider), the person would land as a stranger. The
 //! administrator lists an account's links, points an identity at the
 //! account (made before its first sign-in, or moved from another account)
-//! and removes one; the panel, the API and `postern admin user
-//! link|unlink|links` all come here, and each change is logged under the
+//! and removes one; the panel (Admin › Users) and `postern admin user
+//! link|unlink|links` both come here, and each change is logged under the
 //! `audit` target.
 
 use crate::plugins::Plugin;
@@ -14,7 +14,7 @@ use crate::users::{self, User};
 use super::{Error, Result};
 
 /// One external identity linked to an account.
-#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone)]
 pub struct ExternalLink {
     /// `<name>` of the redirect source (`/user/oauth2/<name>`); the
     /// source's id when it is not a redirect source or is gone.
@@ -97,7 +97,7 @@ pub async fn link(
             let login = other.map(|u| u.login).unwrap_or_default();
             if !take_over {
                 return Err(Error::Refused(format!(
-                    "This identity is linked to {login:?}; move it to be sure (--move, or Move in the panel)."
+                    "This identity is linked to {login:?}; move it to be sure (--move, or tick \"Move it here\" in the panel)."
                 )));
             }
             Linked::Moved(login)

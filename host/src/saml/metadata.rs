@@ -9,6 +9,8 @@ use samael::key_info::{KeyInfo, X509Data};
 use samael::metadata::{EntityDescriptor, IndexedEndpoint, KeyDescriptor, SpSsoDescriptor};
 use samael::traits::ToXml;
 
+use super::is;
+
 const HTTP_POST: &str = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST";
 const HTTP_REDIRECT: &str = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect";
 const PROTOCOL: &str = "urn:oasis:names:tc:SAML:2.0:protocol";
@@ -102,12 +104,6 @@ fn idp_descriptor<'a, 'input>(
     entity
         .children()
         .find(|c| is(c, METADATA, "IDPSSODescriptor"))
-}
-
-fn is(node: &roxmltree::Node<'_, '_>, namespace: &str, name: &str) -> bool {
-    node.is_element()
-        && node.tag_name().name() == name
-        && node.tag_name().namespace() == Some(namespace)
 }
 
 /// Reads an identity provider's metadata: an `md:EntityDescriptor`, or an

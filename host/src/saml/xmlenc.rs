@@ -20,6 +20,8 @@ use openssl::pkey::{PKey, Private};
 use openssl::rsa::Padding;
 use openssl::symm::{Cipher, Crypter, Mode};
 
+use super::is;
+
 const XENC: &str = "http://www.w3.org/2001/04/xmlenc#";
 const XENC11: &str = "http://www.w3.org/2009/xmlenc11#";
 const DSIG: &str = "http://www.w3.org/2000/09/xmldsig#";
@@ -61,12 +63,6 @@ impl From<&str> for DecryptError {
 
 fn refused(why: String) -> DecryptError {
     DecryptError::Refused(why)
-}
-
-fn is(node: &Node<'_, '_>, namespace: &str, name: &str) -> bool {
-    node.is_element()
-        && node.tag_name().name() == name
-        && node.tag_name().namespace() == Some(namespace)
 }
 
 fn child<'a, 'input>(

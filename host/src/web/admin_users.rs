@@ -421,6 +421,40 @@ pub(crate) struct LinkForm {
     take_over: Option<String>,
 }
 
+/// The user page after a link change: its notice, or the refusal above
+/// the form (422).
+async fn after_link_change(
+    app: &App,
+    viewer: &Viewer,
+    subject: User,
+    done: Result<String, crate::identity::Error>,
+) -> Result<Response, WebError> {
+    match done {
+        Ok(notice) => {
+            let shown = Shown {
+                notice: Some(notice),
+                ..Default::default()
+            };
+            user_page(app, viewer, subject, StatusCode::OK, shown).await
+        }
+        Err(e @ (crate::identity::Error::Refused(_) | crate::identity::Error::UnknownSource)) => {
+            let shown = Shown {
+                error: Some(e.to_string()),
+                ..Default::default()
+            };
+            user_page(
+                app,
+                viewer,
+                subject,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                shown,
+            )
+            .await
+        }
+        Err(e) => Err(WebError::internal(e)),
+    }
+}
+
 /// `POST /admin/users/{id}/links`: links an external identity to the
 /// account, as `postern admin user link` does.
 pub(crate) async fn link(
@@ -428,44 +462,22 @@ pub(crate) async fn link(
     Path(id): Path<i64>,
     Posted { viewer, form }: Posted<LinkForm>,
 ) -> Result<Response, WebError> {
+    use crate::identity::links::{self, Linked};
     admin_only(&viewer)?;
     let subject = subject(&app, &viewer, id).await?;
-    let done = crate::identity::links::link(
+    let done = links::link(
         &app,
         &subject,
         &form.source,
         &form.external_id,
         form.take_over.is_some(),
     )
-    .await;
-    let shown = match done {
-        Ok(crate::identity::links::Linked::Moved(from)) => Shown {
-            notice: Some(format!(
-                "The identity was moved from {from} to this account."
-            )),
-            ..Default::default()
-        },
-        Ok(_) => Shown {
-            notice: Some("The identity is linked to this account.".into()),
-            ..Default::default()
-        },
-        Err(e @ (crate::identity::Error::Refused(_) | crate::identity::Error::UnknownSource)) => {
-            let shown = Shown {
-                error: Some(e.to_string()),
-                ..Default::default()
-            };
-            return user_page(
-                &app,
-                &viewer,
-                subject,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                shown,
-            )
-            .await;
-        }
-        Err(e) => return Err(WebError::internal(e)),
-    };
-    user_page(&app, &viewer, subject, StatusCode::OK, shown).await
+    .await
+    .map(|linked| match linked {
+        Linked::Moved(from) => format!("The identity was moved from {from} to this account."),
+        Linked::New | Linked::Unchanged => "The identity is linked to this account.".into(),
+    });
+    after_link_change(&app, &viewer, subject, done).await
 }
 
 /// The panel's Unlink button: which source.
@@ -484,28 +496,8 @@ pub(crate) async fn unlink(
 ) -> Result<Response, WebError> {
     admin_only(&viewer)?;
     let subject = subject(&app, &viewer, id).await?;
-    match crate::identity::links::unlink(&app, &subject, &form.source).await {
-        Ok(()) => {
-            let shown = Shown {
-                notice: Some(format!("The link to {} was removed.", form.source)),
-                ..Default::default()
-            };
-            user_page(&app, &viewer, subject, StatusCode::OK, shown).await
-        }
-        Err(e @ (crate::identity::Error::Refused(_) | crate::identity::Error::UnknownSource)) => {
-            let shown = Shown {
-                error: Some(e.to_string()),
-                ..Default::default()
-            };
-            user_page(
-                &app,
-                &viewer,
-                subject,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                shown,
-            )
-            .await
-        }
-        Err(e) => Err(WebError::internal(e)),
-    }
+    let done = crate::identity::links::unlink(&app, &subject, &form.source)
+        .await
+        .map(|()| format!("The link to {} was removed.", form.source));
+    after_link_change(&app, &viewer, subject, done).await
 }
