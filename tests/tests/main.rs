@@ -24,6 +24,7 @@ mod plugin_kit;
 mod protection;
 mod roles;
 mod saml;
+mod saml_pysaml2;
 mod sandbox;
 mod signin;
 mod ssh;

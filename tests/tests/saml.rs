@@ -72,7 +72,7 @@ async fn start(backend: &Backend, idp: &Idp, certificate: &str, extra: &str, sp:
 
 /// A client with a cookie jar of its own that does not follow redirects:
 /// one browser.
-fn browser_like() -> reqwest::Client {
+pub(crate) fn browser_like() -> reqwest::Client {
     reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
@@ -114,7 +114,7 @@ async fn post(client: &reqwest::Client, server: &Server, posted: &Posted) -> req
 }
 
 /// The login of the session the client holds, if any.
-async fn session_login(client: &reqwest::Client, server: &Server) -> Option<String> {
+pub(crate) async fn session_login(client: &reqwest::Client, server: &Server) -> Option<String> {
     let res = client.get(server.url("/api/v1/user")).send().await.unwrap();
     if res.status() != StatusCode::OK {
         return None;
@@ -214,7 +214,7 @@ async fn without_auto_register_nobody_is_created() {
 }
 
 /// The SP's metadata, as Postern serves it.
-async fn sp_metadata(server: &Server, source: &str) -> String {
+pub(crate) async fn sp_metadata(server: &Server, source: &str) -> String {
     let res = reqwest::get(server.url(&format!("/user/oauth2/{source}/metadata")))
         .await
         .unwrap();
@@ -1197,7 +1197,7 @@ async fn the_metadata_the_plugin_list_and_a_bad_certificate() {
 }
 
 /// A server whose administrator `boss` adds SAML sources.
-async fn admin_server(backend: &Backend) -> Server {
+pub(crate) async fn admin_server(backend: &Backend) -> Server {
     let port = free_port();
     let server = start_at(
         backend,
@@ -1213,7 +1213,7 @@ async fn admin_server(backend: &Backend) -> Server {
 const PW: &str = "a-long-password";
 
 /// An API call as `boss`.
-async fn as_boss(
+pub(crate) async fn as_boss(
     server: &Server,
     method: reqwest::Method,
     path: &str,

@@ -46,6 +46,22 @@ pub const ALLOWED: &[AllowedSignatureAlgorithm] = &[
     AllowedSignatureAlgorithm::EcdsaSha512,
 ];
 
+/// The first SHA-1 signature or digest method of `xml`'s signatures, if
+/// any.
+fn sha1_in(xml: &str) -> Option<String> {
+    let doc = roxmltree::Document::parse(xml).ok()?;
+    doc.descendants()
+        .filter(|n| {
+            n.tag_name().namespace() == Some(DSIG)
+                && matches!(n.tag_name().name(), "SignatureMethod" | "DigestMethod")
+        })
+        .filter_map(|n| n.attribute("Algorithm"))
+        .find(|a| a.ends_with("sha1"))
+        .map(str::to_string)
+}
+
+const DSIG: &str = "http://www.w3.org/2000/09/xmldsig#";
+
 /// libxmlsec1 through `samael` for signatures, OpenSSL for decryption.
 pub struct Xmlsec;
 
@@ -70,7 +86,14 @@ impl XmlCrypto for Xmlsec {
             ReduceMode::PreDigest,
             Some(ALLOWED),
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| match sha1_in(xml) {
+            // libxmlsec1's own words do not name the algorithm; an admin
+            // reading the log must learn it is SHA-1 and not the key.
+            Some(uri) => format!(
+                "the signature uses SHA-1 ({uri}), which is refused: have the identity provider sign with SHA-256 ({e})"
+            ),
+            None => e.to_string(),
+        })
     }
 
     fn decrypt_assertion(

@@ -80,8 +80,23 @@ pub(super) async fn callback_post(
     viewer: Viewer,
     headers: HeaderMap,
     Path(name): Path<String>,
-    body: axum::body::Bytes,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, WebError> {
+    // Over axum's body limit (2 MiB) the person still gets a page of this
+    // site, with its way back, not a bare 413.
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            tracing::info!(source = name, "external sign-in refused: {rejection}");
+            return Err(message(
+                &viewer,
+                &app,
+                rejection.status(),
+                "Sign-in failed",
+                "The identity provider's response was too large to read. Nothing was signed in.",
+            ));
+        }
+    };
     let parameters: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
     complete(app, viewer, headers, name, parameters).await
 }
