@@ -6,7 +6,8 @@
 //! `/api/v3/user` is the profile as GitHub answers it for a user who keeps
 //! their address private (`email: null`), and `/api/v3/user/emails` lists
 //! the user's addresses with `primary` and `verified`, only to a token
-//! granted `user:email`.
+//! granted `user:email`; `/api/v3/user/orgs` and `/api/v3/user/teams` the
+//! user's organisations and teams, only to a token granted `read:org`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,9 @@ pub struct GitHubUser {
     pub login: String,
     /// `(address, primary, verified)`.
     pub emails: Vec<(String, bool, bool)>,
+    /// `(organisation, team slug)`: the user is in the organisation, and
+    /// in the team unless the slug is empty.
+    pub teams: Vec<(String, String)>,
 }
 
 #[derive(Default)]
@@ -65,6 +69,8 @@ impl GitHubShaped {
             .route("/login/oauth/access_token", post(token))
             .route("/api/v3/user", get(user))
             .route("/api/v3/user/emails", get(emails))
+            .route("/api/v3/user/orgs", get(orgs))
+            .route("/api/v3/user/teams", get(teams))
             .with_state(state.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -230,6 +236,64 @@ async fn emails(State(state): Shared, headers: HeaderMap) -> Response {
         .map(|(email, primary, verified)| {
             json!({"email": email, "primary": primary, "verified": verified, "visibility": Value::Null})
         })
+        .collect();
+    Json(Value::Array(list)).into_response()
+}
+
+/// The user of a token granted `read:org`, or GitHub's answer without it
+/// (its status and message).
+fn with_read_org(
+    state: &PeerState,
+    headers: &HeaderMap,
+) -> Result<GitHubUser, (StatusCode, &'static str)> {
+    let Some((user, scopes)) = bearer(state, headers) else {
+        return Err((StatusCode::UNAUTHORIZED, "Bad credentials"));
+    };
+    if !scopes
+        .split([' ', ','])
+        .any(|s| s == "read:org" || s == "admin:org")
+    {
+        return Err((
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+        ));
+    }
+    Ok(user)
+}
+
+/// `GET /user/orgs`.
+async fn orgs(State(state): Shared, headers: HeaderMap) -> Response {
+    let state = state.lock().expect("state");
+    let user = match with_read_org(&state, &headers) {
+        Ok(user) => user,
+        Err((status, message)) => {
+            return (status, Json(json!({"message": message}))).into_response();
+        }
+    };
+    let mut names: Vec<&String> = user.teams.iter().map(|(org, _)| org).collect();
+    names.dedup();
+    let list: Vec<Value> = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, login)| json!({"login": login, "id": 1000 + i}))
+        .collect();
+    Json(Value::Array(list)).into_response()
+}
+
+/// `GET /user/teams`.
+async fn teams(State(state): Shared, headers: HeaderMap) -> Response {
+    let state = state.lock().expect("state");
+    let user = match with_read_org(&state, &headers) {
+        Ok(user) => user,
+        Err((status, message)) => {
+            return (status, Json(json!({"message": message}))).into_response();
+        }
+    };
+    let list: Vec<Value> = user
+        .teams
+        .iter()
+        .filter(|(_, slug)| !slug.is_empty())
+        .map(|(org, slug)| json!({"slug": slug, "name": slug, "organization": {"login": org}}))
         .collect();
     Json(Value::Array(list)).into_response()
 }

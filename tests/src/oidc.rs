@@ -468,6 +468,12 @@ impl TamperingProvider {
         self.state().token_requests
     }
 
+    /// The token endpoint [`Mode::ForeignTokenEndpoint`] names, on
+    /// 127.0.0.2.
+    pub fn foreign_token_endpoint(&self) -> String {
+        self.shared.foreign_token_endpoint.clone()
+    }
+
     /// Token requests that reached the listener on 127.0.0.2.
     pub fn foreign_token_requests(&self) -> usize {
         self.state().foreign_token_requests

@@ -670,6 +670,8 @@ async fn a_token_endpoint_on_a_host_the_source_does_not_name_is_refused_and_coun
         );
         let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
         assert_eq!(source_entry(&server)["http_refusals"], 0, "{backend}");
+        // The backends share the provider: its count so far.
+        let reached = peer.foreign_token_requests();
 
         let (http, callback) = through_provider(&server, &peer).await;
         let (status, text, _) = load(&http, &callback).await;
@@ -686,9 +688,55 @@ async fn a_token_endpoint_on_a_host_the_source_does_not_name_is_refused_and_coun
         );
         assert_eq!(
             peer.foreign_token_requests(),
-            0,
+            reached,
             "{backend}: the host never reached 127.0.0.2"
         );
+
+        // The connection test fails as the sign-in did, naming the setting
+        // to write (Google's and Entra ID's endpoints are on other hosts).
+        server.create_user("boss", PW, true);
+        let test_path = format!("/api/v1/admin/sources/oauth2/{SOURCE}/test");
+        let test = as_boss(&server, reqwest::Method::POST, &test_path, None)
+            .await
+            .json::<Value>()
+            .await
+            .unwrap();
+        assert_eq!(test["ok"], false, "{backend}: {test}");
+        let foreign = peer.foreign_token_endpoint();
+        assert!(
+            test["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("write TOKEN_URL = {foreign}")),
+            "{backend}: {test}"
+        );
+        assert_eq!(peer.foreign_token_requests(), reached, "{backend}");
+
+        // Written: the test passes, and the person signs in.
+        let ini = source_ini(
+            &peer.discovery_url(),
+            TAMPER_CLIENT_ID,
+            TAMPER_CLIENT_SECRET,
+            &format!("SCOPES = openid email profile\nAUTO_REGISTER = true\nTOKEN_URL = {foreign}"),
+            "disabled",
+        )
+        .replace(
+            "ALLOW_INSECURE_HOSTS = localhost, 127.0.0.1",
+            "ALLOW_INSECURE_HOSTS = localhost, 127.0.0.1, 127.0.0.2",
+        );
+        let server = start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        server.create_user("boss", PW, true);
+        let test = as_boss(&server, reqwest::Method::POST, &test_path, None)
+            .await
+            .json::<Value>()
+            .await
+            .unwrap();
+        assert_eq!(test["ok"], true, "{backend}: {test}");
+        let (http, callback) = through_provider(&server, &peer).await;
+        let (status, text, _) = load(&http, &callback).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{backend}: {text}");
+        assert_eq!(users_named(&server, "faraway"), 1, "{backend}");
+        assert!(peer.foreign_token_requests() > reached, "{backend}");
     }
 }
 

@@ -245,6 +245,15 @@ impl Config {
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
+            // Groups from GitHub's organisations and teams need
+            // `read:org`, from GitLab's groups `read_api`.
+            if get("GROUP_CLAIM_NAME").is_some() {
+                match provider {
+                    Provider::GitHub => scopes.push("read:org".into()),
+                    Provider::GitLab => scopes.push("read_api".into()),
+                    _ => {}
+                }
+            }
         }
         if provider == Provider::OpenIdConnect {
             scopes.retain(|s| s != "openid");

@@ -85,7 +85,73 @@ pub(crate) fn complete(
     {
         with_verified_email(config.provider, &mut profile, profile_url, bearer);
     }
+    if let Some(claim) = &config.attributes.groups
+        && !profile.contains_key(claim)
+        && matches!(config.provider, Provider::GitHub | Provider::GitLab)
+    {
+        let groups = groups_of(config.provider, profile_url, bearer);
+        profile.insert(claim.clone(), groups.into());
+    }
     Ok(profile)
+}
+
+/// GitHub's and GitLab's profiles name no groups; with `GROUP_CLAIM_NAME`
+/// set, the user's organisations and teams (GitHub: `<profile
+/// URL>/orgs` and `/teams`, scope `read:org`) or groups (GitLab:
+/// `/api/v4/groups`, beside the profile, scope `read_api`) are the groups:
+/// `acme` for an organisation, `acme/core` for its team `core`, a
+/// group's full path (`acme/platform`) on GitLab. A list that cannot be
+/// read (a scope not granted) gives none of its groups, logged.
+fn groups_of(provider: Provider, profile_url: &Url, bearer: &str) -> Vec<String> {
+    let base = profile_url.as_str().trim_end_matches('/');
+    let list = |url: String| match net::get_json_value(&url, Some(bearer)) {
+        Ok(serde_json::Value::Array(list)) => list,
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            crate::log::write(
+                crate::log::Level::Warn,
+                &format!("{url}: no groups read ({e:?}); is the scope granted?"),
+            );
+            Vec::new()
+        }
+    };
+    let text = |v: &serde_json::Value, path: &[&str]| {
+        path.iter()
+            .try_fold(v, |v, k| v.get(*k))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    let mut groups: Vec<String> = match provider {
+        Provider::GitHub => {
+            let orgs = list(format!("{base}/orgs"));
+            let teams = list(format!("{base}/teams"));
+            orgs.iter()
+                .filter_map(|o| text(o, &["login"]))
+                .chain(teams.iter().filter_map(|t| {
+                    Some(format!(
+                        "{}/{}",
+                        text(t, &["organization", "login"])?,
+                        text(t, &["slug"])?
+                    ))
+                }))
+                .collect()
+        }
+        _ => {
+            // `/api/v4/user` → `/api/v4/groups`: the groups the user is a
+            // member of.
+            let groups_url = match base.rsplit_once('/') {
+                Some((api, _)) => format!("{api}/groups?min_access_level=10&per_page=100"),
+                None => return Vec::new(),
+            };
+            list(groups_url)
+                .iter()
+                .filter_map(|g| text(g, &["full_path"]))
+                .collect()
+        }
+    };
+    groups.sort();
+    groups.dedup();
+    groups
 }
 
 /// GitHub's and GitLab's profile does not say whether its `email` is

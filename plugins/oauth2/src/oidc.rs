@@ -179,6 +179,23 @@ fn with_keys(
     Ok(metadata.set_jwks_uri(jwks_uri).set_jwks(keys))
 }
 
+/// Whether `url` answers at all through the host (any status will do).
+fn reachable(url: &Url, what: &str, key: &str) -> Result<(), SignInError> {
+    let request = postern_plugin_api::http::Request::get(url.as_str())
+        .body(Vec::new())
+        .map_err(|e| SignInError::InvalidResponse(format!("{what} {url}: {e}")))?;
+    match net::client(request) {
+        Ok(_) => Ok(()),
+        // The host's refusal of a host not granted: said as what to do.
+        Err(HttpError::Denied { .. }) => Err(SignInError::Misconfigured(format!(
+            "{what} {url} is on a host this source may not reach: write {key} = {url} (a source reaches only the hosts of its URLs)"
+        ))),
+        Err(e) => Err(SignInError::Unavailable(format!(
+            "{what} {url} cannot be reached: {e}"
+        ))),
+    }
+}
+
 fn discovery_error(url: &Url, e: DiscoveryError<HttpError>) -> SignInError {
     match e {
         DiscoveryError::Request(e) => net::unreachable(&e),
@@ -416,7 +433,23 @@ fn userinfo_error(e: UserInfoError<HttpError>) -> SignInError {
 pub(crate) fn test_connection(config: &Config) -> Result<String, SignInError> {
     let (discovery_url, jwks_url, issuer) = discovery(config)?;
     let (metadata, issuer_match) = metadata(discovery_url, issuer)?;
+    // A sign-in calls the keys', token and userinfo endpoints; Google's
+    // and Entra ID's are on other hosts than their discovery documents,
+    // which this source reaches only when they are written as its URLs.
+    // Each is asked once (any HTTP answer will do) so that the test fails
+    // now, as the sign-in would, naming the setting to write.
+    reachable(
+        jwks_url.unwrap_or(metadata.jwks_uri().url()),
+        "the keys",
+        "JWKS_URL",
+    )?;
     let metadata = with_keys(metadata, jwks_url)?;
+    if let Some(url) = metadata.token_endpoint() {
+        reachable(url.url(), "the token endpoint", "TOKEN_URL")?;
+    }
+    if let Some(url) = metadata.userinfo_endpoint() {
+        reachable(url.url(), "the userinfo endpoint", "PROFILE_URL")?;
+    }
     let signing_keys = metadata
         .jwks()
         .keys()
