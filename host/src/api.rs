@@ -8,6 +8,7 @@
 
 mod applications;
 mod error;
+mod external_links;
 mod factors;
 mod hooks;
 mod issues;
@@ -82,6 +83,8 @@ fn operations() -> Operations {
         .add(routes!(server_info::api_settings))
         .add(routes!(users::admin_list))
         .add(routes!(users::admin_get, users::admin_edit))
+        .add(routes!(external_links::list, external_links::link))
+        .add(routes!(external_links::unlink))
         .add(routes!(plugins::list))
         .add(routes!(sources::list, sources::create))
         .add(routes!(sources::delete, sources::edit))

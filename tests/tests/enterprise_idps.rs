@@ -222,6 +222,7 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
                 ("olga@old.example".into(), false, true),
                 ("olga@corp.example".into(), true, true),
             ],
+            teams: Vec::new(),
         });
         let (http, status) = through_github(&server).await;
         assert_eq!(status, reqwest::StatusCode::SEE_OTHER, "{backend}");
@@ -245,6 +246,7 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
             id: 4_200_000,
             login: "ivan-gh".into(),
             emails: vec![(local_email.into(), true, true)],
+            teams: Vec::new(),
         });
         let before = server.logins();
         let (http, status) = through_github(&server).await;
@@ -266,6 +268,7 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
             id: 4_300_000,
             login: "ivan-impostor".into(),
             emails: vec![(local_email.into(), true, false)],
+            teams: Vec::new(),
         });
         let (http, status) = through_github(&server).await;
         assert_eq!(status, reqwest::StatusCode::SEE_OTHER, "{backend}");
@@ -669,5 +672,262 @@ ALLOW_INSECURE_HOSTS = localhost
         let (status, who) = sign_in_as(&server, &peer, "sub-3").await;
         assert_eq!(status, reqwest::StatusCode::FORBIDDEN, "{backend}");
         assert_eq!(who, None, "{backend}");
+
+        // And the API, as an administrator's script would.
+        let api = |method: reqwest::Method, path: String, body: Option<Value>| {
+            let server = &server;
+            async move {
+                postern_tests::status_and_json(
+                    postern_tests::request_as(server, method, &path, "boss", PW, body).await,
+                )
+                .await
+            }
+        };
+        let links = "/api/v1/admin/users/olga/links".to_string();
+        let (status, body) = api(
+            reqwest::Method::POST,
+            links.clone(),
+            Some(json!({"source": SOURCE, "external_id": "sub-4"})),
+        )
+        .await;
+        assert_eq!(status, reqwest::StatusCode::CREATED, "{backend}: {body}");
+        assert_eq!(body["outcome"], "new", "{body}");
+        let (_, who) = sign_in_as(&server, &peer, "sub-4").await;
+        assert_eq!(who.as_deref(), Some("olga"), "{backend}");
+        let (status, list) = api(reqwest::Method::GET, links.clone(), None).await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{backend}: {list}");
+        assert_eq!(list[0]["source"], SOURCE, "{list}");
+        assert_eq!(list[0]["external_id"], "sub-4", "{list}");
+        assert!(list[0]["last_used"].is_string(), "{list}");
+        // Ivan's without `move` is refused, and changes nothing; with it,
+        // moved.
+        let ivans = "/api/v1/admin/users/ivan/links".to_string();
+        let take = json!({"source": SOURCE, "external_id": "sub-4"});
+        let (status, body) = api(reqwest::Method::POST, ivans.clone(), Some(take.clone())).await;
+        assert_eq!(status, reqwest::StatusCode::CONFLICT, "{backend}: {body}");
+        let (_, who) = sign_in_as(&server, &peer, "sub-4").await;
+        assert_eq!(who.as_deref(), Some("olga"), "{backend}");
+        let mut take = take;
+        take["move"] = json!(true);
+        let (status, body) = api(reqwest::Method::POST, ivans.clone(), Some(take)).await;
+        assert_eq!(status, reqwest::StatusCode::CREATED, "{backend}: {body}");
+        assert_eq!(body["moved_from"], "olga", "{body}");
+        // Bad input: an unknown source, an empty id, an unknown field.
+        for (bad, want) in [
+            (
+                json!({"source": "nowhere", "external_id": "x"}),
+                reqwest::StatusCode::NOT_FOUND,
+            ),
+            (
+                json!({"source": SOURCE, "external_id": " "}),
+                reqwest::StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+            (
+                json!({"source": SOURCE, "external_id": "x", "admin": true}),
+                reqwest::StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+        ] {
+            let (status, body) = api(reqwest::Method::POST, links.clone(), Some(bad)).await;
+            assert_eq!(status, want, "{backend}: {body}");
+            assert!(body["message"].is_string(), "{body}");
+        }
+        let (status, _) = api(
+            reqwest::Method::DELETE,
+            format!("/api/v1/admin/users/ivan/links/{SOURCE}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "{backend}");
+        let (status, who) = sign_in_as(&server, &peer, "sub-4").await;
+        assert_eq!(status, reqwest::StatusCode::FORBIDDEN, "{backend}");
+        assert_eq!(who, None, "{backend}");
+        let (status, body) = api(
+            reqwest::Method::DELETE,
+            format!("/api/v1/admin/users/ivan/links/{SOURCE}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, reqwest::StatusCode::CONFLICT, "{backend}: {body}");
+        // Not an administrator: not found, nothing listed.
+        let (status, _) = postern_tests::status_and_json(
+            postern_tests::request_as(&server, reqwest::Method::GET, &links, "ivan", PW, None)
+                .await,
+        )
+        .await;
+        assert!(status.is_client_error(), "{backend}: {status}");
+        // Nobody was made on the way but the administrator.
+        assert_eq!(server.logins().len(), before.len() + 1, "{backend}");
+    }
+}
+
+/// A sign-in through the redirect source `source`, whose provider answers
+/// at once (the tampering provider): the status and visible text of the
+/// callback's answer, and who the session is then.
+async fn through_source(
+    server: &postern_tests::Server,
+    source: &str,
+) -> (reqwest::StatusCode, String, Option<String>) {
+    let http = postern_tests::client();
+    let res = http
+        .get(server.url(&format!("/user/oauth2/{source}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), reqwest::StatusCode::FOUND, "{}", server.log());
+    let res = http.get(location(&res).as_str()).send().await.unwrap();
+    assert!(res.status().is_redirection(), "{}", res.status());
+    let (status, text, _) = load(&http, &location(&res)).await;
+    let (_, me) = whoami(server, &http).await;
+    (status, text, me["login"].as_str().map(str::to_string))
+}
+
+#[tokio::test]
+async fn an_account_without_a_password_is_not_offered_the_password_link_page() {
+    let peer = TamperingProvider::start(Mode::Honest, "olga");
+    for backend in backends() {
+        // Two sources at the provider; the account the first makes has no
+        // password.
+        let section = |name: &str, display: &str| {
+            format!(
+                "[source.oauth2_{name}]
+NAME = {display}
+PROVIDER = openidConnect
+OPENID_CONNECT_AUTO_DISCOVERY_URL = {}
+CLIENT_ID = {TAMPER_CLIENT_ID}
+CLIENT_SECRET = {TAMPER_CLIENT_SECRET}
+SCOPES = openid email profile
+AUTO_REGISTER = true
+",
+                peer.discovery_url()
+            )
+        };
+        let ini = format!(
+            "[source]\nENABLE_OAUTH2 = true\n\n{}\n{}\n[outbound_http]\nALLOWED_HOST_LIST = loopback\nALLOW_INSECURE_HOSTS = localhost\n",
+            section("first", "First SSO"),
+            section("second", "Second SSO"),
+        );
+        let server = postern_tests::oidc::start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        peer.set(Mode::Honest, "olga");
+        let (status, _, who) = through_source(&server, "first").await;
+        assert_eq!(status, reqwest::StatusCode::SEE_OTHER, "{backend}");
+        assert_eq!(who.as_deref(), Some("olga"), "{backend}");
+
+        // The second source's identity has the same verified address: no
+        // password form, but what to do instead; nothing linked or made.
+        let (status, text, who) = through_source(&server, "second").await;
+        assert_eq!(
+            status,
+            reqwest::StatusCode::BAD_REQUEST,
+            "{backend}: {text}"
+        );
+        assert!(
+            text.contains("has no password to confirm the link with")
+                && text.contains("signs in through First SSO")
+                && !text.contains("Enter its password"),
+            "{backend}: {text}"
+        );
+        assert_eq!(who, None, "{backend}");
+        assert_eq!(server.logins(), ["olga"], "{backend}");
+
+        // An account with a password still gets the page.
+        server.create_user("ivan", PW, false);
+        peer.set(Mode::Honest, "ivan");
+        let (status, text, who) = through_source(&server, "second").await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{backend}: {text}");
+        assert!(text.contains("Enter its password"), "{backend}: {text}");
+        assert_eq!(who, None, "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn github_organisations_and_teams_are_groups_that_map_to_teams() {
+    let peer = GitHubShaped::start();
+    for backend in backends() {
+        let ini = format!(
+            "[source]
+ENABLE_OAUTH2 = true
+
+[source.oauth2_gh]
+NAME = GitHub Enterprise
+{}
+AUTO_REGISTER = true
+GROUP_CLAIM_NAME = groups
+GROUP_TEAM_MAP = {{\"acme/core\": {{\"acme\": [\"core\"]}}}}
+ADMIN_GROUP = acme/admins
+
+[outbound_http]
+ALLOWED_HOST_LIST = loopback
+ALLOW_INSECURE_HOSTS = 127.0.0.1
+",
+            peer.source_keys()
+        );
+        let server = postern_tests::oidc::start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        server.create_user("boss", PW, true);
+        let boss = |method: reqwest::Method, path: &str, body: Option<Value>| {
+            let server = &server;
+            let path = path.to_string();
+            async move {
+                postern_tests::status_and_json(
+                    postern_tests::request_as(server, method, &path, "boss", PW, body).await,
+                )
+                .await
+            }
+        };
+        let (status, _) = boss(
+            reqwest::Method::POST,
+            "/api/v1/orgs",
+            Some(json!({"username": "acme"})),
+        )
+        .await;
+        assert_eq!(status, reqwest::StatusCode::CREATED, "{backend}");
+        let (_, team) = boss(
+            reqwest::Method::POST,
+            "/api/v1/orgs/acme/teams",
+            Some(json!({"name": "core", "permission": "read"})),
+        )
+        .await;
+        let members = format!("/api/v1/teams/{}/members", team["id"]);
+
+        // In acme's team core (and in another organisation): a member of
+        // the mapped team, not an administrator.
+        peer.sign_in(GitHubUser {
+            id: 5_100_000,
+            login: "tove".into(),
+            emails: vec![("tove@corp.example".into(), true, true)],
+            teams: vec![
+                ("acme".into(), "core".into()),
+                ("elsewhere".into(), String::new()),
+            ],
+        });
+        let (http, status) = through_github(&server).await;
+        assert_eq!(status, reqwest::StatusCode::SEE_OTHER, "{backend}");
+        let (_, me) = whoami(&server, &http).await;
+        assert_eq!(me["login"], "tove", "{backend}: {me}");
+        assert_eq!(me["is_admin"], false, "{backend}: {me}");
+        let (_, list) = boss(reqwest::Method::GET, &members, None).await;
+        let logins: Vec<&str> = list
+            .get("results")
+            .unwrap_or(&list)
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["login"].as_str())
+            .collect();
+        assert_eq!(logins, ["tove"], "{backend}: {list}");
+
+        // In acme/admins: a site administrator; in no mapped team.
+        peer.sign_in(GitHubUser {
+            id: 5_200_000,
+            login: "arne".into(),
+            emails: vec![("arne@corp.example".into(), true, true)],
+            teams: vec![("acme".into(), "admins".into())],
+        });
+        let (http, _) = through_github(&server).await;
+        let (_, me) = whoami(&server, &http).await;
+        assert_eq!(me["login"], "arne", "{backend}: {me}");
+        assert_eq!(me["is_admin"], true, "{backend}: {me}");
+        let (_, list) = boss(reqwest::Method::GET, &members, None).await;
+        let listed = list.get("results").unwrap_or(&list);
+        assert_eq!(listed.as_array().unwrap().len(), 1, "{backend}: {list}");
     }
 }

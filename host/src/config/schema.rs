@@ -736,6 +736,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "When another account has that login already: suffix (<login>-2, -3, …) or refuse (nobody is made; the person is asked to have an administrator link the sign-in). A login never links an identity to an account.",
             ),
             k(
+                "ICON_URL",
+                URL,
+                "",
+                "An image (about 20 pixels square) on the source's \"Sign in with\" button: an https:// URL, as the pages' Content-Security-Policy loads images from this site and https:// only.",
+            ),
+            k(
                 "TRUST_EMAIL",
                 BOOL,
                 "false",

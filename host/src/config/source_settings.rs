@@ -198,6 +198,8 @@ pub struct SourceSettings {
     /// `ALLOW_IDP_INITIATED` of a SAML source: unsolicited responses are
     /// taken.
     pub allow_idp_initiated: bool,
+    /// `ICON_URL`: the image on the source's sign-in button.
+    pub icon_url: Option<String>,
 }
 
 impl SourceSettings {
@@ -262,6 +264,7 @@ impl SourceSettings {
                 .unwrap_or_default(),
             trust_email: flag("TRUST_EMAIL"),
             allow_idp_initiated: Self::is_saml(section) && flag("ALLOW_IDP_INITIATED"),
+            icon_url: text("ICON_URL"),
             ..SourceSettings::default()
         }
     }

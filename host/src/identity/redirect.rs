@@ -211,6 +211,16 @@ pub async fn complete(
                     link(app, &source, &identity, &existing).await?
                 }
                 AccountLinking::Login if identity.email_verified => {
+                    // The link page asks for the account's password; an
+                    // account that has none (made by another provider)
+                    // could never pass it.
+                    if let Some(way) = without_password(app, &existing) {
+                        tracing::info!(source = %source.id, login = %existing.login, "an external sign-in's address belongs to an account without a password to confirm the link with; nobody was signed in");
+                        return Err(Error::Refused(format!(
+                            "An account with this e-mail address exists ({}), and it has no password to confirm the link with: it signs in through {way}. Sign in that way, or ask an administrator to link your {} sign-in to it.",
+                            existing.login, source.host_settings.name
+                        )));
+                    }
                     let token = crate::sessions::random_token(24);
                     let sealed = serde_json::to_vec(&identity).map_err(|e| {
                         super::unavailable(&source, format!("keeping the identity: {e}"))
@@ -271,6 +281,18 @@ pub async fn link_with_password(
     take(app, &source, LINK, token).await?;
     let user = link(app, &source, &identity, &existing).await?;
     finish(app, &source, user, &identity, device).await
+}
+
+/// How `user` signs in when it cannot give a password (made by a provider,
+/// no local password): the provider's name. None when it has a password: a
+/// local one, or its directory's.
+fn without_password(app: &App, user: &User) -> Option<String> {
+    if user.password_hash.is_some() {
+        return None;
+    }
+    let plugin = app.plugins.get(&user.login_source)?;
+    plugin.host_settings.redirect_name.as_ref()?;
+    Some(plugin.host_settings.name.clone())
 }
 
 /// The local account whose e-mail address the identity names, if any: by

@@ -35,17 +35,38 @@ pub fn password_sources(app: &App) -> Vec<(String, String)> {
     out
 }
 
-/// The sources that sign in by redirect, as `(name, display name)`: one
-/// "Sign in with …" link each on the sign-in page.
-pub fn redirect_sources(app: &App) -> Vec<(String, String)> {
+/// A "Sign in with …" button of the sign-in page.
+#[derive(Debug, Clone)]
+pub struct ProviderButton {
+    /// `<name>` of `/user/oauth2/<name>`.
+    pub name: String,
+    pub display: String,
+    /// `ICON_URL`.
+    pub icon_url: Option<String>,
+}
+
+/// The ready sources that sign in by redirect: one "Sign in with …"
+/// button each on the sign-in page.
+pub fn provider_buttons(app: &App) -> Vec<ProviderButton> {
     app.plugins
         .redirect_sources()
         .iter()
         .filter(|p| p.is_ready())
         .filter_map(|p| {
-            let name = p.host_settings.redirect_name.clone()?;
-            Some((name, p.host_settings.name.clone()))
+            Some(ProviderButton {
+                name: p.host_settings.redirect_name.clone()?,
+                display: p.host_settings.name.clone(),
+                icon_url: p.host_settings.icon_url.clone(),
+            })
         })
+        .collect()
+}
+
+/// The ready sources that sign in by redirect, as `(name, display name)`.
+pub fn redirect_sources(app: &App) -> Vec<(String, String)> {
+    provider_buttons(app)
+        .into_iter()
+        .map(|b| (b.name, b.display))
         .collect()
 }
 

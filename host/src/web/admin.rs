@@ -491,6 +491,7 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
             "USERNAME",
             "USERNAME_COLLISION",
             "TRUST_EMAIL",
+            "ICON_URL",
         ]
     } else {
         &[
@@ -499,6 +500,7 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
             "USERNAME",
             "USERNAME_COLLISION",
             "TRUST_EMAIL",
+            "ICON_URL",
         ]
     };
     for key in unshown {

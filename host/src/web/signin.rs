@@ -32,8 +32,8 @@ struct LoginPage {
     /// The password sources to choose from, shown when there are several.
     sources: Vec<(String, String)>,
     source: String,
-    /// A "Sign in with …" link per external provider, `(name, display)`.
-    providers: Vec<(String, String)>,
+    /// A "Sign in with …" button per external provider.
+    providers: Vec<identity::ProviderButton>,
 }
 
 /// `?redirect_to=`: where to go once signed in (an OAuth authorization
@@ -86,7 +86,7 @@ pub(super) async fn login_form(
         passkeys: app.config().webauthn.usable(),
         sources: identity::password_sources(&app),
         source: String::new(),
-        providers: identity::redirect_sources(&app),
+        providers: identity::provider_buttons(&app),
     };
     Ok((jar, render(StatusCode::OK, page)?).into_response())
 }
@@ -143,7 +143,7 @@ pub(super) async fn login(
                 passkeys: app.config().webauthn.usable(),
                 sources: identity::password_sources(&app),
                 source: form.source,
-                providers: identity::redirect_sources(&app),
+                providers: identity::provider_buttons(&app),
             };
             let mut res = (jar, render(e.status(), page)?).into_response();
             if let identity::Error::TooManyAttempts(secs) = e {

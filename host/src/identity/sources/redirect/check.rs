@@ -125,6 +125,7 @@ const SAML_SOURCE_KEYS: &[&str] = &[
     "USERNAME",
     "USERNAME_COLLISION",
     "TRUST_EMAIL",
+    "ICON_URL",
     "GROUP_CLAIM_NAME",
     "ADMIN_GROUP",
     "RESTRICTED_GROUP",
