@@ -17,13 +17,9 @@
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use crate::browser::free_port;
 use crate::saml::Posted;
-
-/// How long the IdP has to answer its metadata.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The person a response describes.
 #[derive(Debug, Clone)]
@@ -196,20 +192,11 @@ impl Idp {
             child,
             tempdir,
         };
-        let started = Instant::now();
-        loop {
-            if idp.fetch_metadata().is_ok() {
-                return idp;
-            }
-            let exited = idp.child.try_wait().ok().flatten();
-            assert!(
-                exited.is_none() && started.elapsed() < START_TIMEOUT,
-                "the pysaml2 IdP did not start ({}): {}",
-                exited.map_or("still running".to_string(), |s| s.to_string()),
-                idp.log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
+        let url = idp.entity_id();
+        if let Err(why) = crate::saml::wait_for_metadata(&mut idp.child, &url) {
+            panic!("the pysaml2 IdP did not start ({why}): {}", idp.log());
         }
+        idp
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -240,17 +227,7 @@ impl Idp {
     }
 
     fn fetch_metadata(&self) -> Result<String, String> {
-        let url = self.entity_id();
-        let out = Command::new("curl")
-            .args(["-sf", "--max-time", "5", &url])
-            .output()
-            .map_err(|e| format!("curl: {e}"))?;
-        let body = String::from_utf8_lossy(&out.stdout).into_owned();
-        if out.status.success() && body.contains("EntityDescriptor") {
-            Ok(body)
-        } else {
-            Err(format!("{url} answered {}: {body}", out.status))
-        }
+        crate::saml::fetch_metadata(&self.entity_id())
     }
 
     /// Loads a service provider from its metadata XML (Postern's, as it

@@ -15,7 +15,6 @@
 //! [`crate::watchdog`].
 
 use std::fmt::Write as _;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -24,7 +23,7 @@ use std::time::{Duration, Instant};
 use crate::browser::free_port;
 
 /// How long the IdP has to answer its metadata.
-const START_TIMEOUT: Duration = Duration::from_secs(15);
+const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The password of every user of the shared IdP.
 pub const PASSWORD: &str = "idp-password";
@@ -233,20 +232,14 @@ impl Idp {
             tempdir,
             sps: Mutex::new(Vec::new()),
         };
-        let started = Instant::now();
-        loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() && idp.fetch_metadata().is_ok() {
-                return idp;
-            }
-            let exited = idp.child.try_wait().ok().flatten();
-            assert!(
-                exited.is_none() && started.elapsed() < START_TIMEOUT,
-                "simplesamlphp did not start ({}; is php-cli with php-xml and php-mbstring installed?): {}",
-                exited.map_or("still running".to_string(), |s| s.to_string()),
+        let url = format!("{}/saml2/idp/metadata.php", idp.base());
+        if let Err(why) = wait_for_metadata(&mut idp.child, &url) {
+            panic!(
+                "simplesamlphp did not start ({why}; is php-cli with php-xml and php-mbstring installed?): {}",
                 idp.log()
             );
-            std::thread::sleep(Duration::from_millis(100));
         }
+        idp
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -287,17 +280,7 @@ impl Idp {
     }
 
     fn fetch_metadata(&self) -> Result<String, String> {
-        let url = format!("{}/saml2/idp/metadata.php", self.base());
-        let out = Command::new("curl")
-            .args(["-sf", "--max-time", "5", &url])
-            .output()
-            .map_err(|e| format!("curl: {e}"))?;
-        let body = String::from_utf8_lossy(&out.stdout).into_owned();
-        if out.status.success() && body.contains("EntityDescriptor") {
-            Ok(body)
-        } else {
-            Err(format!("{url} answered {}: {body}", out.status))
-        }
+        fetch_metadata(&format!("{}/saml2/idp/metadata.php", self.base()))
     }
 
     /// Registers (or replaces, by entity id) a service provider.
@@ -435,6 +418,39 @@ impl Posted {
             saml_response: base64::engine::general_purpose::STANDARD.encode(xml),
             ..self.clone()
         }
+    }
+}
+
+/// An IdP's metadata XML from `url`.
+pub(crate) fn fetch_metadata(url: &str) -> Result<String, String> {
+    let out = Command::new("curl")
+        .args(["-sf", "--max-time", "5", url])
+        .output()
+        .map_err(|e| format!("curl: {e}"))?;
+    let body = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() && body.contains("EntityDescriptor") {
+        Ok(body)
+    } else {
+        Err(format!("{url} answered {}: {body}", out.status))
+    }
+}
+
+/// Waits until the IdP `child` serves its metadata at `url`; an error
+/// saying why not when it exits or takes longer than [`START_TIMEOUT`].
+pub(crate) fn wait_for_metadata(child: &mut Child, url: &str) -> Result<(), String> {
+    let started = Instant::now();
+    loop {
+        let why = match fetch_metadata(url) {
+            Ok(_) => return Ok(()),
+            Err(why) => why,
+        };
+        if let Some(exited) = child.try_wait().ok().flatten() {
+            return Err(format!("it exited ({exited})"));
+        }
+        if started.elapsed() > START_TIMEOUT {
+            return Err(format!("still running: {why}"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -226,14 +226,7 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
         });
         let (http, status) = through_github(&server).await;
         assert_eq!(status, reqwest::StatusCode::SEE_OTHER, "{backend}");
-        let me: Value = http
-            .get(server.url("/api/v1/user"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let (_, me) = whoami(&server, &http).await;
         assert_eq!(me["login"], "olgap", "{backend}: {me}");
         assert_eq!(me["email"], "olga@corp.example", "{backend}: {me}");
         assert!(peer.email_requests() > asked, "{backend}");
@@ -251,14 +244,7 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
         let before = server.logins();
         let (http, status) = through_github(&server).await;
         assert_eq!(status, reqwest::StatusCode::SEE_OTHER, "{backend}");
-        let me: Value = http
-            .get(server.url("/api/v1/user"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let (_, me) = whoami(&server, &http).await;
         assert_eq!(me["login"], "ivan", "{backend}: linked: {me}");
         assert_eq!(server.logins(), before, "{backend}");
 
@@ -272,14 +258,7 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
         });
         let (http, status) = through_github(&server).await;
         assert_eq!(status, reqwest::StatusCode::SEE_OTHER, "{backend}");
-        let me: Value = http
-            .get(server.url("/api/v1/user"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let (_, me) = whoami(&server, &http).await;
         assert_eq!(me["login"], "ivan-impostor", "{backend}: not ivan: {me}");
         assert_eq!(me["email"], "", "{backend}: {me}");
         assert_eq!(server.logins().len(), before.len() + 1, "{backend}");

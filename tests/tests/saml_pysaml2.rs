@@ -13,8 +13,9 @@ use postern_tests::pysaml2::{self, Claims, Idp, Person, Shape};
 use postern_tests::saml::Posted;
 use postern_tests::{Server, backends};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::oauth_consumer::whoami;
 use crate::saml::{admin_server, as_boss, browser_like, session_login, sp_metadata};
 
 const XENC: &str = "http://www.w3.org/2001/04/xmlenc#";
@@ -106,14 +107,7 @@ async fn signs_in_as(
         server.log(),
         idp.log()
     );
-    let user: Value = client
-        .get(server.url("/api/v1/user"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, user) = whoami(server, &client).await;
     assert_eq!(
         user["login"], login,
         "{} {source} {shape:?}",
@@ -383,7 +377,14 @@ async fn idp_initiated_responses_sign_in_only_where_allowed_and_only_once() {
             saml_response: "A".repeat(3 << 20),
             ..posted
         };
-        let client = browser_like();
+        // A connection of its own for each request: the server closes the
+        // one whose body it did not read.
+        let client = reqwest::Client::builder()
+            .cookie_store(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap();
         let res = post(&client, &huge).await;
         assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE, "{backend}");
         let page = res.text().await.unwrap();
