@@ -910,3 +910,42 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
         assert_eq!(listed.as_array().unwrap().len(), 1, "{backend}: {list}");
     }
 }
+
+#[tokio::test]
+async fn a_google_shaped_account_signs_in_at_the_defaults() {
+    // Google's ID token: a numeric `sub`, no `preferred_username` and no
+    // `nickname`, a verified address, the Workspace domain as `hd`.
+    let peer = OidcProvider::shared();
+    let browser = Browser::start().await;
+    let sub = "109876543210987654321";
+    peer.set_claims(
+        sub,
+        json!({
+            "preferred_username": null,
+            "nickname": null,
+            "email": "marta.lind@corp.example",
+            "email_verified": true,
+            "hd": "corp.example",
+            "name": "Marta Lind",
+            "given_name": "Marta",
+            "family_name": "Lind",
+        }),
+    )
+    .await;
+    for backend in backends() {
+        let server = with_node_source(&backend, peer, "AUTO_REGISTER = true", "disabled").await;
+        let landing = sign_in_at_node_provider(&browser, &server, peer, SOURCE, NAME, sub).await;
+        assert_eq!(landing.path(), "/", "{backend}: {landing}");
+        let me = signed_in_as(&browser, &server).await;
+        // The login is the address's local part, the address verified.
+        assert_eq!(me["login"], "marta.lind", "{backend}: {me}");
+        assert_eq!(me["email"], "marta.lind@corp.example", "{backend}: {me}");
+        assert_eq!(me["full_name"], "Marta Lind", "{backend}: {me}");
+        // Again: the same account, by its subject.
+        sign_in_at_node_provider(&browser, &server, peer, SOURCE, NAME, sub).await;
+        let again = signed_in_as(&browser, &server).await;
+        assert_eq!(again["id"], me["id"], "{backend}");
+        assert_eq!(server.logins(), ["marta.lind"], "{backend}");
+    }
+    browser.close().await;
+}
