@@ -9,10 +9,10 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::users::{UserPath, find};
 use super::{AdminPrincipal, ApiError, ApiJson, ErrorBody, rfc3339};
 use crate::identity::{self, links};
 use crate::state::App;
-use crate::users::{self, User};
 
 /// One external identity linked to an account.
 #[derive(Debug, Serialize, ToSchema)]
@@ -56,24 +56,11 @@ pub struct LinkedView {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
-pub(crate) struct UserPath {
-    /// The user's login
-    username: String,
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
 pub(crate) struct UserSourcePath {
     /// The user's login
     username: String,
     /// The redirect source's name
     source: String,
-}
-
-async fn find(app: &App, username: &str) -> Result<User, ApiError> {
-    users::find_by_login(&app.db, username)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no user named {username:?}")))
 }
 
 /// `identity::Error` as this API says it: an unknown source is a 404 here
@@ -134,12 +121,13 @@ pub(crate) async fn link(
     ApiJson(body): ApiJson<NewExternalLink>,
 ) -> Result<(StatusCode, Json<LinkedView>), ApiError> {
     let user = find(&app, &path.username).await?;
-    // Checked here as well as by the domain, whose refusal of it would read
-    // as a 409 below.
-    if body.external_id.trim().is_empty() || body.external_id.len() > 1024 {
-        return Err(ApiError::Unprocessable(
-            "external_id must have 1 to 1024 characters".into(),
-        ));
+    // A bad id is the request's fault (422); the domain's other refusals
+    // are the account's state (409, below).
+    if links::external_id(&body.external_id).is_none() {
+        return Err(ApiError::Unprocessable(format!(
+            "external_id must have 1 to {} characters",
+            links::MAX_EXTERNAL_ID
+        )));
     }
     let linked = links::link(&app, &user, &body.source, &body.external_id, body.take_over)
         .await

@@ -216,10 +216,11 @@ pub(crate) async fn admin_list(
 #[into_params(parameter_in = Path)]
 pub(crate) struct UserPath {
     /// The user's login
-    username: String,
+    pub(crate) username: String,
 }
 
-async fn find(app: &App, username: &str) -> Result<User, ApiError> {
+/// The user named `username`, or 404.
+pub(crate) async fn find(app: &App, username: &str) -> Result<User, ApiError> {
     users::find_by_login(&app.db, username)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no user named {username:?}")))

@@ -66,6 +66,16 @@ pub async fn links_of(app: &App, user: &User) -> Result<Vec<ExternalLink>> {
         .collect())
 }
 
+/// The longest external id an administrator may link.
+pub const MAX_EXTERNAL_ID: usize = 1024;
+
+/// `id` trimmed, when it is one an administrator may link: 1 to
+/// [`MAX_EXTERNAL_ID`] characters.
+pub fn external_id(id: &str) -> Option<&str> {
+    let id = id.trim();
+    (!id.is_empty() && id.len() <= MAX_EXTERNAL_ID).then_some(id)
+}
+
 /// The redirect source named `name`, loaded or not ready.
 fn redirect_source(app: &App, name: &str) -> Result<std::sync::Arc<Plugin>> {
     app.plugins
@@ -84,12 +94,11 @@ pub async fn link(
     take_over: bool,
 ) -> Result<Linked> {
     let source = redirect_source(app, name)?;
-    let external_id = external_id.trim();
-    if external_id.is_empty() || external_id.len() > 1024 {
-        return Err(Error::Refused(
-            "The external id must have 1 to 1024 characters.".into(),
-        ));
-    }
+    let external_id = self::external_id(external_id).ok_or_else(|| {
+        Error::Refused(format!(
+            "The external id must have 1 to {MAX_EXTERNAL_ID} characters."
+        ))
+    })?;
     let outcome = match users::linked_user_id(&app.db, &source.id, external_id).await? {
         Some(id) if id == user.id => return Ok(Linked::Unchanged),
         Some(id) => {

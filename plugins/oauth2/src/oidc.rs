@@ -436,14 +436,12 @@ pub(crate) fn test_connection(config: &Config) -> Result<String, SignInError> {
     // A sign-in calls the keys', token and userinfo endpoints; Google's
     // and Entra ID's are on other hosts than their discovery documents,
     // which this source reaches only when they are written as its URLs.
-    // Each is asked once (any HTTP answer will do) so that the test fails
-    // now, as the sign-in would, naming the setting to write.
-    reachable(
-        jwks_url.unwrap_or(metadata.jwks_uri().url()),
-        "the keys",
-        "JWKS_URL",
-    )?;
-    let metadata = with_keys(metadata, jwks_url)?;
+    // Each is asked (any HTTP answer will do) so that the test fails now,
+    // as the sign-in would, naming the setting to write; the keys are
+    // fetched anyway, and asked again only to say why that failed.
+    let keys_url = jwks_url.unwrap_or(metadata.jwks_uri().url()).clone();
+    let metadata = with_keys(metadata, jwks_url)
+        .map_err(|e| reachable(&keys_url, "the keys", "JWKS_URL").err().unwrap_or(e))?;
     if let Some(url) = metadata.token_endpoint() {
         reachable(url.url(), "the token endpoint", "TOKEN_URL")?;
     }
