@@ -440,8 +440,11 @@ pub(crate) fn test_connection(config: &Config) -> Result<String, SignInError> {
     // as the sign-in would, naming the setting to write; the keys are
     // fetched anyway, and asked again only to say why that failed.
     let keys_url = jwks_url.unwrap_or(metadata.jwks_uri().url()).clone();
-    let metadata = with_keys(metadata, jwks_url)
-        .map_err(|e| reachable(&keys_url, "the keys", "JWKS_URL").err().unwrap_or(e))?;
+    let metadata = with_keys(metadata, jwks_url).map_err(|e| {
+        reachable(&keys_url, "the keys", "JWKS_URL")
+            .err()
+            .unwrap_or(e)
+    })?;
     if let Some(url) = metadata.token_endpoint() {
         reachable(url.url(), "the token endpoint", "TOKEN_URL")?;
     }
