@@ -29,11 +29,12 @@ use crate::users::{self, LOCAL_SOURCE, NewUser, User};
 
 pub use sources::{
     CertificateView, DirectorySourceView, KeysUpdate, METADATA_KEY, ProviderButton,
-    RedirectSourceView, SourceError, add_directory_source, add_redirect_source, directory_sources,
-    is_redirect_id, password_sources, probe_redirect_source, provider_buttons,
+    RedirectSourceView, Refreshed, SourceError, add_directory_source, add_redirect_source,
+    directory_sources, is_redirect_id, password_sources, probe_redirect_source, provider_buttons,
     reconcile_stored_sources, redirect_name, redirect_source, redirect_source_keys,
-    redirect_source_views, redirect_sources, remove_directory_source, remove_redirect_source,
-    test_redirect_source, test_source, update_directory_source, update_redirect_source,
+    redirect_source_views, redirect_sources, refresh_saml_metadata, remove_directory_source,
+    remove_redirect_source, test_redirect_source, test_source, update_directory_source,
+    update_redirect_source,
 };
 
 pub use crate::plugins::contract::{

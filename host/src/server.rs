@@ -168,6 +168,15 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         app.config().server.cron_sync_ldap,
         scheduled_sync,
     ));
+    // [server] CRON_REFRESH_SAML_METADATA: the SAML sources that follow
+    // their identity provider's published metadata.
+    let refresher = tokio::spawn(periodic(
+        app.clone(),
+        host.clone(),
+        "refresh_saml_metadata",
+        app.config().server.cron_refresh_saml_metadata,
+        refresh_saml_metadata,
+    ));
     let cleaner = tokio::spawn(periodic(
         app.clone(),
         host.clone(),
@@ -216,6 +225,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     watcher.abort();
     flusher.abort();
     syncer.abort();
+    refresher.abort();
     cleaner.abort();
     plugins.flush_stats().await;
     Ok(())
@@ -256,6 +266,11 @@ async fn scheduled_sync(app: App) {
             if s.complete { "" } else { " (incomplete, nobody deactivated)" }
         );
     }
+}
+
+async fn refresh_saml_metadata(app: App) {
+    // Each outcome is logged by the refresh itself.
+    crate::identity::refresh_saml_metadata(&app).await;
 }
 
 async fn clean_up(app: App) {

@@ -286,6 +286,23 @@ impl Idp {
             .unwrap_or_else(|| panic!("no SAMLResponse form: {html}\n{}", self.log()))
     }
 
+    /// Has the IdP make a new signing key, with a certificate for `CN=cn`,
+    /// in place of its own: the end of a certificate rollover.
+    pub async fn rotate(&self, cn: &str) {
+        let res = reqwest::Client::new()
+            .post(format!("{}/rotate", self.base()))
+            .query(&[("cn", cn)])
+            .send()
+            .await
+            .expect("the IdP answers");
+        assert!(
+            res.status().is_success(),
+            "the IdP did not rotate its key: {}\n{}",
+            res.text().await.unwrap_or_default(),
+            self.log()
+        );
+    }
+
     /// The IdP's log, for failure messages.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.tempdir.path().join("idp.log")).unwrap_or_default()

@@ -1198,12 +1198,17 @@ async fn the_metadata_the_plugin_list_and_a_bad_certificate() {
 
 /// A server whose administrator `boss` adds SAML sources.
 pub(crate) async fn admin_server(backend: &Backend) -> Server {
+    admin_server_with(backend, "").await
+}
+
+/// [`admin_server`] with `ini` besides.
+pub(crate) async fn admin_server_with(backend: &Backend, ini: &str) -> Server {
     let port = free_port();
     let server = start_at(
         backend,
         port,
         "127.0.0.1",
-        "[source]\nENABLE_OAUTH2 = true\n",
+        &format!("[source]\nENABLE_OAUTH2 = true\n\n{ini}"),
     )
     .await;
     server.create_user("boss", PW, true);

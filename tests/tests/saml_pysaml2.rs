@@ -16,7 +16,9 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::oauth_consumer::whoami;
-use crate::saml::{admin_server, as_boss, browser_like, session_login, sp_metadata};
+use crate::saml::{
+    admin_server, admin_server_with, as_boss, browser_like, session_login, sp_metadata,
+};
 
 const XENC: &str = "http://www.w3.org/2001/04/xmlenc#";
 const XENC11: &str = "http://www.w3.org/2009/xmlenc11#";
@@ -393,5 +395,169 @@ async fn idp_initiated_responses_sign_in_only_where_allowed_and_only_once() {
             "{page}"
         );
         assert_eq!(session_login(&client, &server).await, None);
+    }
+}
+
+/// The outbound rules that let a server read the IdP's metadata at
+/// 127.0.0.1 over plain HTTP.
+const LOOPBACK_METADATA: &str =
+    "[outbound_http]\nALLOWED_HOST_LIST = loopback\nALLOW_INSECURE_HOSTS = 127.0.0.1\n";
+
+/// The subjects of a source's certificates, as the API shows them.
+async fn certificate_subjects(server: &Server, name: &str) -> Vec<String> {
+    let (status, view) = as_boss(
+        server,
+        reqwest::Method::GET,
+        &format!("/api/v1/admin/sources/oauth2/{name}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    view["certificates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Adds the source `name` from the IdP's metadata URL alone.
+async fn add_by_url(server: &Server, url: &str, name: &str) -> (StatusCode, serde_json::Value) {
+    as_boss(
+        server,
+        reqwest::Method::POST,
+        "/api/v1/admin/sources/oauth2",
+        Some(json!({"name": name, "settings": {
+            "PROVIDER": "saml", "METADATA_URL": url, "AUTO_REGISTER": "true",
+        }})),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_source_that_follows_its_metadata_url_takes_the_rolled_over_certificate() {
+    // An IdP of its own: this test changes its key.
+    let idp = Idp::start();
+    let ada = Person::new("ada", "ada@corp.example", "Ada", &[]);
+    let shape = Shape::default();
+    for (round, backend) in backends().into_iter().enumerate() {
+        let first = format!("CN=pysaml2 rollover {round}a");
+        idp.rotate(&first[3..]).await;
+
+        // Where [outbound_http] does not allow it, the URL is refused by
+        // the setting's name, and no source is made.
+        let closed = admin_server(&backend).await;
+        let (status, body) = add_by_url(&closed, &idp.entity_id(), "corp").await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("METADATA_URL: ") && message.contains("ALLOW_INSECURE_HOSTS"),
+            "{body}"
+        );
+        let (status, _) = as_boss(
+            &closed,
+            reqwest::Method::GET,
+            "/api/v1/admin/sources/oauth2/corp",
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{backend}");
+        drop(closed);
+
+        // Made from the URL alone; a refresh on demand (the CLI) follows
+        // a new certificate.
+        let server = admin_server_with(&backend, LOOPBACK_METADATA).await;
+        let (status, body) = add_by_url(&server, &idp.entity_id(), "corp").await;
+        assert_eq!(status, StatusCode::CREATED, "{backend}: {body}");
+        assert_eq!(certificate_subjects(&server, "corp").await, [first.clone()]);
+        idp.register_sp(&sp_metadata(&server, "corp").await).await;
+        signs_in_as(&server, &idp, "corp", &ada, &shape, "ada").await;
+
+        let second = format!("CN=pysaml2 rollover {round}b");
+        idp.rotate(&second[3..]).await;
+        let (_, res) = sign_in(&server, &idp, "corp", &ada, &shape).await;
+        assert_eq!(
+            res.status(),
+            StatusCode::BAD_REQUEST,
+            "{backend}: signed by a key the source does not know yet"
+        );
+        let out = server.cli(&["admin", "auth", "refresh-metadata"]);
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{printed}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(printed.trim(), "source.oauth2_corp: changed, served anew");
+        // The running server serves what the CLI stored (heard at once on
+        // PostgreSQL, within seconds on SQLite).
+        assert_eq!(
+            certificate_subjects(&server, "corp").await,
+            [second.clone()]
+        );
+        let mut tries = 0;
+        while !sign_in(&server, &idp, "corp", &ada, &shape)
+            .await
+            .1
+            .status()
+            .is_redirection()
+        {
+            assert!(
+                tries < 50,
+                "{backend}: the new key is not verified: {}",
+                server.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            tries += 1;
+        }
+        let out = server.cli(&["admin", "auth", "refresh-metadata"]);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "source.oauth2_corp: unchanged"
+        );
+
+        // A URL that does not answer metadata is refused, and the source
+        // keeps what it had.
+        let (status, body) = as_boss(
+            &server,
+            reqwest::Method::PATCH,
+            "/api/v1/admin/sources/oauth2/corp",
+            Some(json!({"METADATA_URL": format!("{}/nothing-here", idp.base())})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert!(body["message"].as_str().unwrap().contains("404"), "{body}");
+        signs_in_as(&server, &idp, "corp", &ada, &shape, "ada").await;
+        drop(server);
+
+        // On [server] CRON_REFRESH_SAML_METADATA, the running server
+        // follows a rollover by itself, and logs the change.
+        let server = admin_server_with(
+            &backend,
+            &format!("{LOOPBACK_METADATA}\n[server]\nCRON_REFRESH_SAML_METADATA = @every 1s\n"),
+        )
+        .await;
+        let (status, body) = add_by_url(&server, &idp.entity_id(), "corp").await;
+        assert_eq!(status, StatusCode::CREATED, "{backend}: {body}");
+        idp.register_sp(&sp_metadata(&server, "corp").await).await;
+        let third = format!("CN=pysaml2 rollover {round}c");
+        idp.rotate(&third[3..]).await;
+        let mut waited = 0;
+        while certificate_subjects(&server, "corp").await != [third.clone()] {
+            assert!(
+                waited < 300,
+                "{backend}: no scheduled refresh: {}",
+                server.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            waited += 1;
+        }
+        signs_in_as(&server, &idp, "corp", &ada, &shape, "ada").await;
+        let log = server.log();
+        assert!(
+            log.contains(&format!("signing certificate {third}"))
+                && log.contains(&format!("signing certificate {second}")),
+            "{log}"
+        );
     }
 }

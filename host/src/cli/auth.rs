@@ -34,6 +34,11 @@ pub(super) enum AuthCmd {
     /// KEY=VALUE`. Its service provider key pair is made when it is first
     /// served; a running server serves it from its next start.
     AddSaml(Box<SamlArgs>),
+    /// Fetch anew the metadata of the stored SAML sources that have a
+    /// `METADATA_URL`, as `[server] CRON_REFRESH_SAML_METADATA` does, and
+    /// serve anew those whose sign-on URL or certificates changed. Exits 1
+    /// if one could not be refreshed (it keeps what it had).
+    RefreshMetadata,
     /// Change a stored OAuth2 source: the flags given replace its keys, an
     /// empty value (`--secret ""`, `--set KEY=`) removes one.
     UpdateOauth {
@@ -84,6 +89,11 @@ pub(super) struct SamlArgs {
     /// `CERTIFICATE` and `IDP_ENTITY_ID` where those are not given.
     #[arg(long)]
     metadata_file: Option<std::path::PathBuf>,
+    /// `METADATA_URL`: where the identity provider publishes its metadata,
+    /// read now and then on `[server] CRON_REFRESH_SAML_METADATA`;
+    /// `AUTH_URL` and `CERTIFICATE` follow it.
+    #[arg(long)]
+    metadata_url: Option<String>,
     /// `AUTH_URL`: the single sign-on URL (HTTP-Redirect binding).
     #[arg(long)]
     auth_url: Option<String>,
@@ -121,6 +131,7 @@ impl SamlArgs {
         }
         let flags = [
             ("NAME", &self.display_name),
+            ("METADATA_URL", &self.metadata_url),
             ("AUTH_URL", &self.auth_url),
             ("IDP_ENTITY_ID", &self.idp_entity_id),
             ("SIGN_REQUESTS", &self.sign_requests),
@@ -307,6 +318,27 @@ pub(super) async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
         AuthCmd::AddSaml(args) => {
             let id = identity::add_redirect_source(&app, &args.name, args.keys()?).await?;
             println!("Added {id}.");
+            Ok(())
+        }
+        AuthCmd::RefreshMetadata => {
+            let outcomes = identity::refresh_saml_metadata(&app).await;
+            if outcomes.is_empty() {
+                println!("No stored SAML source has a METADATA_URL.");
+            }
+            let mut failed = false;
+            for (id, outcome) in outcomes {
+                match outcome {
+                    Ok(identity::Refreshed::Changed) => println!("{id}: changed, served anew"),
+                    Ok(identity::Refreshed::Unchanged) => println!("{id}: unchanged"),
+                    Err(e) => {
+                        failed = true;
+                        println!("{id}: {e}; it keeps its sign-on URL and certificates");
+                    }
+                }
+            }
+            if failed {
+                std::process::exit(1);
+            }
             Ok(())
         }
         AuthCmd::UpdateOauth { id, args } => {

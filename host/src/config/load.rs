@@ -204,6 +204,16 @@ impl Config {
             {
                 continue;
             }
+            // The ini file is what the operator wrote and read-only to the
+            // host: a source that follows published metadata is a stored one.
+            if keys
+                .get("METADATA_URL")
+                .is_some_and(|v| !v.trim().is_empty())
+            {
+                cross.push(format!(
+                    "[{section}] METADATA_URL: expected only in sources added in the panel, the API or `postern admin auth add-saml --metadata-url` (the host keeps those up to date); in the ini file write AUTH_URL and CERTIFICATE"
+                ));
+            }
             for (key, expected) in [
                 ("AUTH_URL", "the identity provider's single sign-on URL"),
                 (
@@ -262,6 +272,11 @@ impl Config {
                 },
                 cron_sync_ldap: schema::parse_schedule(&get("server", "CRON_SYNC_LDAP"))
                     .expect("validated above"),
+                cron_refresh_saml_metadata: schema::parse_schedule(&get(
+                    "server",
+                    "CRON_REFRESH_SAML_METADATA",
+                ))
+                .expect("validated above"),
             },
             database: Database {
                 db_type: if get("database", "DB_TYPE") == "postgres" {

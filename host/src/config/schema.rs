@@ -323,6 +323,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 "How often directory sources with ENABLE_SYNC are synchronised.",
             ),
             k(
+                "CRON_REFRESH_SAML_METADATA",
+                Kind::Schedule,
+                "@every 24h",
+                "How often SAML sources with a METADATA_URL fetch their identity provider's metadata anew (certificate rollover, a moved sign-on URL).",
+            ),
+            k(
                 "START_SSH_SERVER",
                 BOOL,
                 "false",
@@ -746,6 +752,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
                 BOOL,
                 "false",
                 "Treat the provider's e-mail address as verified though it does not say so (Entra ID, SAML): anyone who can set that address at the provider can then take over the local account that has it.",
+            ),
+            k(
+                "METADATA_URL",
+                URL,
+                "",
+                "SAML, sources added in the panel, API or CLI: where the identity provider publishes its metadata. Read when the source is added, then on the [server] CRON_REFRESH_SAML_METADATA schedule through [outbound_http]; AUTH_URL and CERTIFICATE follow it, and a certificate change is logged.",
             ),
             k(
                 "IDP_ENTITY_ID",

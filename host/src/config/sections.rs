@@ -13,6 +13,7 @@ pub struct Server {
     pub root_url: String,
     pub app_data_path: PathBuf,
     pub cron_sync_ldap: std::time::Duration,
+    pub cron_refresh_saml_metadata: std::time::Duration,
     pub start_ssh_server: bool,
     pub ssh_domain: String,
     pub ssh_port: u16,

@@ -13,9 +13,10 @@ use crate::state::App;
 use crate::users::LOCAL_SOURCE;
 
 pub use redirect::{
-    CertificateView, KeysUpdate, METADATA_KEY, RedirectSourceView, add_redirect_source,
+    CertificateView, KeysUpdate, METADATA_KEY, RedirectSourceView, Refreshed, add_redirect_source,
     is_redirect_id, probe_redirect_source, redirect_name, redirect_source, redirect_source_keys,
-    redirect_source_views, remove_redirect_source, test_redirect_source, update_redirect_source,
+    redirect_source_views, refresh_saml_metadata, remove_redirect_source, test_redirect_source,
+    update_redirect_source,
 };
 
 /// The password sources a sign-in form may name: `local`, then each

@@ -14,11 +14,13 @@
 //! which is checked again. Every request has a timeout and a response-size
 //! cap; a refusal is logged and counted per plugin.
 
+mod fetch;
 mod grant;
 mod rules;
 mod send;
 
 pub use crate::config::AddressRule as Allowed;
+pub use fetch::get;
 pub use grant::Grant;
 pub use rules::{Rules, admitted};
 pub(crate) use send::Hooks;

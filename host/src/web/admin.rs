@@ -461,6 +461,7 @@ async fn stored_form(app: &App, id: &str) -> Result<OAuth2Form, WebError> {
     put("OPENID_CONNECT_AUTO_DISCOVERY_URL", source.discovery_url);
     put("JWKS_URL", source.jwks_url);
     put("AUTH_URL", source.auth_url);
+    put("METADATA_URL", source.idp_metadata_url);
     put("TOKEN_URL", source.token_url);
     put("PROFILE_URL", source.profile_url);
     put("SCOPES", Some(source.scopes.join(" ")));

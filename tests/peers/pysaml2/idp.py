@@ -9,6 +9,9 @@ DIR holds the IdP's key.pem and cert.pem. The IdP serves on 127.0.0.1:PORT:
     GET  /metadata      its metadata
     POST /sp            a service provider's metadata XML (the body), loaded
                         while the IdP runs
+    POST /rotate?cn=CN  a new signing key and certificate (subject CN) in
+                        place of the old, as an IdP's certificate rollover
+                        ends: the metadata names the new one alone
     GET  /sso           an AuthnRequest by the HTTP-Redirect binding
                         (SAMLRequest, RelayState; unsigned: simplesamlphp's
                         tests are the ones that check signed requests),
@@ -37,6 +40,7 @@ import base64
 import hashlib
 import html
 import os
+import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -106,6 +110,16 @@ def session_key(algorithm):
     return f"aes-{name[3:6]}"
 
 
+def make_key(directory, cn):
+    """A new RSA key and self-signed certificate in DIR, by openssl."""
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "365", "-subj", f"/CN={cn}"]
+        + ["-keyout", os.path.join(directory, "key.pem"), "-out", os.path.join(directory, "cert.pem")],
+        check=True,
+        capture_output=True,
+    )
+
+
 def make_server(port, directory):
     base = f"http://127.0.0.1:{port}"
     config = IdPConfig()
@@ -135,6 +149,10 @@ def make_server(port, directory):
 
 class Handler(BaseHTTPRequestHandler):
     idp = None
+    port = None
+    directory = None
+    # The service providers' metadata, loaded again after a rotation.
+    sps = []
 
     def log_message(self, format, *args):
         sys.stderr.write("pysaml2 idp: " + (format % args) + "\n")
@@ -148,12 +166,22 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self):
-        if urlparse(self.path).path != "/sp":
+        url = urlparse(self.path)
+        if url.path == "/rotate":
+            cn = parse_qs(url.query).get("cn", ["pysaml2 test IdP"])[0]
+            with LOCK:
+                make_key(Handler.directory, cn)
+                Handler.idp = make_server(Handler.port, Handler.directory)
+                for xml in Handler.sps:
+                    Handler.idp.metadata.load("inline", xml)
+            return self.answer(204, "")
+        if url.path != "/sp":
             return self.answer(404, "not found")
         length = int(self.headers.get("Content-Length", "0"))
         xml = self.rfile.read(length).decode("utf-8")
         with LOCK:
             self.idp.metadata.load("inline", xml)
+            Handler.sps.append(xml)
         self.answer(204, "")
 
     def do_GET(self):
@@ -250,6 +278,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     port, directory = int(sys.argv[1]), sys.argv[2]
+    Handler.port, Handler.directory = port, directory
     Handler.idp = make_server(port, directory)
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 

@@ -11,6 +11,7 @@ mod changes;
 mod check;
 mod connection;
 mod listing;
+mod metadata_url;
 #[cfg(test)]
 mod tests;
 mod view;
@@ -23,4 +24,5 @@ pub use connection::{probe_redirect_source, test_redirect_source};
 pub use listing::{
     is_redirect_id, redirect_name, redirect_source, redirect_source_keys, redirect_source_views,
 };
+pub use metadata_url::{Refreshed, refresh_saml_metadata};
 pub use view::{CertificateView, RedirectSourceView};

@@ -220,58 +220,14 @@ async fn send(
     let connect_timeout = clamp(options.and_then(|o| o.connect_timeout));
     let first_byte_timeout = clamp(options.and_then(|o| o.first_byte_timeout));
 
-    let addresses: Vec<SocketAddr> = match tokio::time::timeout(
-        connect_timeout,
-        tokio::net::lookup_host((host.as_str(), port)),
-    )
-    .await
-    {
-        Err(_) => return Err(HttpError::DnsTimeout),
-        Ok(Err(_)) => return Err(HttpError::DestinationNotFound),
-        Ok(Ok(found)) => found.collect(),
+    let (mut sender, driver) = match open(rules, &host, port, tls, connect_timeout).await {
+        Ok(opened) => opened,
+        Err(Unopened::Refused(why)) => {
+            grant.refuse(plugin, why.clone());
+            return Err(refused_by_rules(for_source, &host, port, why));
+        }
+        Err(Unopened::Failed(e)) => return Err(e),
     };
-    let admitted: Vec<SocketAddr> = addresses
-        .iter()
-        .copied()
-        .filter(|a| rules.admits(a.ip()))
-        .collect();
-    if admitted.is_empty() {
-        let why = format!(
-            "{host} resolves to {}, which [outbound_http] ALLOWED_HOST_LIST does not allow",
-            addresses
-                .iter()
-                .map(|a| a.ip().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        grant.refuse(plugin, why.clone());
-        return Err(refused_by_rules(for_source, &host, port, why));
-    }
-    let stream = tokio::time::timeout(connect_timeout, connect(&admitted))
-        .await
-        .map_err(|_| HttpError::ConnectionTimeout)??;
-
-    let io: Box<dyn Stream> = if tls {
-        let name = rustls::pki_types::ServerName::try_from(host.clone())
-            .map_err(|_| HttpError::HttpRequestUriInvalid)?;
-        let stream = tokio::time::timeout(
-            connect_timeout,
-            tokio_rustls::TlsConnector::from(tls_config()).connect(name, stream),
-        )
-        .await
-        .map_err(|_| HttpError::ConnectionTimeout)?
-        .map_err(HttpError::Tls)?;
-        Box::new(stream)
-    } else {
-        Box::new(stream)
-    };
-    let (mut sender, conn) = tokio::time::timeout(
-        connect_timeout,
-        hyper::client::conn::http1::handshake(TokioIo::new(io)),
-    )
-    .await
-    .map_err(|_| HttpError::ConnectionTimeout)??;
-    let driver = tokio::spawn(conn);
 
     // On the wire, HTTP/1.1 names the path only.
     *request.uri_mut() = http::Uri::builder()
@@ -322,6 +278,97 @@ async fn send(
             }
         }),
     ))
+}
+
+/// Why a connection was not opened.
+pub(super) enum Unopened {
+    /// `ALLOWED_HOST_LIST` admits none of the host's addresses: why, in
+    /// the operator's words.
+    Refused(String),
+    Failed(HttpError),
+}
+
+impl From<HttpError> for Unopened {
+    fn from(e: HttpError) -> Self {
+        Unopened::Failed(e)
+    }
+}
+
+impl From<hyper::Error> for Unopened {
+    fn from(e: hyper::Error) -> Self {
+        Unopened::Failed(HttpError::from(e))
+    }
+}
+
+/// A connection to `host` as the rules allow it: the name resolved, only
+/// the admitted addresses tried, TLS when asked, an HTTP/1.1 handshake;
+/// with the task that drives the connection.
+pub(super) async fn open<B>(
+    rules: &Rules,
+    host: &str,
+    port: u16,
+    tls: bool,
+    connect_timeout: Duration,
+) -> Result<
+    (
+        hyper::client::conn::http1::SendRequest<B>,
+        tokio::task::JoinHandle<hyper::Result<()>>,
+    ),
+    Unopened,
+>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let addresses: Vec<SocketAddr> =
+        match tokio::time::timeout(connect_timeout, tokio::net::lookup_host((host, port))).await {
+            Err(_) => return Err(Unopened::Failed(HttpError::DnsTimeout)),
+            Ok(Err(_)) => return Err(Unopened::Failed(HttpError::DestinationNotFound)),
+            Ok(Ok(found)) => found.collect(),
+        };
+    let admitted: Vec<SocketAddr> = addresses
+        .iter()
+        .copied()
+        .filter(|a| rules.admits(a.ip()))
+        .collect();
+    if admitted.is_empty() {
+        let why = format!(
+            "{host} resolves to {}, which [outbound_http] ALLOWED_HOST_LIST does not allow",
+            addresses
+                .iter()
+                .map(|a| a.ip().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Err(Unopened::Refused(why));
+    }
+    let stream = tokio::time::timeout(connect_timeout, connect(&admitted))
+        .await
+        .map_err(|_| HttpError::ConnectionTimeout)??;
+
+    let io: Box<dyn Stream> = if tls {
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|_| HttpError::HttpRequestUriInvalid)?;
+        let stream = tokio::time::timeout(
+            connect_timeout,
+            tokio_rustls::TlsConnector::from(tls_config()).connect(name, stream),
+        )
+        .await
+        .map_err(|_| HttpError::ConnectionTimeout)?
+        .map_err(HttpError::Tls)?;
+        Box::new(stream)
+    } else {
+        Box::new(stream)
+    };
+    let (sender, conn) = tokio::time::timeout(
+        connect_timeout,
+        hyper::client::conn::http1::handshake(TokioIo::new(io)),
+    )
+    .await
+    .map_err(|_| HttpError::ConnectionTimeout)??;
+    let driver = tokio::spawn(conn);
+    Ok((sender, driver))
 }
 
 trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::check::checked_section;
 use super::listing::{in_ini, stored, stored_source};
+use super::metadata_url::with_published_metadata;
 use crate::config::source_settings::redirect_id;
 use crate::identity::SourceError;
 use crate::state::App;
@@ -60,6 +61,7 @@ pub async fn add_redirect_source(
 ) -> Result<String, SourceError> {
     require_enabled(app)?;
     check_new_name(app, name).await?;
+    let section = with_published_metadata(app, section).await?;
     let section = checked_section(section)?;
     store
         .store(&app.db, &app.key, name, &section)
@@ -105,6 +107,7 @@ pub async fn update_redirect_source(
     let (name, old) = stored_source(app, id_or_name).await?;
     require_enabled(app)?;
     let section = merged(old, changes, how);
+    let section = with_published_metadata(app, section).await?;
     let section = checked_section(section)?;
     store
         .replace(&app.db, &app.key, &name, &section)

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use super::changes::{KeysUpdate, merged};
 use super::check::checked_section;
 use super::listing::{redirect_name, stored_source};
+use super::metadata_url::with_published_metadata;
 use crate::config::source_settings::redirect_id;
 use crate::identity::SignInRefusal;
 use crate::state::App;
@@ -29,6 +30,9 @@ pub async fn probe_redirect_source(
         }
         None => settings,
     };
+    let settings = with_published_metadata(app, settings)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
     let section = checked_section(settings).map_err(|e| failed(e.to_string()))?;
     app.plugins
         .probe_redirect_source(&section)

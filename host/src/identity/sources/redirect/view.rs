@@ -60,6 +60,9 @@ pub struct RedirectSourceView {
     /// A SAML source's (`PROVIDER = saml`) identity provider signing
     /// certificates, as `CERTIFICATE` holds them; empty for OAuth 2.0.
     pub certificates: Vec<CertificateView>,
+    /// `METADATA_URL` (SAML): where the identity provider publishes the
+    /// metadata this source follows.
+    pub idp_metadata_url: Option<String>,
     /// `IDP_ENTITY_ID` (SAML): the `Issuer` responses must name.
     pub idp_entity_id: Option<String>,
     /// `SIGN_REQUESTS` (SAML).
@@ -156,6 +159,7 @@ impl RedirectSourceView {
         RedirectSourceView {
             warning: certificate_warning(&certificates),
             idp_entity_id: text("IDP_ENTITY_ID"),
+            idp_metadata_url: text("METADATA_URL"),
             sign_requests: flag("SIGN_REQUESTS"),
             metadata_url: saml.then(|| {
                 format!(
