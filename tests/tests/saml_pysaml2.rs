@@ -421,15 +421,18 @@ async fn certificate_subjects(server: &Server, name: &str) -> Vec<String> {
         .collect()
 }
 
-/// Adds the source `name` from the IdP's metadata URL alone.
+/// Adds the source `name` from the IdP's metadata URL (and the claim
+/// names of [`Shape::default`]'s responses).
 async fn add_by_url(server: &Server, url: &str, name: &str) -> (StatusCode, serde_json::Value) {
+    let mut settings = json!({"PROVIDER": "saml", "METADATA_URL": url, "AUTO_REGISTER": "true"});
+    for (key, value) in Shape::default().claims.settings() {
+        settings[key] = json!(value);
+    }
     as_boss(
         server,
         reqwest::Method::POST,
         "/api/v1/admin/sources/oauth2",
-        Some(json!({"name": name, "settings": {
-            "PROVIDER": "saml", "METADATA_URL": url, "AUTO_REGISTER": "true",
-        }})),
+        Some(json!({"name": name, "settings": settings})),
     )
     .await
 }
@@ -469,7 +472,10 @@ async fn a_source_that_follows_its_metadata_url_takes_the_rolled_over_certificat
         let server = admin_server_with(&backend, LOOPBACK_METADATA).await;
         let (status, body) = add_by_url(&server, &idp.entity_id(), "corp").await;
         assert_eq!(status, StatusCode::CREATED, "{backend}: {body}");
-        assert_eq!(certificate_subjects(&server, "corp").await, [first.clone()]);
+        assert_eq!(
+            certificate_subjects(&server, "corp").await,
+            [first.as_str()]
+        );
         idp.register_sp(&sp_metadata(&server, "corp").await).await;
         signs_in_as(&server, &idp, "corp", &ada, &shape, "ada").await;
 
@@ -493,7 +499,7 @@ async fn a_source_that_follows_its_metadata_url_takes_the_rolled_over_certificat
         // PostgreSQL, within seconds on SQLite).
         assert_eq!(
             certificate_subjects(&server, "corp").await,
-            [second.clone()]
+            [second.as_str()]
         );
         let mut tries = 0;
         while !sign_in(&server, &idp, "corp", &ada, &shape)

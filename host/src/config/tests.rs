@@ -258,3 +258,21 @@ fn postgres_url_is_built_from_gitea_keys() {
         "postgres://postgres:p%40ss@127.0.0.1:5432/git?sslmode=disable"
     );
 }
+
+#[test]
+fn a_metadata_url_in_the_ini_file_is_refused_at_start() {
+    let dir = tmp();
+    let file = write(
+        &dir,
+        "[source]\nENABLE_OAUTH2 = true\n[source.oauth2_corp]\nPROVIDER = saml\nAUTH_URL = https://idp.example.com/sso\nMETADATA_URL = https://idp.example.com/metadata\n",
+    );
+    let err = Config::load_with_env(Some(&file), Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "[source.oauth2_corp] METADATA_URL: expected only in sources added in the panel"
+        ),
+        "{err}"
+    );
+}

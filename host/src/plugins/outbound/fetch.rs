@@ -50,7 +50,7 @@ pub async fn get(rules: &Rules, url: &str) -> Result<Vec<u8>, String> {
         {
             Ok(opened) => opened,
             Err(Unopened::Refused(why)) => return Err(why),
-            Err(Unopened::Failed(e)) => return Err(format!("{host}:{port}: {e}")),
+            Err(Unopened::Failed(e)) => return Err(format!("{host}:{port}: {e:?}")),
         };
         let request = http::Request::get(uri.path_and_query().map_or("/", |p| p.as_str()))
             .header(http::header::HOST, authority.as_str())
@@ -97,4 +97,94 @@ pub async fn get(rules: &Rules, url: &str) -> Result<Vec<u8>, String> {
                 rules.timeout.as_secs() * 2
             )
         })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AddressRule as Allowed;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server at 127.0.0.1 that answers every connection with `answer`.
+    async fn answering(answer: Vec<u8>) -> u16 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = stream.read(&mut request).await;
+                    let _ = stream.write_all(&answer).await;
+                });
+            }
+        });
+        port
+    }
+
+    fn loopback_rules() -> Rules {
+        Rules {
+            allowed: vec![Allowed::Loopback],
+            insecure_hosts: vec!["127.0.0.1".into()],
+            max_response_size: 1024,
+            ..Rules::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn the_rules_refuse_before_anything_is_sent_and_answers_are_bounded() {
+        let body = b"<md:EntityDescriptor/>".to_vec();
+        let mut ok = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        ok.extend_from_slice(&body);
+        let port = answering(ok).await;
+        let url = format!("http://127.0.0.1:{port}/metadata");
+        assert_eq!(get(&loopback_rules(), &url).await.unwrap(), body);
+
+        // Plain HTTP to a host ALLOW_INSECURE_HOSTS does not name.
+        let err = get(&Rules::default(), &url).await.unwrap_err();
+        assert!(err.contains("ALLOW_INSECURE_HOSTS"), "{err}");
+        // An address ALLOWED_HOST_LIST does not admit.
+        let external_only = Rules {
+            insecure_hosts: vec!["127.0.0.1".into()],
+            ..Rules::default()
+        };
+        let err = get(&external_only, &url).await.unwrap_err();
+        assert!(err.contains("ALLOWED_HOST_LIST"), "{err}");
+        // A user name in the URL, another scheme.
+        for url in [
+            format!("http://admin@127.0.0.1:{port}/"),
+            "file:///etc/passwd".to_string(),
+        ] {
+            assert!(get(&loopback_rules(), &url).await.is_err(), "{url}");
+        }
+
+        // A redirect is an answer, not followed.
+        let port = answering(
+            b"HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\nContent-Length: 0\r\n\r\n"
+                .to_vec(),
+        )
+        .await;
+        let err = get(&loopback_rules(), &format!("http://127.0.0.1:{port}/"))
+            .await
+            .unwrap_err();
+        assert!(err.contains("302"), "{err}");
+
+        // An answer over MAX_RESPONSE_SIZE, with or without its length said.
+        for head in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n",
+        ] {
+            let mut big = head.as_bytes().to_vec();
+            big.extend(std::iter::repeat_n(b'x', 4096));
+            let port = answering(big).await;
+            let err = get(&loopback_rules(), &format!("http://127.0.0.1:{port}/"))
+                .await
+                .unwrap_err();
+            assert!(err.contains("MAX_RESPONSE_SIZE"), "{head}: {err}");
+        }
+    }
 }
