@@ -125,16 +125,30 @@ fn operations() -> Operations {
         .add(routes!(orgs::teams::teams, orgs::teams::create_team))
         .add(routes!(orgs::repos, orgs::create_repo))
         .add(routes!(orgs::teams::team_members))
-        .add(routes!(orgs::teams::add_member, orgs::teams::remove_member))
+        .add(routes!(orgs::members))
+        .add(routes!(orgs::is_member))
+        .add(routes!(orgs::mine))
+        .add(routes!(orgs::teams::team))
+        .add(routes!(
+            orgs::teams::team_member,
+            orgs::teams::add_member,
+            orgs::teams::remove_member
+        ))
         .add(routes!(orgs::teams::add_repo))
-        .add(routes!(keys::delete))
+        .add(routes!(keys::get, keys::delete))
         .add(routes!(protections::list, protections::create))
         .add(routes!(
             protections::get,
             protections::edit,
             protections::delete
         ))
-        .add(routes!(repos::put_collaborator, repos::delete_collaborator))
+        .add(routes!(
+            repos::is_collaborator,
+            repos::put_collaborator,
+            repos::delete_collaborator
+        ))
+        .add(routes!(repos::collaborator_permission))
+        .add(routes!(repos::get_by_id))
         .add_in_places(&hooks::PLACES, routes!(hooks::list, hooks::create))
         .add_in_places(
             &hooks::PLACES,
@@ -317,9 +331,10 @@ impl FromRequestParts<App> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
-        let caller = authn::authenticate(
+        let caller = authn::authenticate_api(
             app,
             &parts.headers,
+            parts.uri.query(),
             crate::ratelimit::ClientAddr::from_parts(parts),
         )
         .await?;
@@ -391,9 +406,10 @@ impl FromRequestParts<App> for MaybePrincipal {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
         Ok(MaybePrincipal(
-            authn::authenticate(
+            authn::authenticate_api(
                 app,
                 &parts.headers,
+                parts.uri.query(),
                 crate::ratelimit::ClientAddr::from_parts(parts),
             )
             .await?,

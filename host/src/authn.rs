@@ -31,6 +31,16 @@ pub enum Error {
     /// The Authorization header cannot be read.
     #[error("the Authorization header is malformed")]
     Malformed,
+    /// A token in the query string where `[security]
+    /// DISABLE_QUERY_AUTH_TOKEN` refuses them.
+    #[error(
+        "tokens in the query string are refused ([security] DISABLE_QUERY_AUTH_TOKEN): send it as `Authorization: token <token>`"
+    )]
+    QueryTokenRefused,
+    /// Credentials in the header and a token in the query string: which
+    /// one counts is not guessed.
+    #[error("credentials in both the Authorization header and the query string: give one")]
+    TwoCredentials,
     /// A sign-in rate limit is reached (429, not 401): retry after this
     /// many seconds.
     #[error("too many failed sign-in attempts; try again in {0} seconds")]
@@ -152,6 +162,38 @@ async fn by_password(
         by_password: true,
         ..Caller::default()
     })
+}
+
+/// The query-string parameters that may carry an API token, Gitea's names.
+pub const QUERY_TOKEN_KEYS: [&str; 2] = ["access_token", "token"];
+
+/// The token a query string carries (`?access_token=` or `?token=`), if
+/// any, non-empty.
+fn query_token(query: Option<&str>) -> Option<String> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, v)| QUERY_TOKEN_KEYS.contains(&k.as_ref()) && !v.is_empty())
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Authenticates an API request: as [`authenticate`], and by a token in the
+/// query string where `[security] DISABLE_QUERY_AUTH_TOKEN = false` (old
+/// Gitea scripts). Git over HTTP takes the header only.
+pub async fn authenticate_api(
+    app: &App,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    from: ClientAddr,
+) -> Result<Caller, Error> {
+    let Some(secret) = query_token(query) else {
+        return authenticate(app, headers, from).await;
+    };
+    if app.config().security.disable_query_auth_token {
+        return Err(Error::QueryTokenRefused);
+    }
+    if headers.contains_key(header::AUTHORIZATION) {
+        return Err(Error::TwoCredentials);
+    }
+    by_token(app, &secret).await
 }
 
 /// Authenticates a request from `from`. No credentials at all is an

@@ -420,6 +420,23 @@ pub async fn member_accounts(db: &Db, team_id: i64) -> Result<Vec<(i64, String, 
         .map_err(Error::from)
 }
 
+/// An organization's members (of any team) as (id, login, full name), in
+/// login order.
+pub async fn org_member_accounts(db: &Db, org_id: i64) -> Result<Vec<(i64, String, String)>> {
+    let rows = sqlx::query(
+        "SELECT DISTINCT u.id, u.login, u.full_name, u.lower_login FROM team_members m \
+         JOIN teams t ON t.id = m.team_id JOIN users u ON u.id = m.user_id \
+         WHERE t.org_id = $1 ORDER BY u.lower_login",
+    )
+    .bind(org_id)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+        .collect::<std::result::Result<Vec<_>, sqlx::Error>>()
+        .map_err(Error::from)
+}
+
 /// The logins of an organization's members (of any team).
 pub async fn org_members(db: &Db, org_id: i64) -> Result<Vec<String>> {
     first_column(db, "SELECT DISTINCT u.login, u.lower_login FROM team_members m JOIN teams t ON t.id = m.team_id \

@@ -1381,3 +1381,172 @@ async fn json_nested_ten_thousand_deep_is_a_400_and_the_server_serves_on() {
         assert_eq!(b["login"], "root", "{backend}: {b}");
     }
 }
+
+/// A token of `plain` with `scopes`, made over the API with its password.
+async fn plain_token(server: &Server, scopes: &[&str]) -> String {
+    let res = client()
+        .post(server.url("/api/v1/users/plain/tokens"))
+        .basic_auth("plain", Some(PW))
+        .json(&json!({"name": format!("query-{}", scopes.join("-")), "scopes": scopes}))
+        .send()
+        .await
+        .unwrap();
+    let (status, _, body) = json_of(res).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["sha1"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn tokens_in_the_query_string_only_where_allowed_and_never_logged() {
+    for backend in backends() {
+        // The default refuses them, by name, even where an anonymous
+        // caller would be served: a refused credential is not ignored.
+        let server = start(&backend, "").await;
+        let token = plain_token(&server, &["read:user", "read:repository"]).await;
+        for path in [
+            format!("/api/v1/user?access_token={token}"),
+            format!("/api/v1/user?token={token}"),
+            format!("/api/v1/repos/plain/nothing?token={token}"),
+            format!("/api/v1/version?token={token}"),
+        ] {
+            let (status, _, body) =
+                json_of(client().get(server.url(&path)).send().await.unwrap()).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{backend} {path}: {body}");
+            assert_error(&body, "unauthorized");
+            assert!(
+                body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("DISABLE_QUERY_AUTH_TOKEN"),
+                "{body}"
+            );
+        }
+        assert!(
+            !server.log().contains(&token),
+            "{backend}: the token was logged"
+        );
+        drop(server);
+
+        let server = start(&backend, "[security]\nDISABLE_QUERY_AUTH_TOKEN = false\n").await;
+        let token = plain_token(&server, &["read:user", "read:repository"]).await;
+        for key in ["access_token", "token"] {
+            let (status, _, body) = json_of(
+                client()
+                    .get(server.url(&format!("/api/v1/user?{key}={token}")))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{backend} {key}: {body}");
+            assert_eq!(body["login"], "plain");
+        }
+        // A list's own query parameters beside it are read as before.
+        let (status, _, body) = json_of(
+            client()
+                .get(server.url(&format!("/api/v1/user/repos?page=1&limit=5&token={token}")))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{backend}: {body}");
+        // The token's scopes hold: read-only cannot make a repository.
+        let (status, _, body) = json_of(
+            client()
+                .post(server.url(&format!("/api/v1/user/repos?token={token}")))
+                .json(&json!({"name": "via-query"}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{backend}: {body}");
+        let (status, _, _) = json_of(
+            client()
+                .get(server.url("/api/v1/repos/plain/via-query"))
+                .basic_auth("plain", Some(PW))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{backend}: nothing was made");
+        // A wrong token is refused, not taken as anonymous.
+        let wrong = "0".repeat(40);
+        let (status, _, body) = json_of(
+            client()
+                .get(server.url(&format!("/api/v1/version?token={wrong}")))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{backend}: {body}");
+        // Two credentials: which one counts is not guessed.
+        let (status, _, body) = json_of(
+            client()
+                .get(server.url(&format!("/api/v1/user?token={token}")))
+                .basic_auth("root", Some(PW))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{backend}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("give one"),
+            "{body}"
+        );
+        let log = server.log();
+        assert!(
+            !log.contains(&token) && !log.contains(&wrong),
+            "{backend}: a token was logged"
+        );
+    }
+}
+
+#[tokio::test]
+async fn one_ssh_key_is_read_by_its_owner_only() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        let (_, public_key) = postern_tests::ssh_keygen(server.dir.path(), "laptop");
+        let res = client()
+            .post(server.url("/api/v1/user/keys"))
+            .basic_auth("plain", Some(PW))
+            .json(&json!({"key": public_key, "title": "laptop"}))
+            .send()
+            .await
+            .unwrap();
+        let (status, _, created) = json_of(res).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        let path = format!("/api/v1/user/keys/{}", created["id"]);
+        let (status, _, got) = json_of(
+            client()
+                .get(server.url(&path))
+                .basic_auth("plain", Some(PW))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{backend}: {got}");
+        assert_eq!(got["fingerprint"], created["fingerprint"]);
+        assert_eq!(got["title"], "laptop");
+        assert_eq!(got["_links"]["self"]["href"], path);
+        // Another user, even a site administrator, reads only their own.
+        let (status, _, body) = json_of(
+            client()
+                .get(server.url(&path))
+                .basic_auth("root", Some(PW))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{backend}: {body}");
+        assert_error(&body, "not_found");
+        let (status, _, _) = json_of(client().get(server.url(&path)).send().await.unwrap()).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{backend}");
+    }
+}

@@ -286,6 +286,320 @@ async fn every_role_against_every_action() {
     }
 }
 
+/// Expected outcome per role (rows in ROLES order) for the permission
+/// reads: [is `reader` a collaborator, my own permission, `siteadmin`'s
+/// permission, the repository by its id]. Anyone who reads the repository
+/// reads their own; a repository admin reads anyone's; by id as by name.
+const PERMISSION_READS_PRIVATE: &[[&str; 4]] = &[
+    ["ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok"],
+    ["403", "ok", "403", "ok"],
+    ["403", "ok", "403", "ok"],
+    ["403", "ok", "403", "ok"],
+    ["403", "ok", "403", "ok"],
+    ["ok", "ok", "ok", "ok"],
+    ["404", "404", "404", "404"],
+    ["401", "401", "401", "404"],
+];
+
+const PERMISSION_READS_PUBLIC: &[[&str; 4]] = &[
+    ["ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok"],
+    ["403", "ok", "403", "ok"],
+    ["403", "ok", "403", "ok"],
+    ["403", "ok", "403", "ok"],
+    ["403", "ok", "403", "ok"],
+    ["ok", "ok", "ok", "ok"],
+    ["403", "ok", "403", "ok"],
+    ["401", "401", "401", "ok"],
+];
+
+/// The permission the API reports for `user` on `corp/{repo}`, asked by
+/// the user.
+async fn own_permission(server: &Server, repo: &str, user: &str) -> Value {
+    reqwest::Client::new()
+        .get(server.url(&format!(
+            "/api/v1/repos/corp/{repo}/collaborators/{user}/permission"
+        )))
+        .basic_auth(user, Some(PW))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_role_reading_collaborators_and_permissions() {
+    for backend in backends() {
+        let (server, _) = setup(&backend).await;
+        let mut mismatches = Vec::new();
+        for (repo, table) in [
+            ("private", PERMISSION_READS_PRIVATE),
+            ("public", PERMISSION_READS_PUBLIC),
+        ] {
+            let by_name: Value = reqwest::Client::new()
+                .get(server.url(&format!("/api/v1/repos/corp/{repo}")))
+                .basic_auth("orgowner", Some(PW))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let id = by_name["id"].as_i64().unwrap();
+            for ((role, user), expected) in ROLES.iter().zip(table.iter()) {
+                let base = format!("/api/v1/repos/corp/{repo}/collaborators");
+                let me = user.unwrap_or("anybody");
+                let got = [
+                    code(
+                        call(&server, Method::GET, &format!("{base}/reader"), *user, None).await,
+                        &[StatusCode::NO_CONTENT],
+                    ),
+                    code(
+                        call(
+                            &server,
+                            Method::GET,
+                            &format!("{base}/{me}/permission"),
+                            *user,
+                            None,
+                        )
+                        .await,
+                        &[StatusCode::OK],
+                    ),
+                    code(
+                        call(
+                            &server,
+                            Method::GET,
+                            &format!("{base}/siteadmin/permission"),
+                            *user,
+                            None,
+                        )
+                        .await,
+                        &[StatusCode::OK],
+                    ),
+                    code(
+                        call(
+                            &server,
+                            Method::GET,
+                            &format!("/api/v1/repositories/{id}"),
+                            *user,
+                            None,
+                        )
+                        .await,
+                        &[StatusCode::OK],
+                    ),
+                ];
+                if got != *expected {
+                    mismatches.push(format!(
+                        "{backend} {repo} {role}: expected {expected:?}, got {got:?}"
+                    ));
+                }
+            }
+        }
+        assert!(
+            mismatches.is_empty(),
+            "the permission reads do not hold:\n{}",
+            mismatches.join("\n")
+        );
+        // Every grant counts: ownership through the Owners team, a team,
+        // a collaboration, the repository being public.
+        for (repo, user, permission, role_name) in [
+            ("private", "orgowner", "owner", "Owner"),
+            ("private", "member", "read", "Read"),
+            ("private", "outsider", "write", "Write"),
+            ("private", "repoadmin", "admin", "Admin"),
+            ("public", "stranger", "read", "Read"),
+            ("public", "siteadmin", "owner", "Owner"),
+        ] {
+            let body = own_permission(&server, repo, user).await;
+            assert_eq!(body["permission"], permission, "{repo} {user}: {body}");
+            assert_eq!(body["role_name"], role_name, "{repo} {user}: {body}");
+            assert_eq!(body["user"]["login"], user, "{body}");
+        }
+        // By id, a hidden repository and an id that does not exist read
+        // alike: the id tells a stranger nothing.
+        let hidden: Value = reqwest::Client::new()
+            .get(server.url("/api/v1/repos/corp/private"))
+            .basic_auth("orgowner", Some(PW))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let hidden = hidden["id"].as_i64().unwrap();
+        for id in [hidden, 999_999] {
+            let res = reqwest::Client::new()
+                .get(server.url(&format!("/api/v1/repositories/{id}")))
+                .basic_auth("stranger", Some(PW))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::NOT_FOUND);
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(
+                body["message"],
+                format!("no repository with id {id}"),
+                "{body}"
+            );
+        }
+        // Not a collaborator: 404, to an admin who may ask.
+        assert_eq!(
+            call(
+                &server,
+                Method::GET,
+                "/api/v1/repos/corp/private/collaborators/stranger",
+                Some("repoadmin"),
+                None
+            )
+            .await,
+            StatusCode::NOT_FOUND
+        );
+    }
+}
+
+/// Expected outcome per role (rows in ROLES order) for reading the
+/// organization's team, one of its members, the organization's members and
+/// whether `member` is one: [team, team member, members, is member]. Teams
+/// and members are the organization's business: its members (and site
+/// administrators) see them, collaborators on its repositories do not.
+const TEAM_READS: &[[&str; 4]] = &[
+    ["ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok"],
+    ["404", "404", "404", "404"],
+    ["404", "404", "404", "404"],
+    ["404", "404", "404", "404"],
+    ["404", "404", "404", "404"],
+    ["404", "404", "404", "404"],
+    ["401", "401", "401", "401"],
+];
+
+#[tokio::test]
+async fn every_role_reading_a_team_and_its_members() {
+    for backend in backends() {
+        let (server, team) = setup(&backend).await;
+        let mut mismatches = Vec::new();
+        for ((role, user), expected) in ROLES.iter().zip(TEAM_READS.iter()) {
+            let read = |path: String| {
+                let server = &server;
+                async move {
+                    code(
+                        call(server, Method::GET, &path, *user, None).await,
+                        &[StatusCode::OK, StatusCode::NO_CONTENT],
+                    )
+                }
+            };
+            let got = [
+                read(format!("/api/v1/teams/{team}")).await,
+                read(format!("/api/v1/teams/{team}/members/member")).await,
+                read("/api/v1/orgs/corp/members?page=1&limit=50".into()).await,
+                read("/api/v1/orgs/corp/members/member".into()).await,
+            ];
+            if got != *expected {
+                mismatches.push(format!(
+                    "{backend} {role}: expected {expected:?}, got {got:?}"
+                ));
+            }
+        }
+        assert!(
+            mismatches.is_empty(),
+            "the team reads do not hold:\n{}",
+            mismatches.join("\n")
+        );
+        // What a member reads: the team where its links point, and a user
+        // who is not in it is a 404.
+        let res = reqwest::Client::new()
+            .get(server.url(&format!("/api/v1/teams/{team}")))
+            .basic_auth("member", Some(PW))
+            .send()
+            .await
+            .unwrap();
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["name"], "people", "{body}");
+        assert_eq!(
+            body["_links"]["self"]["href"],
+            format!("/api/v1/teams/{team}"),
+            "{body}"
+        );
+        let res = reqwest::Client::new()
+            .get(server.url(&format!("/api/v1/teams/{team}/members/member")))
+            .basic_auth("member", Some(PW))
+            .send()
+            .await
+            .unwrap();
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["login"], "member", "{body}");
+        assert_eq!(
+            call(
+                &server,
+                Method::GET,
+                &format!("/api/v1/teams/{team}/members/stranger"),
+                Some("member"),
+                None
+            )
+            .await,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            call(
+                &server,
+                Method::GET,
+                "/api/v1/orgs/corp/members/stranger",
+                Some("member"),
+                None
+            )
+            .await,
+            StatusCode::NOT_FOUND
+        );
+        let listed = |user: &'static str, path: &'static str| {
+            let server = &server;
+            async move {
+                let body: Value = reqwest::Client::new()
+                    .get(server.url(path))
+                    .basic_auth(user, Some(PW))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let items = body
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_else(|| body["results"].as_array().cloned().unwrap_or_default());
+                let mut names: Vec<String> = items
+                    .iter()
+                    .map(|i| {
+                        i["login"]
+                            .as_str()
+                            .or(i["name"].as_str())
+                            .unwrap()
+                            .to_string()
+                    })
+                    .collect();
+                names.sort();
+                names
+            }
+        };
+        assert_eq!(
+            listed("member", "/api/v1/orgs/corp/members?page=1&limit=50").await,
+            ["member", "orgowner"]
+        );
+        assert_eq!(
+            listed("member", "/api/v1/user/orgs?page=1&limit=50").await,
+            ["corp"]
+        );
+        assert!(
+            listed("stranger", "/api/v1/user/orgs?page=1&limit=50")
+                .await
+                .is_empty()
+        );
+    }
+}
+
 /// Expected outcome per role (rows in ROLES order) for the issue actions
 /// [view, comment, create, close own, close other, label, manage labels,
 /// delete]; `-` where the role could not open an issue of its own.

@@ -454,8 +454,20 @@ pub struct ApiQuery<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        // A token in the query string is the caller's credential
+        // (`authn::authenticate_api`), not a parameter of the endpoint.
+        let query = parts.uri.query().unwrap_or("");
+        let kept = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(
+                form_urlencoded::parse(query.as_bytes())
+                    .filter(|(k, _)| !crate::authn::QUERY_TOKEN_KEYS.contains(&k.as_ref())),
+            )
+            .finish();
+        let uri: axum::http::Uri = format!("/?{kept}")
+            .parse()
+            .map_err(|_| ApiError::BadRequest("the query string is malformed".into()))?;
+        match axum::extract::Query::<T>::try_from_uri(&uri) {
             Ok(axum::extract::Query(value)) => Ok(ApiQuery(value)),
             Err(QueryRejection::FailedToDeserializeQueryString(e)) => {
                 Err(ApiError::BadRequest(e.body_text()))

@@ -97,6 +97,27 @@ pub(crate) struct KeyPath {
     id: i64,
 }
 
+/// One of the signed-in user's keys.
+#[utoipa::path(get, path = "/api/v1/user/keys/{id}", tag = "user", params(KeyPath), responses(
+    (status = 200, description = "The key", body = KeyView),
+    (status = 403, description = "The token lacks read:user", body = ErrorBody),
+    (status = 404, description = "No such key of yours", body = ErrorBody),
+))]
+pub(crate) async fn get(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<KeyPath>,
+) -> Result<Json<KeyView>, ApiError> {
+    who.require_scope(Access::Read, Area::User)?;
+    keys::list(&app.db, who.user.id)
+        .await?
+        .into_iter()
+        .find(|k| k.id == path.id)
+        .map(|k| Json(view(version, k)))
+        .ok_or_else(|| ApiError::NotFound("no such key".into()))
+}
+
 /// Deletes one of the signed-in user's keys.
 #[utoipa::path(delete, path = "/api/v1/user/keys/{id}", tag = "user", params(KeyPath), responses(
     (status = 204, description = "The key is deleted"),

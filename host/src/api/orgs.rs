@@ -56,6 +56,15 @@ fn org_view(version: ApiVersion, org: Org, is_owner: bool) -> OrgView {
     }
 }
 
+/// A member of an organization or a team, as their member lists show it
+/// (Gitea's user fields that Postern has).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct MemberView {
+    pub(crate) id: i64,
+    pub(crate) login: String,
+    pub(crate) full_name: String,
+}
+
 /// The members an owner should chase while the 2FA policy is on.
 async fn without_two_factor(app: &App, org: &Org) -> Result<Vec<String>, ApiError> {
     Ok(orgs::members_without_second_factor(&app.db, org.id).await?)
@@ -253,4 +262,106 @@ pub(crate) async fn repos(
             .take(visible, |(r, _)| r.id)
             .map(|(repo, level)| super::repos::view(&app, version, &repo, level)),
     ))
+}
+
+/// The organization, when the caller is one of its members or a site
+/// administrator; to anyone else a 404, as its teams are.
+async fn member_org(app: &App, who: &Principal, name: &str) -> Result<Org, ApiError> {
+    who.require_scope(Access::Read, Area::Organization)?;
+    let org = find_org(app, name).await?;
+    if who.user.is_admin
+        || orgs::org_members(&app.db, org.id)
+            .await?
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(&who.user.login))
+    {
+        Ok(org)
+    } else {
+        Err(ApiError::NotFound(format!(
+            "no organization named {name:?} that you belong to"
+        )))
+    }
+}
+
+/// An organization's members (of any team), in login order. Permission:
+/// organization member (Postern has no public membership).
+#[utoipa::path(get, path = "/api/v1/orgs/{org}/members", tag = "organization", params(OrgPath, PageQuery), responses(
+    (status = 200, description = "A page of members", body = Listed<MemberView>),
+    (status = 404, description = "No such organization, or not a member", body = ErrorBody),
+))]
+pub(crate) async fn members(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<OrgPath>,
+    paging: Paging,
+) -> Result<Paged<MemberView>, ApiError> {
+    let window = paging.window(false)?;
+    let org = member_org(&app, &who, &path.org).await?;
+    let all = orgs::org_member_accounts(&app.db, org.id).await?;
+    Ok(paging.answer(
+        window
+            .take(all, |(id, _, _)| *id)
+            .map(|(id, login, full_name)| MemberView {
+                id,
+                login,
+                full_name,
+            }),
+    ))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(crate) struct OrgMemberPath {
+    /// The organization's name
+    org: String,
+    /// The user's login
+    username: String,
+}
+
+/// Whether a user is a member (Gitea's check: 204, or 404). Permission:
+/// organization member.
+#[utoipa::path(get, path = "/api/v1/orgs/{org}/members/{username}", tag = "organization", params(OrgMemberPath), responses(
+    (status = 204, description = "A member"),
+    (status = 404, description = "Not a member; no such organization, or the caller is not a member", body = ErrorBody),
+))]
+pub(crate) async fn is_member(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<OrgMemberPath>,
+) -> Result<StatusCode, ApiError> {
+    let org = member_org(&app, &who, &path.org).await?;
+    if orgs::org_members(&app.db, org.id)
+        .await?
+        .iter()
+        .any(|m| m.eq_ignore_ascii_case(&path.username))
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!(
+            "{} is not a member of {}",
+            path.username, org.name
+        )))
+    }
+}
+
+/// The organizations the signed-in user is a member of.
+#[utoipa::path(get, path = "/api/v1/user/orgs", tag = "organization", params(PageQuery), responses(
+    (status = 200, description = "A page of organizations", body = Listed<OrgView>),
+    (status = 403, description = "The token lacks read:organization", body = ErrorBody),
+))]
+pub(crate) async fn mine(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    paging: Paging,
+) -> Result<Paged<OrgView>, ApiError> {
+    who.require_scope(Access::Read, Area::Organization)?;
+    let window = paging.window(false)?;
+    let slice = window.take(orgs::of_user(&app.db, who.user.id).await?, |o| o.id);
+    let mut views = Vec::new();
+    for org in &slice.items {
+        let owner = who.user.is_admin || orgs::is_owner(&app.db, org.id, who.user.id).await?;
+        views.push(org_view(version, org.clone(), owner));
+    }
+    Ok(paging.answer(slice.with(views)))
 }

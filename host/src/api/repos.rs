@@ -387,3 +387,135 @@ pub(crate) async fn delete_collaborator(
         )))
     }
 }
+
+/// Whether a user is a collaborator (Gitea's check: 204, or 404).
+/// Permission: repository admin, as for the list.
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}", tag = "repository", params(CollaboratorPath), responses(
+    (status = 204, description = "A collaborator"),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "Not a collaborator; no such repository or user", body = ErrorBody),
+))]
+pub(crate) async fn is_collaborator(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<CollaboratorPath>,
+) -> Result<StatusCode, ApiError> {
+    let repo = access::require_repo(
+        &app,
+        &who.caller,
+        &path.owner,
+        &path.repo,
+        Level::Admin,
+        "listing collaborators",
+    )
+    .await?;
+    let user = users::find_by_login(&app.db, &path.collaborator)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
+    match repos::collaborator_level(&app.db, repo.id, user.id).await? {
+        Some(_) => Ok(StatusCode::NO_CONTENT),
+        None => Err(ApiError::NotFound(format!(
+            "{} is not a collaborator",
+            path.collaborator
+        ))),
+    }
+}
+
+/// Gitea's `RepoCollaboratorPermission`: what a user may do on a
+/// repository, all grants counted (ownership, teams, collaboration, the
+/// repository being public).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollaboratorPermission {
+    /// `none`, `read`, `write`, `admin` or `owner`.
+    pub permission: String,
+    /// Gitea's role name: `Owner`, `Admin`, `Write`, `Read` or `None`.
+    pub role_name: String,
+    pub user: OwnerRef,
+}
+
+/// A user's permission on a repository (CI systems ask it before they
+/// act for a user). Permission: anyone who reads the repository, about
+/// themselves; a repository admin, about anyone.
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}/collaborators/{collaborator}/permission", tag = "repository", params(CollaboratorPath), responses(
+    (status = 200, description = "The permission", body = CollaboratorPermission),
+    (status = 403, description = "About another user, and not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository (or hidden) or user", body = ErrorBody),
+))]
+pub(crate) async fn collaborator_permission(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<CollaboratorPath>,
+) -> Result<Json<CollaboratorPermission>, ApiError> {
+    let themselves = who.user.login.eq_ignore_ascii_case(&path.collaborator);
+    let need = if themselves {
+        Level::Read
+    } else {
+        Level::Admin
+    };
+    let repo = access::require_repo(
+        &app,
+        &who.caller,
+        &path.owner,
+        &path.repo,
+        need,
+        "reading another user's permission",
+    )
+    .await?;
+    let user = users::find_by_login(&app.db, &path.collaborator)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
+    let level = access::repo_level(&app, Some(&user), &repo).await?;
+    let name = level.permission_name();
+    let mut role_name = name.to_string();
+    role_name[..1].make_ascii_uppercase();
+    Ok(Json(CollaboratorPermission {
+        permission: name.into(),
+        role_name,
+        user: OwnerRef {
+            id: user.id,
+            login: user.login,
+        },
+    }))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(crate) struct RepoIdPath {
+    /// The repository's id
+    id: i64,
+}
+
+/// A repository by its id. Hidden ones answer 404 with the same words as
+/// an id that does not exist, so that ids tell nothing of private names.
+#[utoipa::path(get, path = "/api/v1/repositories/{id}", tag = "repository", params(RepoIdPath), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "The repository", body = RepositoryView),
+    (status = 403, description = "The token does not cover this repository", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+))]
+pub(crate) async fn get_by_id(
+    State(app): State<App>,
+    version: ApiVersion,
+    MaybePrincipal(caller): MaybePrincipal,
+    Path(path): Path<RepoIdPath>,
+) -> Result<Json<RepositoryView>, ApiError> {
+    let hidden = || ApiError::NotFound(format!("no repository with id {}", path.id));
+    let found = repos::find_by_id(&app.db, path.id)
+        .await?
+        .ok_or_else(hidden)?;
+    let repo = match access::require_repo(
+        &app,
+        &caller,
+        &found.owner_login,
+        &found.name,
+        Level::Read,
+        "viewing",
+    )
+    .await
+    {
+        Ok(repo) => repo,
+        Err(access::Denied::NotFound(_)) => return Err(hidden()),
+        Err(e) => return Err(e.into()),
+    };
+    let level = access::repo_level(&app, caller.user.as_ref(), &repo).await?;
+    Ok(Json(view(&app, version, &repo, level)))
+}

@@ -302,6 +302,7 @@ impl Config {
                 allow_only_admin_create_org: flag("service", "ALLOW_ONLY_ADMIN_CREATE_ORG"),
             },
             security: Security {
+                disable_query_auth_token: flag("security", "DISABLE_QUERY_AUTH_TOKEN"),
                 enable_2fa: flag("security", "ENABLE_2FA"),
                 enable_remember_me_2fa: flag("security", "ENABLE_REMEMBER_ME_2FA"),
                 remember_me_2fa_days: int("security", "REMEMBER_ME_2FA_DAYS"),

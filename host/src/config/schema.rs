@@ -421,6 +421,12 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
         "security",
         &[
             k(
+                "DISABLE_QUERY_AUTH_TOKEN",
+                BOOL,
+                "true",
+                "Refuse API tokens in the query string (?access_token=, ?token=), as current Gitea does; false accepts them for old scripts. URLs end up in proxies' and browsers' logs, so headers are the safe way.",
+            ),
+            k(
                 "ENABLE_2FA",
                 BOOL,
                 "false",

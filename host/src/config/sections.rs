@@ -77,6 +77,8 @@ pub struct Service {
 
 #[derive(Debug, Clone)]
 pub struct Security {
+    /// `DISABLE_QUERY_AUTH_TOKEN`: a token in the query string is refused.
+    pub disable_query_auth_token: bool,
     pub enable_2fa: bool,
     pub enable_remember_me_2fa: bool,
     pub remember_me_2fa_days: i64,

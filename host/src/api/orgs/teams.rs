@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{OrgPath, find_org, owned_org};
+use super::{MemberView, OrgPath, find_org, owned_org};
 use crate::access::Level;
 use crate::api::links::{Links, LinksBuilder};
 use crate::api::pagination::{Listed, PageQuery, Paged, Paging};
@@ -183,13 +183,39 @@ async fn owned_team(app: &App, who: &Principal, id: i64) -> Result<Team, ApiErro
     }
 }
 
-/// A member of a team, as the team's member list shows it (Gitea's user
-/// fields that Postern has).
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct MemberView {
-    id: i64,
-    login: String,
-    full_name: String,
+/// The team, when the caller is a member of its organization or a site
+/// administrator; to anyone else a 404, as if there were no such team.
+async fn visible_team(app: &App, who: &Principal, id: i64) -> Result<Team, ApiError> {
+    who.require_scope(Access::Read, Area::Organization)?;
+    let team = orgs::team(&app.db, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no such team".into()))?;
+    let org_members = orgs::org_members(&app.db, team.org_id).await?;
+    if !who.user.is_admin
+        && !org_members
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(&who.user.login))
+    {
+        return Err(ApiError::NotFound("no such team".into()));
+    }
+    Ok(team)
+}
+
+/// A team, where its `_links.self` points. Permission: organization
+/// member.
+#[utoipa::path(get, path = "/api/v1/teams/{id}", tag = "organization", params(TeamPath), responses(
+    (status = 200, description = "The team", body = TeamView),
+    (status = 404, description = "No such team, or not a member of its organization", body = ErrorBody),
+))]
+pub(crate) async fn team(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<TeamPath>,
+) -> Result<Json<TeamView>, ApiError> {
+    let team = visible_team(&app, &who, path.id).await?;
+    let owner = who.user.is_admin || orgs::is_owner(&app.db, team.org_id, who.user.id).await?;
+    Ok(Json(team_view(version, team, owner)))
 }
 
 /// A team's members, in login order, paged as every list. Permission:
@@ -204,19 +230,8 @@ pub(crate) async fn team_members(
     Path(path): Path<TeamPath>,
     paging: Paging,
 ) -> Result<Paged<MemberView>, ApiError> {
-    who.require_scope(Access::Read, Area::Organization)?;
     let window = paging.window(false)?;
-    let team = orgs::team(&app.db, path.id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound("no such team".into()))?;
-    let org_members = orgs::org_members(&app.db, team.org_id).await?;
-    if !who.user.is_admin
-        && !org_members
-            .iter()
-            .any(|m| m.eq_ignore_ascii_case(&who.user.login))
-    {
-        return Err(ApiError::NotFound("no such team".into()));
-    }
+    let team = visible_team(&app, &who, path.id).await?;
     let all = orgs::member_accounts(&app.db, team.id).await?;
     Ok(paging.answer(
         window
@@ -227,6 +242,32 @@ pub(crate) async fn team_members(
                 full_name,
             }),
     ))
+}
+
+/// One member of a team (Gitea's way to ask whether a user is in it: the
+/// user, or 404). Permission: organization member.
+#[utoipa::path(get, path = "/api/v1/teams/{id}/members/{username}", tag = "organization", params(TeamMemberPath), responses(
+    (status = 200, description = "The member", body = MemberView),
+    (status = 404, description = "Not in the team; no such team, or not a member of its organization", body = ErrorBody),
+))]
+pub(crate) async fn team_member(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<TeamMemberPath>,
+) -> Result<Json<MemberView>, ApiError> {
+    let team = visible_team(&app, &who, path.id).await?;
+    orgs::member_accounts(&app.db, team.id)
+        .await?
+        .into_iter()
+        .find(|(_, login, _)| login.eq_ignore_ascii_case(&path.username))
+        .map(|(id, login, full_name)| {
+            Json(MemberView {
+                id,
+                login,
+                full_name,
+            })
+        })
+        .ok_or_else(|| ApiError::NotFound(format!("{} is not in the team", path.username)))
 }
 
 /// Adds a user to a team (and so to the organization). Permission:
