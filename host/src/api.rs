@@ -149,6 +149,8 @@ fn operations() -> Operations {
         ))
         .add(routes!(repos::collaborator_permission))
         .add(routes!(repos::get_by_id))
+        .add(routes!(users::public_get))
+        .add(routes!(repos::list_of_user))
         .add_in_places(&hooks::PLACES, routes!(hooks::list, hooks::create))
         .add_in_places(
             &hooks::PLACES,

@@ -1550,3 +1550,87 @@ async fn one_ssh_key_is_read_by_its_owner_only() {
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{backend}");
     }
 }
+
+#[tokio::test]
+async fn a_users_profile_and_repositories_as_each_caller_sees_them() {
+    for backend in backends() {
+        let server = start(&backend, "").await;
+        server.create_user("other", PW, false);
+        server.create_user("reader", PW, false);
+        for (name, private) in [("open", false), ("secret", true)] {
+            let res = client()
+                .post(server.url("/api/v1/user/repos"))
+                .basic_auth("plain", Some(PW))
+                .json(&json!({"name": name, "private": private}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::CREATED);
+        }
+        let res = client()
+            .put(server.url("/api/v1/repos/plain/secret/collaborators/reader"))
+            .basic_auth("plain", Some(PW))
+            .json(&json!({"permission": "read"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NO_CONTENT);
+        let get = |path: &'static str, who: Option<&'static str>| {
+            let server = &server;
+            async move {
+                let mut req = client().get(server.url(path));
+                if let Some(who) = who {
+                    req = req.basic_auth(who, Some(PW));
+                }
+                json_of(req.send().await.unwrap()).await
+            }
+        };
+        // The profile: the e-mail and the admin flag only to the user and
+        // to site administrators.
+        for (who, sees_email) in [
+            (None, false),
+            (Some("other"), false),
+            (Some("plain"), true),
+            (Some("root"), true),
+        ] {
+            let (status, _, body) = get("/api/v1/users/plain", who).await;
+            assert_eq!(status, StatusCode::OK, "{backend} {who:?}: {body}");
+            assert_eq!(body["login"], "plain");
+            assert_eq!(
+                body["email"].as_str().unwrap().is_empty(),
+                !sees_email,
+                "{backend} {who:?}: {body}"
+            );
+            assert_eq!(body["_links"]["repos"]["href"], "/api/v1/users/plain/repos");
+        }
+        let (_, _, admin) = get("/api/v1/users/root", Some("plain")).await;
+        assert_eq!(admin["is_admin"], false, "hidden from others: {admin}");
+        let (_, _, admin) = get("/api/v1/users/root", Some("root")).await;
+        assert_eq!(admin["is_admin"], true, "{admin}");
+        let (status, _, body) = get("/api/v1/users/nobody", None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        assert_error(&body, "not_found");
+
+        // The repositories: the private one only to who may read it.
+        for (who, expected) in [
+            (None, vec!["open"]),
+            (Some("other"), vec!["open"]),
+            (Some("reader"), vec!["open", "secret"]),
+            (Some("plain"), vec!["open", "secret"]),
+            (Some("root"), vec!["open", "secret"]),
+        ] {
+            let (status, _, body) = get("/api/v1/users/plain/repos?page=1&limit=50", who).await;
+            assert_eq!(status, StatusCode::OK, "{backend} {who:?}: {body}");
+            let mut names: Vec<&str> = body
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["name"].as_str().unwrap())
+                .collect();
+            names.sort();
+            assert_eq!(names, expected, "{backend} {who:?}");
+        }
+        let (status, _, _) = get("/api/v1/users/nobody/repos", None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+}

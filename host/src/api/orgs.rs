@@ -12,7 +12,6 @@ use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::repos::{CreateRepo, RepositoryView};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, MaybePrincipal, Principal};
-use crate::access::{self, Level};
 use crate::orgs::{self, Org};
 use crate::repos;
 use crate::state::App;
@@ -247,21 +246,9 @@ pub(crate) async fn repos(
     if caller.user.is_none() && app.config().service.require_signin_view {
         return Err(ApiError::Unauthorized);
     }
-    let window = paging.window(false)?;
     let org = find_org(&app, &path.org).await?;
     let all = repos::list_for_owner(&app.db, org.id).await?;
-    let mut visible = Vec::new();
-    for repo in all {
-        let level = access::repo_level(&app, caller.user.as_ref(), &repo).await?;
-        if level >= Level::Read && caller.token.as_ref().is_none_or(|t| t.covers_repo(repo.id)) {
-            visible.push((repo, level));
-        }
-    }
-    Ok(paging.answer(
-        window
-            .take(visible, |(r, _)| r.id)
-            .map(|(repo, level)| super::repos::view(&app, version, &repo, level)),
-    ))
+    super::repos::visible_page(&app, version, &caller, all, &paging).await
 }
 
 /// The organization, when the caller is one of its members or a site

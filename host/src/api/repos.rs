@@ -190,6 +190,53 @@ pub(crate) async fn list_mine(
     Ok(paging.answer(slice.with(results)))
 }
 
+/// One page of the repositories in `all` that the caller may read (and
+/// their token covers), each with the caller's level: the one filter every
+/// list of someone's repositories goes through.
+pub(crate) async fn visible_page(
+    app: &App,
+    version: ApiVersion,
+    caller: &crate::access::Caller,
+    all: Vec<Repository>,
+    paging: &Paging,
+) -> Result<Paged<RepositoryView>, ApiError> {
+    let window = paging.window(false)?;
+    let mut visible = Vec::new();
+    for repo in all {
+        let level = access::repo_level(app, caller.user.as_ref(), &repo).await?;
+        if level >= Level::Read && caller.token.as_ref().is_none_or(|t| t.covers_repo(repo.id)) {
+            visible.push((repo, level));
+        }
+    }
+    Ok(paging.answer(
+        window
+            .take(visible, |(r, _)| r.id)
+            .map(|(repo, level)| view(app, version, &repo, level)),
+    ))
+}
+
+/// A user's repositories that the caller may see (Gitea's `GET
+/// /users/{username}/repos`). Permission: anyone (signed in under
+/// `REQUIRE_SIGNIN_VIEW`); private ones only to those who may read them.
+#[utoipa::path(get, path = "/api/v1/users/{username}/repos", tag = "user", params(crate::api::users::UserPath, PageQuery), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "A page of repositories", body = Listed<RepositoryView>),
+    (status = 404, description = "No such user", body = ErrorBody),
+))]
+pub(crate) async fn list_of_user(
+    State(app): State<App>,
+    version: ApiVersion,
+    MaybePrincipal(caller): MaybePrincipal,
+    Path(path): Path<crate::api::users::UserPath>,
+    paging: Paging,
+) -> Result<Paged<RepositoryView>, ApiError> {
+    if caller.user.is_none() && app.config().service.require_signin_view {
+        return Err(ApiError::Unauthorized);
+    }
+    let owner = crate::api::users::find(&app, &path.username).await?;
+    let all = repos::list_for_owner(&app.db, owner.id).await?;
+    visible_page(&app, version, &caller, all, &paging).await
+}
+
 /// A repository. Hidden ones answer 404.
 #[utoipa::path(get, path = "/api/v1/repos/{owner}/{repo}", tag = "repository", params(RepoPath), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
     (status = 200, description = "The repository", body = RepositoryView),

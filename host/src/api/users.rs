@@ -12,7 +12,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging, flag};
 use super::{
-    AdminPrincipal, ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, Principal, rfc3339,
+    AdminPrincipal, ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, MaybePrincipal, Principal,
+    rfc3339,
 };
 use crate::identity;
 use crate::state::App;
@@ -171,6 +172,47 @@ pub(crate) async fn me(
         .get_if(user.is_admin, "admin_users", format!("{p}/admin/users"))
         .get_if(user.is_admin, "admin_plugins", format!("{p}/admin/plugins"))
         .build();
+    Ok(Json(view(&app, version, &user, links).await?))
+}
+
+/// A user as others see them (Gitea's `GET /users/{username}`). The
+/// e-mail, the sign-in source and whether they administer the site are
+/// shown only to the user and to site administrators, as Gitea shows them;
+/// to others they read empty, false and 0. Permission: anyone (signed in
+/// under `REQUIRE_SIGNIN_VIEW`); a token needs `read:user`.
+#[utoipa::path(get, path = "/api/v1/users/{username}", tag = "user", params(UserPath), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "The user", body = UserV1),
+    (status = 403, description = "The token lacks read:user", body = ErrorBody),
+    (status = 404, description = "No such user", body = ErrorBody),
+))]
+pub(crate) async fn public_get(
+    State(app): State<App>,
+    version: ApiVersion,
+    MaybePrincipal(caller): MaybePrincipal,
+    Path(path): Path<UserPath>,
+) -> Result<Json<UserBody>, ApiError> {
+    if caller.user.is_none() && app.config().service.require_signin_view {
+        return Err(ApiError::Unauthorized);
+    }
+    if !caller.scope_allows(Access::Read, Area::User) {
+        return Err(ApiError::Forbidden(
+            "the token lacks the scope read:user".into(),
+        ));
+    }
+    let mut user = find(&app, &path.username).await?;
+    let href = format!("{}/users/{}", version.prefix(), user.login);
+    let links = LinksBuilder::new(href.clone())
+        .get("repos", format!("{href}/repos"))
+        .build();
+    let full = caller
+        .user
+        .as_ref()
+        .is_some_and(|c| c.is_admin || c.id == user.id);
+    if !full {
+        user.email.clear();
+        user.is_admin = false;
+        user.login_source = LOCAL_SOURCE.into();
+    }
     Ok(Json(view(&app, version, &user, links).await?))
 }
 
