@@ -8,6 +8,14 @@
 //! the user's addresses with `primary` and `verified`, only to a token
 //! granted `user:email`; `/api/v3/user/orgs` and `/api/v3/user/teams` the
 //! user's organisations and teams, only to a token granted `read:org`.
+//!
+//! The same provider speaks GitLab's dialect at GitLab's paths, for a
+//! `PROVIDER = gitlab` source ([`GitHubShaped::gitlab_source_keys`]):
+//! `/oauth/authorize`, `/oauth/token`, `/api/v4/user` (the profile with
+//! the primary address, confirmed or not), `/api/v4/user/emails` (with
+//! `confirmed_at`, to `read_user`) and `/api/v4/groups` (each group's
+//! `full_path`, to `read_api`): a user's organisation is a group, a team a
+//! subgroup.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -71,6 +79,11 @@ impl GitHubShaped {
             .route("/api/v3/user/emails", get(emails))
             .route("/api/v3/user/orgs", get(orgs))
             .route("/api/v3/user/teams", get(teams))
+            .route("/oauth/authorize", get(authorize))
+            .route("/oauth/token", post(token))
+            .route("/api/v4/user", get(gitlab_user))
+            .route("/api/v4/user/emails", get(gitlab_emails))
+            .route("/api/v4/groups", get(gitlab_groups))
             .with_state(state.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -109,6 +122,16 @@ impl GitHubShaped {
         let base = format!("http://127.0.0.1:{}", self.port);
         format!(
             "PROVIDER = github\nCLIENT_ID = {CLIENT_ID}\nCLIENT_SECRET = {CLIENT_SECRET}\nAUTH_URL = {base}/login/oauth/authorize\nTOKEN_URL = {base}/login/oauth/access_token\nPROFILE_URL = {base}/api/v3/user"
+        )
+    }
+}
+
+impl GitHubShaped {
+    /// The section's keys that point a `PROVIDER = gitlab` source here.
+    pub fn gitlab_source_keys(&self) -> String {
+        let base = format!("http://127.0.0.1:{}", self.port);
+        format!(
+            "PROVIDER = gitlab\nCLIENT_ID = {CLIENT_ID}\nCLIENT_SECRET = {CLIENT_SECRET}\nAUTH_URL = {base}/oauth/authorize\nTOKEN_URL = {base}/oauth/token\nPROFILE_URL = {base}/api/v4/user"
         )
     }
 }
@@ -294,6 +317,105 @@ async fn teams(State(state): Shared, headers: HeaderMap) -> Response {
         .iter()
         .filter(|(_, slug)| !slug.is_empty())
         .map(|(org, slug)| json!({"slug": slug, "name": slug, "organization": {"login": org}}))
+        .collect();
+    Json(Value::Array(list)).into_response()
+}
+
+/// The user of a token granted one of `scopes`, or GitLab's answer
+/// without (its status and body).
+fn with_gitlab_scope(
+    state: &PeerState,
+    headers: &HeaderMap,
+    scopes: &[&str],
+) -> Result<GitHubUser, (StatusCode, Value)> {
+    let Some((user, granted)) = bearer(state, headers) else {
+        return Err((
+            StatusCode::UNAUTHORIZED,
+            json!({"message": "401 Unauthorized"}),
+        ));
+    };
+    if !granted.split([' ', ',']).any(|s| scopes.contains(&s)) {
+        return Err((
+            StatusCode::FORBIDDEN,
+            json!({"error": "insufficient_scope"}),
+        ));
+    }
+    Ok(user)
+}
+
+/// GitLab's `GET /user`: the primary address is the profile's, whether
+/// confirmed or not.
+async fn gitlab_user(State(state): Shared, headers: HeaderMap) -> Response {
+    let state = state.lock().expect("state");
+    let user = match with_gitlab_scope(&state, &headers, &["read_user", "read_api", "api"]) {
+        Ok(user) => user,
+        Err((status, body)) => return (status, Json(body)).into_response(),
+    };
+    let primary = user
+        .emails
+        .iter()
+        .find(|(_, primary, _)| *primary)
+        .map(|(address, _, _)| address.clone());
+    Json(json!({
+        "id": user.id,
+        "username": user.login,
+        "name": format!("{} of GitLab", user.login),
+        "state": "active",
+        "email": primary,
+    }))
+    .into_response()
+}
+
+/// GitLab's `GET /user/emails`: `confirmed_at` null until confirmed.
+async fn gitlab_emails(State(state): Shared, headers: HeaderMap) -> Response {
+    let mut state = state.lock().expect("state");
+    state.email_requests += 1;
+    let user = match with_gitlab_scope(&state, &headers, &["read_user", "read_api", "api"]) {
+        Ok(user) => user,
+        Err((status, body)) => return (status, Json(body)).into_response(),
+    };
+    let list: Vec<Value> = user
+        .emails
+        .iter()
+        .enumerate()
+        .map(|(i, (email, _, verified))| {
+            json!({
+                "id": i + 1,
+                "email": email,
+                "confirmed_at": verified.then_some("2026-01-02T03:04:05.000Z"),
+            })
+        })
+        .collect();
+    Json(Value::Array(list)).into_response()
+}
+
+/// GitLab's `GET /groups`: the user's groups (organisations) and subgroups
+/// (teams), by `full_path`, to `read_api`.
+async fn gitlab_groups(State(state): Shared, headers: HeaderMap) -> Response {
+    let state = state.lock().expect("state");
+    let user = match with_gitlab_scope(&state, &headers, &["read_api", "api"]) {
+        Ok(user) => user,
+        Err((status, body)) => return (status, Json(body)).into_response(),
+    };
+    let mut paths: Vec<String> = Vec::new();
+    for (group, subgroup) in &user.teams {
+        paths.push(group.clone());
+        if !subgroup.is_empty() {
+            paths.push(format!("{group}/{subgroup}"));
+        }
+    }
+    paths.dedup();
+    let list: Vec<Value> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            json!({
+                "id": 2000 + i,
+                "name": path.rsplit('/').next(),
+                "path": path.rsplit('/').next(),
+                "full_path": path,
+            })
+        })
         .collect();
     Json(Value::Array(list)).into_response()
 }

@@ -911,6 +911,135 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
     }
 }
 
+/// Signs in through the GitLab-shaped source `gl`: the browser and the
+/// callback's status, having checked the scopes asked.
+async fn through_gitlab(server: &postern_tests::Server) -> (reqwest::Client, reqwest::StatusCode) {
+    let http = postern_tests::client();
+    let res = http
+        .get(server.url("/user/oauth2/gl"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        reqwest::StatusCode::FOUND,
+        "{}",
+        server.backend
+    );
+    let authorize = location(&res);
+    let scope = authorize
+        .query_pairs()
+        .find(|(k, _)| k == "scope")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    assert!(
+        scope.split(' ').any(|s| s == "read_user") && scope.split(' ').any(|s| s == "read_api"),
+        "{authorize}"
+    );
+    let res = http.get(authorize.as_str()).send().await.unwrap();
+    let callback = location(&res);
+    let res = http.get(callback.as_str()).send().await.unwrap();
+    (http, res.status())
+}
+
+#[tokio::test]
+async fn gitlab_groups_and_subgroups_are_groups_that_map_to_teams() {
+    let peer = GitHubShaped::start();
+    for backend in backends() {
+        let ini = format!(
+            "[source]
+ENABLE_OAUTH2 = true
+
+[source.oauth2_gl]
+NAME = GitLab
+{}
+AUTO_REGISTER = true
+GROUP_CLAIM_NAME = groups
+GROUP_TEAM_MAP = {{\"acme/core\": {{\"acme\": [\"core\"]}}}}
+ADMIN_GROUP = acme/admins
+
+[outbound_http]
+ALLOWED_HOST_LIST = loopback
+ALLOW_INSECURE_HOSTS = 127.0.0.1
+",
+            peer.gitlab_source_keys()
+        );
+        let server = postern_tests::oidc::start_at(&backend, free_port(), "127.0.0.1", &ini).await;
+        server.create_user("boss", PW, true);
+        let boss = |method: reqwest::Method, path: &str, body: Option<Value>| {
+            let server = &server;
+            let path = path.to_string();
+            async move {
+                postern_tests::status_and_json(
+                    postern_tests::request_as(server, method, &path, "boss", PW, body).await,
+                )
+                .await
+            }
+        };
+        let (status, _) = boss(
+            reqwest::Method::POST,
+            "/api/v1/orgs",
+            Some(json!({"username": "acme"})),
+        )
+        .await;
+        assert_eq!(status, reqwest::StatusCode::CREATED, "{backend}");
+        let (_, team) = boss(
+            reqwest::Method::POST,
+            "/api/v1/orgs/acme/teams",
+            Some(json!({"name": "core", "permission": "read"})),
+        )
+        .await;
+        let members = format!("/api/v1/teams/{}/members?page_size=50", team["id"]);
+
+        // In the subgroup acme/core: a member of the mapped team.
+        peer.sign_in(GitHubUser {
+            id: 7_100_000,
+            login: "gita".into(),
+            emails: vec![("gita@corp.example".into(), true, true)],
+            teams: vec![("acme".into(), "core".into())],
+        });
+        let (http, status) = through_gitlab(&server).await;
+        assert_eq!(
+            status,
+            reqwest::StatusCode::SEE_OTHER,
+            "{backend}: {}",
+            server.log()
+        );
+        let (_, me) = whoami(&server, &http).await;
+        assert_eq!(me["login"], "gita", "{backend}: {me}");
+        assert_eq!(me["email"], "gita@corp.example", "{backend}: {me}");
+        assert_eq!(me["is_admin"], false, "{backend}: {me}");
+        let (_, list) = boss(reqwest::Method::GET, &members, None).await;
+        let logins: Vec<&str> = list["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["login"].as_str())
+            .collect();
+        assert_eq!(logins, ["gita"], "{backend}: {list}");
+        let (_, user) = boss(reqwest::Method::GET, "/api/v1/admin/users/gita", None).await;
+        assert_eq!(user["email"], "gita@corp.example", "{backend}: {user}");
+
+        // In acme/admins: a site administrator, in no mapped team.
+        peer.sign_in(GitHubUser {
+            id: 7_200_000,
+            login: "gustav".into(),
+            emails: vec![("gustav@corp.example".into(), true, true)],
+            teams: vec![("acme".into(), "admins".into())],
+        });
+        let (http, _) = through_gitlab(&server).await;
+        let (_, me) = whoami(&server, &http).await;
+        assert_eq!(me["login"], "gustav", "{backend}: {me}");
+        assert_eq!(me["is_admin"], true, "{backend}: {me}");
+        let (_, list) = boss(reqwest::Method::GET, &members, None).await;
+        assert_eq!(
+            list["results"].as_array().unwrap().len(),
+            1,
+            "{backend}: {list}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_google_shaped_account_signs_in_at_the_defaults() {
     // Google's ID token: a numeric `sub`, no `preferred_username` and no
