@@ -249,10 +249,13 @@ async fn a_500_shows_only_the_request_id_and_logs_the_cause() {
     }
 }
 
+/// The spec's envelope as the answer to a list asked for plainly.
+const ENVELOPE: &str = "[api]\nV1_LIST_SHAPE = envelope\n";
+
 #[tokio::test]
 async fn page_number_and_limit_offset_lists() {
     for backend in backends() {
-        let server = start(&backend, "").await;
+        let server = start(&backend, ENVELOPE).await;
         for i in 0..22 {
             server.create_user(&format!("user{i:02}"), PW, false);
         }
@@ -653,13 +656,15 @@ async fn every_shape_on_two_lists() {
     }
 }
 
-/// `[api] V1_LIST_SHAPE = array`: v1 lists asked for without a size answer
-/// Gitea's bare array; v2 keeps the envelope; paging parameters still pick
-/// their own shape. The default is the envelope.
+/// v1 lists asked for as Gitea's clients ask (nothing, `page` alone,
+/// `limit` alone, `page` and `limit`) answer Gitea's bare array, with
+/// `X-Total-Count` and `Link`; the spec's paging parameters pick their own
+/// shapes, and v2 keeps the envelope. `[api] V1_LIST_SHAPE = envelope`
+/// brings the envelope back for the plain request.
 #[tokio::test]
-async fn v1_list_shape_array_answers_gitea_arrays() {
+async fn v1_lists_answer_gitea_arrays_by_default() {
     for backend in backends() {
-        let server = start(&backend, "[api]\nV1_LIST_SHAPE = array\n").await;
+        let server = start(&backend, "").await;
         for i in 0..22 {
             server.create_user(&format!("user{i:02}"), PW, false);
         }
@@ -686,27 +691,53 @@ async fn v1_list_shape_array_answers_gitea_arrays() {
             4,
             "{backend}: page alone is Gitea's paging too"
         );
+        // A client that sends page alone and stops at an empty page stops.
+        let (_, _, b) = json_of(get("/api/v1/admin/users?page=3").await.unwrap()).await;
+        assert_eq!(b, json!([]), "{backend}: past the end, an empty array");
+        let (_, h, b) = json_of(get("/api/v1/admin/users?limit=50").await.unwrap()).await;
+        assert_eq!(ids(&b).len(), 24, "{backend}: limit alone is Gitea's: {b}");
+        assert_eq!(h["x-total-count"], "24");
         let (_, _, b) = json_of(get("/api/user/keys").await.unwrap()).await;
         assert_eq!(b, json!([]), "{backend}: unversioned is v1 by default");
         let (_, _, b) = json_of(get("/api/v2/admin/users").await.unwrap()).await;
         assert_eq!(b["count"], 24, "{backend}: v2 keeps the envelope: {b}");
         let (_, _, b) = json_of(get("/api/v1/admin/users?page_size=5").await.unwrap()).await;
         assert_eq!(b["count"], 24, "{backend}: page_size asks for the envelope");
+        let (_, _, b) = json_of(get("/api/v1/admin/users?limit=5&offset=20").await.unwrap()).await;
+        assert_eq!(b["count"], 24, "{backend}: limit/offset, the envelope: {b}");
+        assert_eq!(b["results"].as_array().unwrap().len(), 4);
         let (_, _, b) = json_of(get("/api/v1/admin/users?cursor=").await.unwrap()).await;
         assert_eq!(b["pagination"]["total_count"], 24, "{backend}");
 
-        let default = start(&backend, "").await;
+        let envelope = start(&backend, ENVELOPE).await;
+        let admin = envelope.signed_in("root", PW).await;
+        for (q, what) in [("", "nothing"), ("?page=1", "page alone")] {
+            let (_, _, b) = json_of(
+                admin
+                    .get(envelope.url(&format!("/api/v1/admin/users{q}")))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(
+                b["count"], 2,
+                "{backend} {what}: the envelope when asked for: {b}"
+            );
+        }
         let (_, _, b) = json_of(
-            default
-                .signed_in("root", PW)
-                .await
-                .get(default.url("/api/v1/admin/users"))
+            admin
+                .get(envelope.url("/api/v1/admin/users?limit=1"))
                 .send()
                 .await
                 .unwrap(),
         )
         .await;
-        assert_eq!(b["count"], 2, "{backend}: the envelope by default: {b}");
+        assert_eq!(
+            b["count"], 2,
+            "{backend}: limit alone is limit/offset there: {b}"
+        );
+        assert_eq!(b["results"].as_array().unwrap().len(), 1);
     }
 }
 
@@ -801,7 +832,7 @@ async fn team_members_are_a_paged_list() {
                 .get(server.url(&format!("/api/v1/teams/{id}/members{q}")))
                 .send()
         };
-        let (s, h, b) = json_of(members("").await.unwrap()).await;
+        let (s, h, b) = json_of(members("?page_size=20").await.unwrap()).await;
         assert_eq!(s, StatusCode::OK, "{backend}");
         assert_eq!(b["count"], 2, "{b}");
         assert_eq!(b["results"][0]["login"], "plain");
@@ -1041,7 +1072,7 @@ async fn links_follow_permissions() {
 
         let (_, _, list) = json_of(
             admin
-                .get(server.url("/api/v1/admin/users?q=plain"))
+                .get(server.url("/api/v1/admin/users?q=plain&page_size=20"))
                 .send()
                 .await
                 .unwrap(),
@@ -1217,7 +1248,7 @@ async fn v1_is_flat_and_v2_nests() {
             "v2 lists nest too"
         );
         let (_, _, list) = json_of(get("/api/v1/admin/users", None).await.unwrap()).await;
-        assert_eq!(list["results"][0]["source_id"], 0);
+        assert_eq!(list[0]["source_id"], 0, "v1 lists are Gitea's arrays");
 
         let (s, _, b) = json_of(get("/api/v3/user", None).await.unwrap()).await;
         assert_eq!(s, StatusCode::NOT_FOUND, "an unlisted version in the path");
@@ -1321,7 +1352,7 @@ async fn the_openapi_description_is_served_and_current() {
     let admin = server.signed_in("root", PW).await;
     let (_, _, plugins) = json_of(
         admin
-            .get(server.url("/api/v1/admin/plugins"))
+            .get(server.url("/api/v1/admin/plugins?page_size=20"))
             .send()
             .await
             .unwrap(),

@@ -244,7 +244,7 @@ async fn roles_hold_for_git_over_http() {
         let (_, mine) = s
             .call(
                 reqwest::Method::GET,
-                "/api/v1/user/repos",
+                "/api/v1/user/repos?page_size=50",
                 Auth::Password("outsider"),
                 None,
             )
@@ -483,7 +483,7 @@ async fn tokens_are_scoped_limited_and_expire() {
         let (st, list) = s
             .call(
                 reqwest::Method::GET,
-                "/api/v1/users/owner/tokens",
+                "/api/v1/users/owner/tokens?page_size=50",
                 Auth::Password("owner"),
                 None,
             )

@@ -132,7 +132,7 @@ async fn the_issue_pages_follow_the_rights_and_ask_for_csrf() {
         let (_, none) = api(
             &server,
             reqwest::Method::GET,
-            "/api/v1/repos/owner/app/issues?state=all",
+            "/api/v1/repos/owner/app/issues?state=all&page_size=50",
             "owner",
             Value::Null,
         )

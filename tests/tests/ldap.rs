@@ -91,7 +91,7 @@ async fn a_directory_user_is_created_only_when_auto_register_and_allow_user_crea
                 );
                 server.create_user("root", PW, true);
                 let sources: serde_json::Value = reqwest::Client::new()
-                    .get(server.url("/api/v1/admin/sources"))
+                    .get(server.url("/api/v1/admin/sources?page_size=50"))
                     .basic_auth("root", Some(PW))
                     .send()
                     .await
@@ -239,13 +239,14 @@ async fn the_connection_test_says_ldap_connection_failed_for_a_wrong_bind_passwo
                 .request(method, good.url(path))
                 .basic_auth("root", Some(PW))
         };
-        let list: serde_json::Value = api(reqwest::Method::GET, "/api/v1/admin/sources")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let list: serde_json::Value =
+            api(reqwest::Method::GET, "/api/v1/admin/sources?page_size=50")
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
         let first = &list["results"][0];
         assert_eq!(first["id"], "source.1", "{backend}: {list}");
         assert_eq!(first["name"], "Example directory", "{backend}");
@@ -1218,7 +1219,7 @@ async fn auto_create_org_makes_organizations_from_groups_and_keeps_membership_in
             let teams: serde_json::Value = as_boss(
                 s,
                 reqwest::Method::GET,
-                &format!("/api/v1/orgs/{org}/teams"),
+                &format!("/api/v1/orgs/{org}/teams?page_size=50"),
                 None,
             )
             .await

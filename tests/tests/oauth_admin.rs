@@ -107,7 +107,13 @@ async fn api(
 /// The ids of `GET /api/v1/admin/sources/oauth2`, asserting that no secret
 /// is in the answer.
 async fn listed(server: &Server) -> Vec<String> {
-    let (status, list, text) = api(server, Method::GET, "/api/v1/admin/sources/oauth2", None).await;
+    let (status, list, text) = api(
+        server,
+        Method::GET,
+        "/api/v1/admin/sources/oauth2?page_size=50",
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{}: {text}", server.backend);
     assert!(!text.contains(TAMPER_CLIENT_SECRET), "{text}");
     list["results"]

@@ -39,7 +39,7 @@ async fn api_list(server: &Server, user: &str) -> Vec<Value> {
     let (s, list) = api(
         server,
         reqwest::Method::GET,
-        "/api/v1/user/applications/oauth2",
+        "/api/v1/user/applications/oauth2?page_size=50",
         user,
         None,
     )

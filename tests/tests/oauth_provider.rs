@@ -524,7 +524,7 @@ async fn a_confidential_client_runs_the_code_flow_with_pkce_and_rotates_its_refr
         let (s, list) = api(
             &server,
             reqwest::Method::GET,
-            "/api/v1/user/applications/oauth2",
+            "/api/v1/user/applications/oauth2?page_size=50",
             "alice",
             None,
         )
@@ -1484,7 +1484,7 @@ async fn organization_owners_register_applications_for_the_organization() {
         let (s, list) = api(
             &server,
             reqwest::Method::GET,
-            "/api/v1/orgs/acme/applications/oauth2",
+            "/api/v1/orgs/acme/applications/oauth2?page_size=50",
             "olga",
             None,
         )
@@ -1496,7 +1496,7 @@ async fn organization_owners_register_applications_for_the_organization() {
         let (_, mine) = api(
             &server,
             reqwest::Method::GET,
-            "/api/v1/user/applications/oauth2",
+            "/api/v1/user/applications/oauth2?page_size=50",
             "olga",
             None,
         )

@@ -261,12 +261,13 @@ async fn a_new_user_and_an_administrator_walk_the_pages() {
         click(c, "require_signed_commits").await;
         click(c, "save-rule").await;
         wait(c, "rules").await;
-        let rules: serde_json::Value = with_token("/api/v1/repos/xfiles/cases/branch_protections")
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let rules: serde_json::Value =
+            with_token("/api/v1/repos/xfiles/cases/branch_protections?page_size=50")
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
         let rule = &rules["results"][0];
         assert_eq!(rule["rule_name"], "main", "{name}: {rules}");
         assert_eq!(rule["enable_push_whitelist"], true, "{name}");

@@ -397,7 +397,9 @@ async fn the_protection_api_follows_gitea() {
             StatusCode::FORBIDDEN,
             "the repository is public, its rules are for admins"
         );
-        let (s, list) = r.call(Method::GET, path, "owner", None).await;
+        let (s, list) = r
+            .call(Method::GET, &format!("{path}?page_size=50"), "owner", None)
+            .await;
         assert_eq!(s, StatusCode::OK);
         assert_eq!(list["count"], 1);
         let (s, _) = r

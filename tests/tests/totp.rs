@@ -721,7 +721,7 @@ async fn factors_are_listed_and_disabling_the_last_one_ends_the_second_step() {
                 .header("authorization", format!("token {token}"))
         };
 
-        let list: Value = api(reqwest::Method::GET, "/api/v1/user/2fa")
+        let list: Value = api(reqwest::Method::GET, "/api/v1/user/2fa?page_size=50")
             .send()
             .await
             .unwrap()

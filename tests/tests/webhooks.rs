@@ -876,7 +876,7 @@ async fn url_and_permission_rules_hold_at_registration() {
                 "{b}"
             );
         }
-        let (_, hooks) = get(&s, "/api/v1/repos/owner/r/hooks", "owner").await;
+        let (_, hooks) = get(&s, "/api/v1/repos/owner/r/hooks?page_size=50", "owner").await;
         assert_eq!(hooks["results"], json!([]), "nothing was registered");
         // HTTPS to a public name is fine; the secret is generated.
         let (st, b) = post(
@@ -907,7 +907,7 @@ async fn url_and_permission_rules_hold_at_registration() {
         )
         .await;
         assert_eq!(st, StatusCode::FORBIDDEN);
-        let (_, sys) = get(&s, "/api/v1/admin/hooks", "admin").await;
+        let (_, sys) = get(&s, "/api/v1/admin/hooks?page_size=50", "admin").await;
         assert_eq!(sys["results"], json!([]), "no system hook was made");
 
         // With loopback allowed, plain HTTP to it is.
@@ -1108,7 +1108,7 @@ async fn a_hook_url_longer_than_2048_characters_is_refused() {
         let page = res.text().await.unwrap();
         let error = postern_tests::flash_error(&page).unwrap_or_default();
         assert!(error.contains("2048 characters"), "{backend}: {error:?}");
-        let (_, hooks) = get(&s, "/api/v1/admin/hooks", "admin").await;
+        let (_, hooks) = get(&s, "/api/v1/admin/hooks?page_size=50", "admin").await;
         assert_eq!(hooks["results"].as_array().unwrap().len(), 1, "{hooks}");
     }
 }

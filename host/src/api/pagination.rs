@@ -9,12 +9,13 @@
 //!   total_pages, has_next, has_prev}}`, `detailed` answers `{count, next,
 //!   previous, results, page, page_size, total_pages}`.
 //! - Gitea's pair, `page` and `limit`: a bare JSON array, as Gitea's
-//!   clients expect.
+//!   clients expect; on v1 (`[api] V1_LIST_SHAPE = array`, the default)
+//!   `limit` alone too.
 //! - Cursor by id: `cursor` (the last id seen; empty or 0 for the first
 //!   page), `limit` (default 10, capped at 100): `{data, pagination
 //!   {next_cursor, has_more, total_count}}`, in id order.
-//! - No paging parameters (or `page` alone): the envelope, or on v1 with
-//!   `[api] V1_LIST_SHAPE = array` Gitea's bare array.
+//! - No paging parameters (or `page` alone): on v1 Gitea's bare array
+//!   (`[api] V1_LIST_SHAPE`, `array` by default), the envelope on v2.
 //!
 //!   Every one of these sends the headers `Link` (rel first/prev/next/last)
 //!   and `X-Total-Count`.

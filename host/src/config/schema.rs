@@ -1060,8 +1060,8 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
             k(
                 "V1_LIST_SHAPE",
                 Kind::Enum(&["envelope", "array"]),
-                "envelope",
-                "Body of a v1 list asked for without paging parameters (or with page alone): envelope, or array as Gitea answers (with X-Total-Count and Link). v2 always answers envelopes.",
+                "array",
+                "Body of a v1 list asked for without the spec's own paging parameters (nothing, page alone, limit alone, page and limit): array, as Gitea answers (with X-Total-Count and Link), or envelope. page_size, offset, size, shape and cursor always pick their own shape; v2 always answers envelopes.",
             ),
         ],
     ),

@@ -198,6 +198,35 @@ fn a_list_without_a_size_has_the_plain_shape() {
             ..
         })
     ));
+    // `limit` alone is Gitea's first page where the array is plain, and
+    // the spec's limit/offset where the envelope is.
+    assert_eq!(
+        q(&[("limit", "50")]).window(false, Shape::Array).unwrap(),
+        Window::Page {
+            page: 1,
+            size: 50,
+            shape: Shape::Array
+        }
+    );
+    assert_eq!(
+        q(&[("limit", "50")])
+            .window(false, Shape::Envelope)
+            .unwrap(),
+        Window::Offset {
+            limit: 50,
+            offset: 0
+        }
+    );
+    // With an offset, limit is the spec's style whatever the plain shape.
+    assert_eq!(
+        q(&[("limit", "5"), ("offset", "10")])
+            .window(false, Shape::Array)
+            .unwrap(),
+        Window::Offset {
+            limit: 5,
+            offset: 10
+        }
+    );
 }
 
 #[test]

@@ -183,13 +183,14 @@ impl PageQuery {
                 size: capped(size, DEFAULT_PAGE_SIZE),
                 shape: shape.unwrap_or(Shape::Meta),
             }
-        } else if offset.is_some() || (limit.is_some() && !asked_page) {
+        } else if offset.is_some() || (limit.is_some() && !asked_page && plain != Shape::Array) {
             Window::Offset {
                 limit: capped(limit, DEFAULT_PAGE_SIZE),
                 offset: offset.unwrap_or(0),
             }
         } else if limit.is_some() {
-            // Gitea's pair: page and limit.
+            // Gitea's pair: page and limit; or limit alone where Gitea's
+            // array is the plain shape (v1), as Gitea's clients send it.
             Window::Page {
                 page,
                 size: capped(limit, DEFAULT_PAGE_SIZE),
