@@ -157,12 +157,17 @@ async fn a_taken_login_is_refused_under_refuse_and_an_unvouched_address_links_on
     browser.close().await;
 }
 
-/// Signs in through the source `gh` by hand (the provider has no pages):
-/// the client, after the callback's answer.
-async fn through_github(server: &postern_tests::Server) -> (reqwest::Client, reqwest::StatusCode) {
+/// Signs in through the redirect source `name`, whose provider answers at
+/// once, having checked that the authorization asks for each of `scopes`:
+/// the browser and the callback's status.
+async fn through_asking(
+    server: &postern_tests::Server,
+    name: &str,
+    scopes: &[&str],
+) -> (reqwest::Client, reqwest::StatusCode) {
     let http = postern_tests::client();
     let res = http
-        .get(server.url("/user/oauth2/gh"))
+        .get(server.url(&format!("/user/oauth2/{name}")))
         .send()
         .await
         .unwrap();
@@ -173,16 +178,26 @@ async fn through_github(server: &postern_tests::Server) -> (reqwest::Client, req
         server.backend
     );
     let authorize = location(&res);
-    let scope = authorize
+    let asked = authorize
         .query_pairs()
         .find(|(k, _)| k == "scope")
         .map(|(_, v)| v.into_owned())
         .unwrap_or_default();
-    assert!(scope.split(' ').any(|s| s == "user:email"), "{authorize}");
+    for scope in scopes {
+        assert!(
+            asked.split(' ').any(|s| s == *scope),
+            "{scope}: {authorize}"
+        );
+    }
     let res = http.get(authorize.as_str()).send().await.unwrap();
     let callback = location(&res);
     let res = http.get(callback.as_str()).send().await.unwrap();
     (http, res.status())
+}
+
+/// Signs in through the GitHub-shaped source `gh`, which asks `user:email`.
+async fn through_github(server: &postern_tests::Server) -> (reqwest::Client, reqwest::StatusCode) {
+    through_asking(server, "gh", &["user:email"]).await
 }
 
 #[tokio::test]
@@ -818,17 +833,35 @@ AUTO_REGISTER = true
     }
 }
 
-#[tokio::test]
-async fn github_organisations_and_teams_are_groups_that_map_to_teams() {
-    let peer = GitHubShaped::start();
-    for backend in backends() {
-        let ini = format!(
-            "[source]
+/// An API call as `boss`.
+async fn boss(
+    server: &postern_tests::Server,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (reqwest::StatusCode, Value) {
+    postern_tests::status_and_json(
+        postern_tests::request_as(server, method, path, "boss", PW, body).await,
+    )
+    .await
+}
+
+/// A server with the source `name` (`keys`), whose groups map `acme/core`
+/// to acme's team core and make `acme/admins` site administrators; the
+/// organisation and the team made by `boss`. The server, and the team's
+/// member list.
+async fn with_mapped_groups(
+    backend: &postern_tests::Backend,
+    name: &str,
+    keys: &str,
+) -> (postern_tests::Server, String) {
+    let ini = format!(
+        "[source]
 ENABLE_OAUTH2 = true
 
-[source.oauth2_gh]
-NAME = GitHub Enterprise
-{}
+[source.oauth2_{name}]
+NAME = {name}
+{keys}
 AUTO_REGISTER = true
 GROUP_CLAIM_NAME = groups
 GROUP_TEAM_MAP = {{\"acme/core\": {{\"acme\": [\"core\"]}}}}
@@ -837,35 +870,34 @@ ADMIN_GROUP = acme/admins
 [outbound_http]
 ALLOWED_HOST_LIST = loopback
 ALLOW_INSECURE_HOSTS = 127.0.0.1
-",
-            peer.source_keys()
-        );
-        let server = postern_tests::oidc::start_at(&backend, free_port(), "127.0.0.1", &ini).await;
-        server.create_user("boss", PW, true);
-        let boss = |method: reqwest::Method, path: &str, body: Option<Value>| {
-            let server = &server;
-            let path = path.to_string();
-            async move {
-                postern_tests::status_and_json(
-                    postern_tests::request_as(server, method, &path, "boss", PW, body).await,
-                )
-                .await
-            }
-        };
-        let (status, _) = boss(
-            reqwest::Method::POST,
-            "/api/v1/orgs",
-            Some(json!({"username": "acme"})),
-        )
-        .await;
-        assert_eq!(status, reqwest::StatusCode::CREATED, "{backend}");
-        let (_, team) = boss(
-            reqwest::Method::POST,
-            "/api/v1/orgs/acme/teams",
-            Some(json!({"name": "core", "permission": "read"})),
-        )
-        .await;
-        let members = format!("/api/v1/teams/{}/members", team["id"]);
+"
+    );
+    let server = postern_tests::oidc::start_at(backend, free_port(), "127.0.0.1", &ini).await;
+    server.create_user("boss", PW, true);
+    let (status, _) = boss(
+        &server,
+        reqwest::Method::POST,
+        "/api/v1/orgs",
+        Some(json!({"username": "acme"})),
+    )
+    .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{backend}");
+    let (_, team) = boss(
+        &server,
+        reqwest::Method::POST,
+        "/api/v1/orgs/acme/teams",
+        Some(json!({"name": "core", "permission": "read"})),
+    )
+    .await;
+    let members = format!("/api/v1/teams/{}/members?page_size=50", team["id"]);
+    (server, members)
+}
+
+#[tokio::test]
+async fn github_organisations_and_teams_are_groups_that_map_to_teams() {
+    let peer = GitHubShaped::start();
+    for backend in backends() {
+        let (server, members) = with_mapped_groups(&backend, "gh", &peer.source_keys()).await;
 
         // In acme's team core (and in another organisation): a member of
         // the mapped team, not an administrator.
@@ -883,7 +915,7 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
         let (_, me) = whoami(&server, &http).await;
         assert_eq!(me["login"], "tove", "{backend}: {me}");
         assert_eq!(me["is_admin"], false, "{backend}: {me}");
-        let (_, list) = boss(reqwest::Method::GET, &members, None).await;
+        let (_, list) = boss(&server, reqwest::Method::GET, &members, None).await;
         let logins: Vec<&str> = list
             .get("results")
             .unwrap_or(&list)
@@ -905,91 +937,18 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
         let (_, me) = whoami(&server, &http).await;
         assert_eq!(me["login"], "arne", "{backend}: {me}");
         assert_eq!(me["is_admin"], true, "{backend}: {me}");
-        let (_, list) = boss(reqwest::Method::GET, &members, None).await;
+        let (_, list) = boss(&server, reqwest::Method::GET, &members, None).await;
         let listed = list.get("results").unwrap_or(&list);
         assert_eq!(listed.as_array().unwrap().len(), 1, "{backend}: {list}");
     }
-}
-
-/// Signs in through the GitLab-shaped source `gl`: the browser and the
-/// callback's status, having checked the scopes asked.
-async fn through_gitlab(server: &postern_tests::Server) -> (reqwest::Client, reqwest::StatusCode) {
-    let http = postern_tests::client();
-    let res = http
-        .get(server.url("/user/oauth2/gl"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        res.status(),
-        reqwest::StatusCode::FOUND,
-        "{}",
-        server.backend
-    );
-    let authorize = location(&res);
-    let scope = authorize
-        .query_pairs()
-        .find(|(k, _)| k == "scope")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default();
-    assert!(
-        scope.split(' ').any(|s| s == "read_user") && scope.split(' ').any(|s| s == "read_api"),
-        "{authorize}"
-    );
-    let res = http.get(authorize.as_str()).send().await.unwrap();
-    let callback = location(&res);
-    let res = http.get(callback.as_str()).send().await.unwrap();
-    (http, res.status())
 }
 
 #[tokio::test]
 async fn gitlab_groups_and_subgroups_are_groups_that_map_to_teams() {
     let peer = GitHubShaped::start();
     for backend in backends() {
-        let ini = format!(
-            "[source]
-ENABLE_OAUTH2 = true
-
-[source.oauth2_gl]
-NAME = GitLab
-{}
-AUTO_REGISTER = true
-GROUP_CLAIM_NAME = groups
-GROUP_TEAM_MAP = {{\"acme/core\": {{\"acme\": [\"core\"]}}}}
-ADMIN_GROUP = acme/admins
-
-[outbound_http]
-ALLOWED_HOST_LIST = loopback
-ALLOW_INSECURE_HOSTS = 127.0.0.1
-",
-            peer.gitlab_source_keys()
-        );
-        let server = postern_tests::oidc::start_at(&backend, free_port(), "127.0.0.1", &ini).await;
-        server.create_user("boss", PW, true);
-        let boss = |method: reqwest::Method, path: &str, body: Option<Value>| {
-            let server = &server;
-            let path = path.to_string();
-            async move {
-                postern_tests::status_and_json(
-                    postern_tests::request_as(server, method, &path, "boss", PW, body).await,
-                )
-                .await
-            }
-        };
-        let (status, _) = boss(
-            reqwest::Method::POST,
-            "/api/v1/orgs",
-            Some(json!({"username": "acme"})),
-        )
-        .await;
-        assert_eq!(status, reqwest::StatusCode::CREATED, "{backend}");
-        let (_, team) = boss(
-            reqwest::Method::POST,
-            "/api/v1/orgs/acme/teams",
-            Some(json!({"name": "core", "permission": "read"})),
-        )
-        .await;
-        let members = format!("/api/v1/teams/{}/members?page_size=50", team["id"]);
+        let (server, members) =
+            with_mapped_groups(&backend, "gl", &peer.gitlab_source_keys()).await;
 
         // In the subgroup acme/core: a member of the mapped team.
         peer.sign_in(GitHubUser {
@@ -998,7 +957,7 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
             emails: vec![("gita@corp.example".into(), true, true)],
             teams: vec![("acme".into(), "core".into())],
         });
-        let (http, status) = through_gitlab(&server).await;
+        let (http, status) = through_asking(&server, "gl", &["read_user", "read_api"]).await;
         assert_eq!(
             status,
             reqwest::StatusCode::SEE_OTHER,
@@ -1009,7 +968,7 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
         assert_eq!(me["login"], "gita", "{backend}: {me}");
         assert_eq!(me["email"], "gita@corp.example", "{backend}: {me}");
         assert_eq!(me["is_admin"], false, "{backend}: {me}");
-        let (_, list) = boss(reqwest::Method::GET, &members, None).await;
+        let (_, list) = boss(&server, reqwest::Method::GET, &members, None).await;
         let logins: Vec<&str> = list["results"]
             .as_array()
             .unwrap()
@@ -1017,7 +976,13 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
             .filter_map(|m| m["login"].as_str())
             .collect();
         assert_eq!(logins, ["gita"], "{backend}: {list}");
-        let (_, user) = boss(reqwest::Method::GET, "/api/v1/admin/users/gita", None).await;
+        let (_, user) = boss(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/admin/users/gita",
+            None,
+        )
+        .await;
         assert_eq!(user["email"], "gita@corp.example", "{backend}: {user}");
 
         // In acme/admins: a site administrator, in no mapped team.
@@ -1027,11 +992,11 @@ ALLOW_INSECURE_HOSTS = 127.0.0.1
             emails: vec![("gustav@corp.example".into(), true, true)],
             teams: vec![("acme".into(), "admins".into())],
         });
-        let (http, _) = through_gitlab(&server).await;
+        let (http, _) = through_asking(&server, "gl", &["read_user", "read_api"]).await;
         let (_, me) = whoami(&server, &http).await;
         assert_eq!(me["login"], "gustav", "{backend}: {me}");
         assert_eq!(me["is_admin"], true, "{backend}: {me}");
-        let (_, list) = boss(reqwest::Method::GET, &members, None).await;
+        let (_, list) = boss(&server, reqwest::Method::GET, &members, None).await;
         assert_eq!(
             list["results"].as_array().unwrap().len(),
             1,

@@ -344,6 +344,23 @@ pub(crate) struct CollaboratorPath {
     collaborator: String,
 }
 
+/// The repository of a collaborator path, if the caller may do what needs
+/// `need` on it, and the user it names.
+async fn repo_and_user(
+    app: &App,
+    who: &Principal,
+    path: &CollaboratorPath,
+    need: Level,
+    action: &str,
+) -> Result<(Repository, users::User), ApiError> {
+    let repo =
+        access::require_repo(app, &who.caller, &path.owner, &path.repo, need, action).await?;
+    let user = users::find_by_login(&app.db, &path.collaborator)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
+    Ok((repo, user))
+}
+
 /// Gitea's `AddCollaboratorOption`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -385,19 +402,9 @@ pub(crate) async fn put_collaborator(
     Path(path): Path<CollaboratorPath>,
     ApiJson(body): ApiJson<AddCollaborator>,
 ) -> Result<StatusCode, ApiError> {
-    let repo = access::require_repo(
-        &app,
-        &who.caller,
-        &path.owner,
-        &path.repo,
-        Level::Admin,
-        "managing collaborators",
-    )
-    .await?;
+    let (repo, user) =
+        repo_and_user(&app, &who, &path, Level::Admin, "managing collaborators").await?;
     let level = body.permission.map(Level::from).unwrap_or(Level::Write);
-    let user = users::find_by_login(&app.db, &path.collaborator)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
     repos::set_collaborator(&app.db, repo.id, user.id, level).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -413,18 +420,8 @@ pub(crate) async fn delete_collaborator(
     who: Principal,
     Path(path): Path<CollaboratorPath>,
 ) -> Result<StatusCode, ApiError> {
-    let repo = access::require_repo(
-        &app,
-        &who.caller,
-        &path.owner,
-        &path.repo,
-        Level::Admin,
-        "managing collaborators",
-    )
-    .await?;
-    let user = users::find_by_login(&app.db, &path.collaborator)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
+    let (repo, user) =
+        repo_and_user(&app, &who, &path, Level::Admin, "managing collaborators").await?;
     if repos::remove_collaborator(&app.db, repo.id, user.id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -447,18 +444,8 @@ pub(crate) async fn is_collaborator(
     who: Principal,
     Path(path): Path<CollaboratorPath>,
 ) -> Result<StatusCode, ApiError> {
-    let repo = access::require_repo(
-        &app,
-        &who.caller,
-        &path.owner,
-        &path.repo,
-        Level::Admin,
-        "listing collaborators",
-    )
-    .await?;
-    let user = users::find_by_login(&app.db, &path.collaborator)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
+    let (repo, user) =
+        repo_and_user(&app, &who, &path, Level::Admin, "listing collaborators").await?;
     match repos::collaborator_level(&app.db, repo.id, user.id).await? {
         Some(_) => Ok(StatusCode::NO_CONTENT),
         None => Err(ApiError::NotFound(format!(
@@ -499,18 +486,8 @@ pub(crate) async fn collaborator_permission(
     } else {
         Level::Admin
     };
-    let repo = access::require_repo(
-        &app,
-        &who.caller,
-        &path.owner,
-        &path.repo,
-        need,
-        "reading another user's permission",
-    )
-    .await?;
-    let user = users::find_by_login(&app.db, &path.collaborator)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.collaborator)))?;
+    let (repo, user) =
+        repo_and_user(&app, &who, &path, need, "reading another user's permission").await?;
     let level = access::repo_level(&app, Some(&user), &repo).await?;
     let name = level.permission_name();
     let mut role_name = name.to_string();
