@@ -118,7 +118,7 @@ fn operations() -> Operations {
         .add(routes!(factors::confirm))
         .add(routes!(factors::regenerate))
         .add(routes!(factors::forget_devices))
-        .add(routes!(orgs::create))
+        .add(routes!(orgs::list_all, orgs::create))
         .add(routes!(applications::org_list, applications::org_create))
         .add(routes!(applications::org_edit, applications::org_delete))
         .add(routes!(orgs::get, orgs::edit))
@@ -128,6 +128,8 @@ fn operations() -> Operations {
         .add(routes!(orgs::members))
         .add(routes!(orgs::is_member))
         .add(routes!(orgs::mine))
+        .add(routes!(orgs::admin_list))
+        .add(routes!(orgs::of_user))
         .add(routes!(orgs::teams::team))
         .add(routes!(
             orgs::teams::team_member,

@@ -597,6 +597,40 @@ async fn every_role_reading_a_team_and_its_members() {
                 .await
                 .is_empty()
         );
+        // Another user's organisations: all to the user and to site
+        // administrators, the shared ones to others.
+        for (who, sees) in [
+            ("member", true),
+            ("orgowner", true),
+            ("siteadmin", true),
+            ("stranger", false),
+            ("reader", false),
+        ] {
+            let found = listed(who, "/api/v1/users/member/orgs?page=1&limit=50").await;
+            assert_eq!(found == ["corp"], sees, "{backend} {who}: {found:?}");
+            assert!(found.is_empty() || found == ["corp"], "{found:?}");
+        }
+        // Every organisation's name is public; the admin list is for
+        // administrators.
+        assert_eq!(
+            listed("stranger", "/api/v1/orgs?page=1&limit=50").await,
+            ["corp"]
+        );
+        assert_eq!(
+            listed("siteadmin", "/api/v1/admin/orgs?page=1&limit=50").await,
+            ["corp"]
+        );
+        assert_eq!(
+            call(
+                &server,
+                Method::GET,
+                "/api/v1/admin/orgs",
+                Some("member"),
+                None
+            )
+            .await,
+            StatusCode::FORBIDDEN
+        );
     }
 }
 

@@ -352,3 +352,118 @@ pub(crate) async fn mine(
     }
     Ok(paging.answer(slice.with(views)))
 }
+
+/// Every organization, as [`OrgView`]s for the caller, one page.
+async fn all_orgs(
+    app: &App,
+    version: ApiVersion,
+    caller: Option<&crate::users::User>,
+    keep: impl Fn(&Org) -> bool,
+    paging: &Paging,
+) -> Result<Paged<OrgView>, ApiError> {
+    let window = paging.window(false)?;
+    let (_, all) = orgs::list_page(&app.db, "", i64::MAX, 0).await?;
+    let all: Vec<Org> = all
+        .into_iter()
+        .map(|(org, _)| org)
+        .filter(|o| keep(o))
+        .collect();
+    let slice = window.take(all, |o| o.id);
+    let mut views = Vec::new();
+    for org in &slice.items {
+        let owner = match caller {
+            Some(u) => u.is_admin || orgs::is_owner(&app.db, org.id, u.id).await?,
+            None => false,
+        };
+        views.push(org_view(version, org.clone(), owner));
+    }
+    Ok(paging.answer(slice.with(views)))
+}
+
+/// Every organization (Gitea's `GET /orgs`): their names are public, as
+/// `GET /orgs/{org}` is. Permission: anyone (signed in under
+/// `REQUIRE_SIGNIN_VIEW`); a token needs `read:organization`.
+#[utoipa::path(get, path = "/api/v1/orgs", tag = "organization", params(PageQuery), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "A page of organizations", body = Listed<OrgView>),
+    (status = 403, description = "The token lacks read:organization", body = ErrorBody),
+))]
+pub(crate) async fn list_all(
+    State(app): State<App>,
+    version: ApiVersion,
+    MaybePrincipal(caller): MaybePrincipal,
+    paging: Paging,
+) -> Result<Paged<OrgView>, ApiError> {
+    if caller.user.is_none() && app.config().service.require_signin_view {
+        return Err(ApiError::Unauthorized);
+    }
+    if !caller.scope_allows(Access::Read, Area::Organization) {
+        return Err(ApiError::Forbidden(
+            "the token lacks the scope read:organization".into(),
+        ));
+    }
+    all_orgs(&app, version, caller.user.as_ref(), |_| true, &paging).await
+}
+
+/// Every organization, for administrators (Gitea's `GET /admin/orgs`).
+#[utoipa::path(get, path = "/api/v1/admin/orgs", tag = "admin", params(PageQuery), responses(
+    (status = 200, description = "A page of organizations", body = Listed<OrgView>),
+    (status = 403, description = "Not a site administrator", body = ErrorBody),
+))]
+pub(crate) async fn admin_list(
+    State(app): State<App>,
+    version: ApiVersion,
+    crate::api::AdminPrincipal(who): crate::api::AdminPrincipal,
+    paging: Paging,
+) -> Result<Paged<OrgView>, ApiError> {
+    all_orgs(&app, version, Some(&who.user), |_| true, &paging).await
+}
+
+/// The organizations a user belongs to, as far as the caller may know:
+/// all of them to the user and to site administrators, to others those
+/// they belong to as well (Postern has no public membership). Permission:
+/// anyone; an anonymous caller sees none.
+#[utoipa::path(get, path = "/api/v1/users/{username}/orgs", tag = "organization", params(crate::api::users::UserPath, PageQuery), security((), ("session" = []), ("basic" = []), ("token" = [])), responses(
+    (status = 200, description = "A page of organizations", body = Listed<OrgView>),
+    (status = 404, description = "No such user", body = ErrorBody),
+))]
+pub(crate) async fn of_user(
+    State(app): State<App>,
+    version: ApiVersion,
+    MaybePrincipal(caller): MaybePrincipal,
+    Path(path): Path<crate::api::users::UserPath>,
+    paging: Paging,
+) -> Result<Paged<OrgView>, ApiError> {
+    if caller.user.is_none() && app.config().service.require_signin_view {
+        return Err(ApiError::Unauthorized);
+    }
+    if !caller.scope_allows(Access::Read, Area::Organization) {
+        return Err(ApiError::Forbidden(
+            "the token lacks the scope read:organization".into(),
+        ));
+    }
+    let user = crate::api::users::find(&app, &path.username).await?;
+    let theirs: Vec<i64> = orgs::of_user(&app.db, user.id)
+        .await?
+        .iter()
+        .map(|o| o.id)
+        .collect();
+    let shared: Option<Vec<i64>> = match &caller.user {
+        Some(c) if c.is_admin || c.id == user.id => None,
+        Some(c) => Some(
+            orgs::of_user(&app.db, c.id)
+                .await?
+                .iter()
+                .map(|o| o.id)
+                .collect(),
+        ),
+        None => Some(Vec::new()),
+    };
+    all_orgs(
+        &app,
+        version,
+        caller.user.as_ref(),
+        |o| theirs.contains(&o.id) && shared.as_ref().is_none_or(|s| s.contains(&o.id)),
+        &paging,
+    )
+    .await
+}
