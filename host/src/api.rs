@@ -402,6 +402,22 @@ impl Principal {
 /// `[security] ENABLE_2FA` requires one: enrolment itself.
 const ENROLMENT_PATHS: &[&str] = &["/user/2fa/totp", "/user/2fa/totp/confirm"];
 
+/// What a read open to anyone asks of the caller: to be signed in under
+/// `[service] REQUIRE_SIGNIN_VIEW`, and of a token, the read scope of
+/// `area`.
+pub(crate) fn may_read(app: &App, caller: &Caller, area: Area) -> Result<(), ApiError> {
+    if caller.user.is_none() && app.config().service.require_signin_view {
+        return Err(ApiError::Unauthorized);
+    }
+    if !caller.scope_allows(Access::Read, area) {
+        return Err(ApiError::Forbidden(format!(
+            "the token lacks the scope read:{}",
+            area.name()
+        )));
+    }
+    Ok(())
+}
+
 /// Whoever is calling, signed in or not.
 pub(crate) struct MaybePrincipal(pub Caller);
 

@@ -221,6 +221,19 @@ pub async fn list_page(
     Ok((total, out))
 }
 
+/// Every organization, in id order.
+pub async fn all(db: &Db) -> Result<Vec<Org>> {
+    let rows = sqlx::query(
+        "SELECT id, login, full_name, created, require_two_factor FROM users WHERE kind = 1 ORDER BY id",
+    )
+    .fetch_all(db.pool())
+    .await?;
+    Ok(rows
+        .iter()
+        .map(org_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
 /// The organizations a user is a member of.
 pub async fn of_user(db: &Db, user_id: i64) -> Result<Vec<Org>> {
     let rows = sqlx::query(

@@ -343,32 +343,21 @@ pub(crate) async fn mine(
     paging: Paging,
 ) -> Result<Paged<OrgView>, ApiError> {
     who.require_scope(Access::Read, Area::Organization)?;
-    let window = paging.window(false)?;
-    let slice = window.take(orgs::of_user(&app.db, who.user.id).await?, |o| o.id);
-    let mut views = Vec::new();
-    for org in &slice.items {
-        let owner = who.user.is_admin || orgs::is_owner(&app.db, org.id, who.user.id).await?;
-        views.push(org_view(version, org.clone(), owner));
-    }
-    Ok(paging.answer(slice.with(views)))
+    let mine = orgs::of_user(&app.db, who.user.id).await?;
+    org_page(&app, version, Some(&who.user), mine, &paging).await
 }
 
-/// Every organization, as [`OrgView`]s for the caller, one page.
-async fn all_orgs(
+/// One page of `list` as [`OrgView`]s for the caller (with an owner's
+/// actions where they own one).
+async fn org_page(
     app: &App,
     version: ApiVersion,
     caller: Option<&crate::users::User>,
-    keep: impl Fn(&Org) -> bool,
+    list: Vec<Org>,
     paging: &Paging,
 ) -> Result<Paged<OrgView>, ApiError> {
     let window = paging.window(false)?;
-    let (_, all) = orgs::list_page(&app.db, "", i64::MAX, 0).await?;
-    let all: Vec<Org> = all
-        .into_iter()
-        .map(|(org, _)| org)
-        .filter(|o| keep(o))
-        .collect();
-    let slice = window.take(all, |o| o.id);
+    let slice = window.take(list, |o| o.id);
     let mut views = Vec::new();
     for org in &slice.items {
         let owner = match caller {
@@ -393,15 +382,9 @@ pub(crate) async fn list_all(
     MaybePrincipal(caller): MaybePrincipal,
     paging: Paging,
 ) -> Result<Paged<OrgView>, ApiError> {
-    if caller.user.is_none() && app.config().service.require_signin_view {
-        return Err(ApiError::Unauthorized);
-    }
-    if !caller.scope_allows(Access::Read, Area::Organization) {
-        return Err(ApiError::Forbidden(
-            "the token lacks the scope read:organization".into(),
-        ));
-    }
-    all_orgs(&app, version, caller.user.as_ref(), |_| true, &paging).await
+    crate::api::may_read(&app, &caller, Area::Organization)?;
+    let all = orgs::all(&app.db).await?;
+    org_page(&app, version, caller.user.as_ref(), all, &paging).await
 }
 
 /// Every organization, for administrators (Gitea's `GET /admin/orgs`).
@@ -415,7 +398,8 @@ pub(crate) async fn admin_list(
     crate::api::AdminPrincipal(who): crate::api::AdminPrincipal,
     paging: Paging,
 ) -> Result<Paged<OrgView>, ApiError> {
-    all_orgs(&app, version, Some(&who.user), |_| true, &paging).await
+    let all = orgs::all(&app.db).await?;
+    org_page(&app, version, Some(&who.user), all, &paging).await
 }
 
 /// The organizations a user belongs to, as far as the caller may know:
@@ -433,20 +417,9 @@ pub(crate) async fn of_user(
     Path(path): Path<crate::api::users::UserPath>,
     paging: Paging,
 ) -> Result<Paged<OrgView>, ApiError> {
-    if caller.user.is_none() && app.config().service.require_signin_view {
-        return Err(ApiError::Unauthorized);
-    }
-    if !caller.scope_allows(Access::Read, Area::Organization) {
-        return Err(ApiError::Forbidden(
-            "the token lacks the scope read:organization".into(),
-        ));
-    }
+    crate::api::may_read(&app, &caller, Area::Organization)?;
     let user = crate::api::users::find(&app, &path.username).await?;
-    let theirs: Vec<i64> = orgs::of_user(&app.db, user.id)
-        .await?
-        .iter()
-        .map(|o| o.id)
-        .collect();
+    let theirs = orgs::of_user(&app.db, user.id).await?;
     let shared: Option<Vec<i64>> = match &caller.user {
         Some(c) if c.is_admin || c.id == user.id => None,
         Some(c) => Some(
@@ -458,12 +431,9 @@ pub(crate) async fn of_user(
         ),
         None => Some(Vec::new()),
     };
-    all_orgs(
-        &app,
-        version,
-        caller.user.as_ref(),
-        |o| theirs.contains(&o.id) && shared.as_ref().is_none_or(|s| s.contains(&o.id)),
-        &paging,
-    )
-    .await
+    let visible = theirs
+        .into_iter()
+        .filter(|o| shared.as_ref().is_none_or(|s| s.contains(&o.id)))
+        .collect();
+    org_page(&app, version, caller.user.as_ref(), visible, &paging).await
 }

@@ -191,14 +191,7 @@ pub(crate) async fn public_get(
     MaybePrincipal(caller): MaybePrincipal,
     Path(path): Path<UserPath>,
 ) -> Result<Json<UserBody>, ApiError> {
-    if caller.user.is_none() && app.config().service.require_signin_view {
-        return Err(ApiError::Unauthorized);
-    }
-    if !caller.scope_allows(Access::Read, Area::User) {
-        return Err(ApiError::Forbidden(
-            "the token lacks the scope read:user".into(),
-        ));
-    }
+    super::may_read(&app, &caller, Area::User)?;
     let mut user = find(&app, &path.username).await?;
     let href = format!("{}/users/{}", version.prefix(), user.login);
     let links = LinksBuilder::new(href.clone())
