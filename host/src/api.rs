@@ -7,6 +7,7 @@
 //! from the handlers ([`openapi`]).
 
 mod applications;
+mod content;
 mod error;
 mod external_links;
 mod factors;
@@ -153,6 +154,27 @@ fn operations() -> Operations {
         .add(routes!(repos::get_by_id))
         .add(routes!(users::public_get))
         .add(routes!(repos::list_of_user))
+        .add(routes!(content::refs::branches))
+        .add(routes!(content::refs::branch))
+        .add(routes!(content::refs::tags))
+        .add(routes!(content::refs::tag))
+        .add(routes!(content::refs::all_refs))
+        .add(routes!(content::refs::refs_under))
+        .add(routes!(content::commits::commits))
+        .add(routes!(content::commits::commit))
+        .add(routes!(content::commits::compare))
+        .add(routes!(content::files::contents_root))
+        .add(routes!(
+            content::files::contents,
+            content::writes::create,
+            content::writes::update,
+            content::writes::delete
+        ))
+        .add(routes!(content::files::raw))
+        .add(routes!(content::files::media))
+        .add(routes!(content::files::tree))
+        .add(routes!(content::files::blob))
+        .add(routes!(content::files::archive))
         .add_in_places(&hooks::PLACES, routes!(hooks::list, hooks::create))
         .add_in_places(
             &hooks::PLACES,
@@ -212,6 +234,7 @@ impl Operations {
         let rest = path
             .strip_prefix("/api/v1")
             .unwrap_or_else(|| panic!("{path}: a versioned operation's path starts with /api/v1"));
+        let rest = rest_of_path(rest);
         self.router = self
             .router
             .route(&format!("/api/{{version}}{rest}"), handlers.clone())
@@ -269,6 +292,21 @@ impl Operations {
         self.schemas.extend(schemas);
         (path, handlers)
     }
+}
+
+/// The parameters that, last in a path, take the rest of it, slashes
+/// included, as Gitea's routes do: file paths, and branch, tag and ref
+/// names (`release/1.0`). The description keeps `{name}`; the router
+/// matches `{*name}`.
+const REST_OF_PATH: &[&str] = &["filepath", "branch", "tag", "ref", "archive", "basehead"];
+
+fn rest_of_path(path: &str) -> String {
+    for name in REST_OF_PATH {
+        if let Some(head) = path.strip_suffix(&format!("/{{{name}}}")) {
+            return format!("{head}/{{*{name}}}");
+        }
+    }
+    path.to_string()
 }
 
 /// The operations of a path item, each method's.

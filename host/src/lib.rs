@@ -13,6 +13,7 @@ pub mod authn;
 pub mod cli;
 pub mod cluster;
 pub mod config;
+pub mod content;
 pub mod credentials;
 pub mod db;
 pub mod directory;

@@ -12,8 +12,13 @@ USER_PASSWORD (a plain account), SSH_KEY (an OpenSSH public key line).
 """
 
 import asyncio
+import base64
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import gitea_api_client as g
 from gitea_api_client.exceptions import ApiException
@@ -46,6 +51,125 @@ def expect(cond, what):
         raise AssertionError(what)
 
 
+def push_sample(user, password, repo):
+    """Pushes two commits on main, one on feature/x and a tag with the real
+    git client; returns the working copy and the remote's URL."""
+    work = tempfile.mkdtemp()
+    host = URL.removesuffix("/api/v1").split("://", 1)[1]
+    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+
+    def git(*args):
+        subprocess.run(
+            ["git", "-c", "user.name=Tools", "-c", "user.email=tools@example.com", "-c", "init.defaultBranch=main", *args],
+            cwd=work, env=env, check=True, capture_output=True,
+        )
+
+    git("init", "-q")
+    os.makedirs(os.path.join(work, ".ci"))
+    with open(os.path.join(work, ".ci", "pipeline.yml"), "w") as f:
+        f.write("steps: [build]\n")
+    with open(os.path.join(work, "renovate.json"), "w") as f:
+        f.write('{"extends": ["config:recommended"]}\n')
+    git("add", ".")
+    git("commit", "-q", "-m", "pipeline")
+    with open(os.path.join(work, "README.md"), "w") as f:
+        f.write("# Tools\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "readme")
+    git("tag", "-a", "v1.0", "-m", "first release")
+    git("checkout", "-q", "-b", "feature/x")
+    with open(os.path.join(work, "feature.txt"), "w") as f:
+        f.write("x\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "feature")
+    remote = f"http://{user}:{password}@{host}/{user}/{repo}.git"
+    git("push", "-q", remote, "main", "feature/x", "v1.0")
+    return work, remote
+
+
+def rev(work, spec):
+    return subprocess.run(["git", "rev-parse", spec], cwd=work, check=True, capture_output=True, text=True).stdout.strip()
+
+
+async def content(repos, owner, password, repo):
+    """Every content and ref read Gitea's tools make, on a pushed repository."""
+    work, remote = push_sample(owner, password, repo)
+    main_sha = rev(work, "main")
+    branches = (await call("repoListBranches", repos.repo_list_branches, owner, repo, status=200)).data
+    expect([b.name for b in branches] == ["feature/x", "main"], f"branches: {branches}")
+    one = (await call("repoGetBranch", repos.repo_get_branch, owner, repo, "feature/x", status=200)).data
+    expect(one.commit.id == rev(work, "feature/x") and one.user_can_push, f"branch: {one}")
+    f = (await call("repoGetContents", repos.repo_get_contents, owner, repo, ".ci/pipeline.yml", ref="main", status=200)).data
+    expect(base64.b64decode(f.content) == b"steps: [build]\n" and f.type == "file", f"contents: {f}")
+    expect(f.last_commit_sha == rev(work, "main~1"), f"last commit: {f}")
+    top = (await call("repoGetContentsList", repos.repo_get_contents_list, owner, repo, ref="v1.0", status=200)).data
+    expect(sorted(e.name for e in top) == [".ci", "README.md", "renovate.json"], f"top: {top}")
+    raw = (await call("repoGetRawFile", repos.repo_get_raw_file, owner, repo, "renovate.json", ref="main", status=200)).data
+    expect(json.loads(raw) == {"extends": ["config:recommended"]}, f"raw: {raw}")
+    media = (await call("repoGetRawFileOrLFS", repos.repo_get_raw_file_or_lfs, owner, repo, "README.md", status=200)).data
+    expect(media == b"# Tools\n", f"media: {media}")
+    commits = await call("repoGetAllCommits", repos.repo_get_all_commits, owner, repo, sha="main", page=1, limit=1, status=200)
+    expect([c.sha for c in commits.data] == [main_sha], f"commits: {commits.data}")
+    expect({k.lower(): v for k, v in commits.headers.items()}.get("x-total-count") == "2", f"commit headers: {commits.headers}")
+    single = (await call("repoGetSingleCommit", repos.repo_get_single_commit, owner, repo, main_sha, status=200)).data
+    expect([x.filename for x in single.files] == ["README.md"] and single.stats.additions == 1, f"commit: {single}")
+    refs = (await call("repoListAllGitRefs", repos.repo_list_all_git_refs, owner, repo, status=200)).data
+    expect([r.ref for r in refs] == ["refs/heads/feature/x", "refs/heads/main", "refs/tags/v1.0"], f"refs: {refs}")
+    heads = (await call("repoListGitRefs", repos.repo_list_git_refs, owner, repo, "heads/main", status=200)).data
+    expect(heads[0].object.sha == main_sha, f"heads: {heads}")
+    tags = (await call("repoListTags", repos.repo_list_tags, owner, repo, status=200)).data
+    expect([t.name for t in tags] == ["v1.0"] and tags[0].commit.sha == main_sha, f"tags: {tags}")
+    await call("repoGetTag", repos.repo_get_tag, owner, repo, "v1.0", status=200)
+    tree = (await call("GetTree", repos.get_tree, owner, repo, "main", recursive=True, status=200)).data
+    expect(".ci/pipeline.yml" in [e.path for e in tree.tree], f"tree: {tree}")
+    blob = (await call("GetBlob", repos.get_blob, owner, repo, rev(work, "main:README.md"), status=200)).data
+    expect(base64.b64decode(blob.content) == b"# Tools\n", f"blob: {blob}")
+    cmp = (await call("repoCompareDiff", repos.repo_compare_diff, owner, repo, "main...feature/x", status=200)).data
+    expect(cmp.total_commits == 1, f"compare: {cmp}")
+    # Writes, as Renovate makes them: each a commit git then fetches.
+    made = (
+        await call(
+            "repoCreateFile",
+            repos.repo_create_file,
+            owner,
+            repo,
+            "bot/config.json",
+            g.CreateFileOptions(content=base64.b64encode(b"{}").decode(), message="Add bot config", branch="main"),
+            status=201,
+        )
+    ).data
+    expect(made.content.path == "bot/config.json" and made.commit.message == "Add bot config", f"created: {made}")
+    changed = (
+        await call(
+            "repoUpdateFile",
+            repos.repo_update_file,
+            owner,
+            repo,
+            "bot/config.json",
+            g.UpdateFileOptions(content=base64.b64encode(b"{ }").decode(), sha=made.content.sha, new_branch="bot/update"),
+            status=200,
+        )
+    ).data
+    expect(changed.commit.parents[0].sha == made.commit.sha, f"updated: {changed}")
+    gone = (
+        await call(
+            "repoDeleteFile",
+            repos.repo_delete_file,
+            owner,
+            repo,
+            "bot/config.json",
+            g.DeleteFileOptions(sha=changed.content.sha, branch="bot/update", message="Remove bot config"),
+            status=200,
+        )
+    ).data
+    expect(gone.content is None, f"deleted: {gone}")
+    subprocess.run(["git", "fetch", "-q", remote, "main"], cwd=work, check=True, capture_output=True)
+    expect(rev(work, "FETCH_HEAD") == made.commit.sha, "git fetches the API's commit")
+    archive = await call("repoGetArchive", repos.repo_get_archive, owner, repo, "main.zip", status=200)
+    expect(archive.raw_data.startswith(b"PK"), "archive: not a zip")
+    shutil.rmtree(work)
+
+
 async def main():
     admin_name = os.environ["ADMIN"]
     user_name = os.environ["USER"]
@@ -62,7 +186,13 @@ async def main():
         v = (await call("getVersion", misc.get_version, status=200)).data
         expect(v.version and v.version[0].isdigit(), f"version: {v}")
         s = (await call("getGeneralAPISettings", settings.get_general_api_settings, status=200)).data
-        expect(s.default_paging_num == 20 and s.max_response_items == 100, f"settings: {s}")
+        expect(
+            s.default_paging_num == 20
+            and s.max_response_items == 100
+            and s.default_git_trees_per_page == 1000
+            and s.default_max_blob_size == 10485760,
+            f"settings: {s}",
+        )
 
         me = (await call("userGetCurrent", users.user_get_current, status=200)).data
         expect(me.login == admin_name and me.is_admin, f"me: {me}")
@@ -107,6 +237,9 @@ async def main():
         expect(got.id == repo.id and got.permissions.admin, f"got: {got}")
         mine = (await call("userCurrentListRepos", users.user_current_list_repos, page=1, limit=50, status=200)).data
         expect([r.name for r in mine] == ["tools"], f"mine: {mine}")
+
+        # Content and refs, read back from what the real git client pushed.
+        await content(repos, admin_name, os.environ["ADMIN_PASSWORD"], "tools")
 
         # Collaborators.
         await call(

@@ -774,7 +774,8 @@ async fn version_and_api_settings_as_gitea_answers_them() {
         assert_eq!(s, StatusCode::OK, "{backend}");
         assert_eq!(
             a,
-            json!({"default_paging_num": 20, "max_response_items": 100})
+            json!({"default_paging_num": 20, "max_response_items": 100,
+                "default_git_trees_per_page": 1000, "default_max_blob_size": 10485760})
         );
 
         let closed = start(&backend, "[service]\nREQUIRE_SIGNIN_VIEW = true\n").await;

@@ -7,6 +7,7 @@
 
 mod api;
 mod browser;
+mod content;
 mod enterprise_idps;
 mod git;
 mod gitea_client;

@@ -232,6 +232,36 @@ impl From<crate::protection::Error> for ApiError {
     }
 }
 
+/// `git::objects::Error`: `NotFound` → 404 and `Invalid` → 400, with the
+/// error's text; `Empty` → 409 (Gitea's answer for history of a repository
+/// with no commit); `Git` → 500.
+impl From<crate::git::objects::Error> for ApiError {
+    fn from(e: crate::git::objects::Error) -> Self {
+        use crate::git::objects::Error;
+        match e {
+            Error::NotFound(m) => ApiError::NotFound(m),
+            Error::Invalid(m) => ApiError::BadRequest(m),
+            e @ Error::Empty => ApiError::Conflict(e.to_string()),
+            e @ Error::Git(_) => ApiError::internal(e),
+        }
+    }
+}
+
+/// `content::Error`: `NotFound` → 404; `Invalid` → 422; `Conflict` → 409;
+/// `Refused` (branch protection) → 403; each with its text; `Git` → 500.
+impl From<crate::content::Error> for ApiError {
+    fn from(e: crate::content::Error) -> Self {
+        use crate::content::Error;
+        match e {
+            Error::NotFound(m) => ApiError::NotFound(m),
+            Error::Invalid(m) => ApiError::Unprocessable(m),
+            Error::Conflict(m) => ApiError::Conflict(m),
+            Error::Refused(m) => ApiError::Forbidden(m),
+            e @ Error::Git(_) => ApiError::internal(e),
+        }
+    }
+}
+
 /// `webhooks::Error`: `NotFound`, `DeliveryNotFound` → 404; `Invalid` →
 /// 422 with its text; `Db` → 500.
 impl From<crate::webhooks::Error> for ApiError {

@@ -16,11 +16,66 @@ use crate::state::App;
 use crate::tokens::{Access, Area};
 use crate::users;
 
-/// The owner of a repository.
+/// A user or organization where Gitea nests its `User` (a repository's
+/// owner, a permission's user): the fields a listing fills without
+/// reading the account, the rest at Gitea's defaults. The address is
+/// Gitea's private form, `{login}@noreply.{domain}`, never the real one.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct OwnerRef {
     pub id: i64,
     pub login: String,
+    /// Gitea's alias of `login`.
+    pub username: String,
+    pub login_name: String,
+    pub full_name: String,
+    pub email: String,
+    pub avatar_url: String,
+    pub html_url: String,
+    pub language: String,
+    pub is_admin: bool,
+    pub restricted: bool,
+    pub active: bool,
+    pub prohibit_login: bool,
+    pub location: String,
+    pub website: String,
+    pub description: String,
+    /// `public`.
+    pub visibility: String,
+    pub followers_count: i64,
+    pub following_count: i64,
+    pub starred_repos_count: i64,
+}
+
+impl OwnerRef {
+    pub(crate) fn new(app: &App, id: i64, login: &str) -> OwnerRef {
+        let root = &app.config().server.root_url;
+        let domain = url::Url::parse(root)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_else(|| "localhost".into());
+        OwnerRef {
+            id,
+            login: login.to_string(),
+            username: login.to_string(),
+            login_name: String::new(),
+            full_name: String::new(),
+            email: format!("{}@noreply.{domain}", login.to_lowercase()),
+            avatar_url: String::new(),
+            html_url: format!("{root}{login}"),
+            language: String::new(),
+            is_admin: false,
+            restricted: false,
+            active: true,
+            prohibit_login: false,
+            location: String::new(),
+            website: String::new(),
+            description: String::new(),
+            visibility: "public".into(),
+            followers_count: 0,
+            following_count: 0,
+            starred_repos_count: 0,
+        }
+    }
 }
 
 /// What the caller may do (Gitea's `permissions`).
@@ -43,15 +98,102 @@ pub struct RepositoryView {
     pub default_branch: String,
     /// `{ROOT_URL}{owner}/{repo}.git`
     pub clone_url: String,
-    /// `ssh://git@{SSH_DOMAIN}:{SSH_PORT}/{owner}/{repo}.git`, when the SSH
-    /// server runs.
-    pub ssh_url: Option<String>,
+    /// `ssh://git@{SSH_DOMAIN}:{SSH_PORT}/{owner}/{repo}.git`; empty when
+    /// the SSH server does not run.
+    pub ssh_url: String,
     pub html_url: String,
+    /// No commit has been pushed yet.
+    pub empty: bool,
+    pub website: String,
     pub permissions: Permissions,
+    #[serde(flatten)]
+    pub gitea: GiteaDefaults,
     pub created_at: String,
     pub updated_at: String,
     #[schema(value_type = Object)]
     pub _links: Links,
+}
+
+/// The fields of Gitea's `Repository` for what Postern does not have
+/// (forks, mirrors, stars, wikis, releases, packages): Gitea's values for
+/// a repository without them. The merge styles are all allowed, `merge`
+/// the default, as in a new Gitea repository.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GiteaDefaults {
+    pub fork: bool,
+    pub mirror: bool,
+    pub template: bool,
+    pub archived: bool,
+    pub internal: bool,
+    /// Kilobytes.
+    pub size: i64,
+    pub language: String,
+    pub stars_count: i64,
+    pub forks_count: i64,
+    pub watchers_count: i64,
+    pub open_issues_count: i64,
+    pub open_pr_counter: i64,
+    pub release_counter: i64,
+    pub has_issues: bool,
+    pub has_wiki: bool,
+    pub has_pull_requests: bool,
+    pub has_projects: bool,
+    pub has_releases: bool,
+    pub has_packages: bool,
+    pub has_actions: bool,
+    pub ignore_whitespace_conflicts: bool,
+    pub allow_merge_commits: bool,
+    pub allow_rebase: bool,
+    pub allow_rebase_explicit: bool,
+    pub allow_squash_merge: bool,
+    pub allow_fast_forward_only_merge: bool,
+    pub allow_rebase_update: bool,
+    pub default_delete_branch_after_merge: bool,
+    pub default_merge_style: String,
+    pub default_allow_maintainer_edit: bool,
+    pub object_format_name: String,
+    pub topics: Vec<String>,
+    pub languages_url: String,
+}
+
+impl Default for GiteaDefaults {
+    fn default() -> Self {
+        GiteaDefaults {
+            fork: false,
+            mirror: false,
+            template: false,
+            archived: false,
+            internal: false,
+            size: 0,
+            language: String::new(),
+            stars_count: 0,
+            forks_count: 0,
+            watchers_count: 0,
+            open_issues_count: 0,
+            open_pr_counter: 0,
+            release_counter: 0,
+            has_issues: true,
+            has_wiki: false,
+            has_pull_requests: true,
+            has_projects: false,
+            has_releases: false,
+            has_packages: false,
+            has_actions: false,
+            ignore_whitespace_conflicts: false,
+            allow_merge_commits: true,
+            allow_rebase: true,
+            allow_rebase_explicit: true,
+            allow_squash_merge: true,
+            allow_fast_forward_only_merge: true,
+            allow_rebase_update: true,
+            default_delete_branch_after_merge: false,
+            default_merge_style: "merge".into(),
+            default_allow_maintainer_edit: false,
+            object_format_name: "sha1".into(),
+            topics: Vec::new(),
+            languages_url: String::new(),
+        }
+    }
 }
 
 pub(crate) fn view(
@@ -66,25 +208,27 @@ pub(crate) fn view(
     let admin = level >= Level::Admin;
     RepositoryView {
         id: repo.id,
-        owner: OwnerRef {
-            id: repo.owner_id,
-            login: repo.owner_login.clone(),
-        },
+        owner: OwnerRef::new(app, repo.owner_id, &repo.owner_login),
         name: repo.name.clone(),
         full_name: repo.full_name(),
         description: repo.description.clone(),
         private: repo.is_private,
         default_branch: repo.default_branch.clone(),
         clone_url: format!("{root}{}.git", repo.full_name()),
-        ssh_url: app.config().server.start_ssh_server.then(|| {
+        ssh_url: if app.config().server.start_ssh_server {
             format!(
                 "ssh://git@{}:{}/{}.git",
                 app.config().server.ssh_domain,
                 app.config().server.ssh_port,
                 repo.full_name()
             )
-        }),
+        } else {
+            String::new()
+        },
         html_url: format!("{root}{}", repo.full_name()),
+        empty: crate::git::bare::is_empty(&repo.path(app)),
+        website: String::new(),
+        gitea: GiteaDefaults::default(),
         permissions: Permissions {
             admin,
             push: level >= Level::Write,
@@ -495,10 +639,7 @@ pub(crate) async fn collaborator_permission(
     Ok(Json(CollaboratorPermission {
         permission: name.into(),
         role_name,
-        user: OwnerRef {
-            id: user.id,
-            login: user.login,
-        },
+        user: OwnerRef::new(&app, user.id, &user.login),
     }))
 }
 

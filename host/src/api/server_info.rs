@@ -52,6 +52,10 @@ pub struct ApiSettings {
     pub default_paging_num: u64,
     /// The largest page; larger sizes are capped to it.
     pub max_response_items: u64,
+    /// Entries a page of `git/trees` when the request names no size.
+    pub default_git_trees_per_page: u64,
+    /// The largest file `contents` and `git/blobs` answer with content.
+    pub default_max_blob_size: u64,
 }
 
 /// The API's paging limits, as Gitea's `GET /settings/api` answers them.
@@ -67,6 +71,8 @@ pub(crate) async fn api_settings(
     Ok(Json(ApiSettings {
         default_paging_num: DEFAULT_PAGE_SIZE,
         max_response_items: MAX_PAGE_SIZE,
+        default_git_trees_per_page: crate::api::content::GIT_TREES_PER_PAGE,
+        default_max_blob_size: crate::api::content::MAX_BLOB_SIZE,
     }))
 }
 

@@ -101,3 +101,23 @@ pub async fn lines(
         .filter(|l| !l.is_empty())
         .collect())
 }
+
+/// Whether a bare repository has no branch or tag yet (nothing pushed):
+/// read from its ref files, without starting git, for every repository a
+/// listing shows.
+pub fn is_empty(dir: &Path) -> bool {
+    fn any_file(dir: &Path) -> bool {
+        std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries.flatten().any(|e| match e.file_type() {
+                Ok(t) if t.is_dir() => any_file(&e.path()),
+                Ok(_) => true,
+                Err(_) => false,
+            })
+        })
+    }
+    let packed = std::fs::read_to_string(dir.join("packed-refs")).is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.contains(" refs/heads/") || l.contains(" refs/tags/"))
+    });
+    !packed && !any_file(&dir.join("refs/heads")) && !any_file(&dir.join("refs/tags"))
+}

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::protection::rule::governing;
+use crate::protection::rule::{Rule, governing};
 use crate::protection::store::list;
 use crate::repos::Repository;
 use crate::state::App;
@@ -125,11 +125,9 @@ pub async fn check_push(
             ));
             continue;
         }
-        if rule.enable_push_whitelist
-            && !listed(&rule.push_whitelist_usernames)
-            && !in_teams(app, repo, pusher, &rule.push_whitelist_teams)
-                .await
-                .map_err(|e| e.to_string())?
+        if !may_push(app, repo, pusher, rule)
+            .await
+            .map_err(|e| e.to_string())?
         {
             refusals.push(format!(
                 "branch {branch} is protected: {who} is not allowed to push to it"
@@ -225,6 +223,25 @@ pub async fn check_push(
         }
     }
     Ok(refusals)
+}
+
+/// Whether `pusher` may push to a branch `rule` governs, pushing being
+/// enabled: by the allow-list of users and teams when it is on. Force
+/// pushes, signatures and file patterns are checked on the pushed commits.
+pub async fn may_push(
+    app: &App,
+    repo: &Repository,
+    pusher: &User,
+    rule: &Rule,
+) -> crate::orgs::Result<bool> {
+    if !rule.enable_push_whitelist {
+        return Ok(true);
+    }
+    Ok(rule
+        .push_whitelist_usernames
+        .iter()
+        .any(|n| n.eq_ignore_ascii_case(&pusher.login))
+        || in_teams(app, repo, pusher, &rule.push_whitelist_teams).await?)
 }
 
 /// Whether the pusher is in one of the named teams of the repository's
