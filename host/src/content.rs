@@ -247,6 +247,7 @@ pub async fn change_file(
             "branch {target:?} moved while the file was written; read it again and retry"
         )));
     }
+    objects.refresh_graph().await;
     let commit = objects
         .commit(&new)
         .await?

@@ -22,6 +22,7 @@
 
 mod api;
 mod common;
+mod content;
 mod git;
 mod ldap;
 mod load;
@@ -36,6 +37,7 @@ const GROUPS: &[&str] = &[
     "api",
     "plugin",
     "git",
+    "content",
     "webhooks",
     "directory",
     "start",
@@ -51,8 +53,8 @@ struct Args {
     /// Print JSON (an array of figures) instead of the table.
     #[arg(long)]
     json: bool,
-    /// Only these groups, comma-separated (api, plugin, git, webhooks,
-    /// directory, start, load).
+    /// Only these groups, comma-separated (api, plugin, git, content,
+    /// webhooks, directory, start, load).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Measure on PostgreSQL: a server URL; a database is made and dropped.
@@ -86,6 +88,7 @@ fn main() -> anyhow::Result<()> {
                 "api" => api::run(pg).await,
                 "plugin" => plugin::run(pg).await,
                 "git" => git::run(pg).await,
+                "content" => content::run(pg).await,
                 "webhooks" => webhooks::run(pg).await,
                 "directory" => ldap::run(pg).await,
                 "start" => start::run(pg).await,

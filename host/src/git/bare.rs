@@ -5,8 +5,23 @@
 
 use std::path::Path;
 
-/// The hook script every repository gets.
+/// The hook scripts every repository gets.
 const SCRIPT: &str = "#!/bin/sh\n# Installed by Postern: branch protection and push limits are checked by the host.\nexec \"$POSTERN_BIN\" hook pre-receive\n";
+/// After a push: the commit-graph, with changed-path filters, takes in the
+/// new commits, so that history by path and a file's last commit (the
+/// API's `commits?path=` and `contents`) skip commits that cannot touch
+/// the path instead of diffing each one.
+const GRAPH_SCRIPT: &str = "#!/bin/sh\n# Installed by Postern: keeps the commit-graph current for reads by path.\nexec git commit-graph write --reachable --changed-paths --split >/dev/null 2>&1\n";
+
+/// The arguments that bring a repository's commit-graph up to date
+/// (`GRAPH_SCRIPT`'s), for writes made without a push.
+pub const GRAPH_WRITE: &[&str] = &[
+    "commit-graph",
+    "write",
+    "--reachable",
+    "--changed-paths",
+    "--split",
+];
 
 /// The `git` program, as a path: found on `PATH` once, at first use.
 ///
@@ -32,20 +47,23 @@ pub fn program() -> &'static Path {
     &GIT
 }
 
-/// Writes (or refreshes) the repository's pre-receive hook.
+/// Writes (or refreshes) the repository's hooks.
 pub fn install(repo_dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let path = repo_dir.join("hooks").join("pre-receive");
-    if std::fs::read_to_string(&path).is_ok_and(|s| s == SCRIPT) {
-        return Ok(());
+    for (name, script) in [("pre-receive", SCRIPT), ("post-receive", GRAPH_SCRIPT)] {
+        let path = repo_dir.join("hooks").join(name);
+        if std::fs::read_to_string(&path).is_ok_and(|s| s == script) {
+            continue;
+        }
+        std::fs::create_dir_all(repo_dir.join("hooks"))?;
+        std::fs::write(&path, script)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
     }
-    std::fs::create_dir_all(repo_dir.join("hooks"))?;
-    std::fs::write(&path, SCRIPT)?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+    Ok(())
 }
 
 /// Creates a bare repository at `path` with `default_branch` as HEAD, and
-/// its hook.
+/// its hooks.
 pub async fn init(path: &Path, default_branch: &str) -> Result<(), String> {
     if let Some(parent) = path.parent() {
         tokio::fs::create_dir_all(parent)
@@ -64,7 +82,7 @@ pub async fn init(path: &Path, default_branch: &str) -> Result<(), String> {
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }
-    install(path).map_err(|e| format!("cannot install the pre-receive hook: {e}"))
+    install(path).map_err(|e| format!("cannot install the hooks: {e}"))
 }
 
 /// Runs `git args` in the bare repository `dir`, with extra environment

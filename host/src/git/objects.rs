@@ -769,6 +769,13 @@ impl Objects {
         Ok(out.status.success())
     }
 
+    /// Brings the commit-graph up to date after a write made without a
+    /// push (a push runs the post-receive hook that does the same). A
+    /// failure only leaves reads by path slower.
+    pub async fn refresh_graph(&self) {
+        let _ = self.run(bare::GRAPH_WRITE).await;
+    }
+
     /// Runs git with `input` on its standard input and extra environment;
     /// its standard output, or [`Error::Invalid`] with git's message (these
     /// fail on what the caller asked: a path both file and directory).
