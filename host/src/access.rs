@@ -208,5 +208,13 @@ pub async fn require_repo(
             )),
         });
     }
+    // An archived repository is read-only for everyone, on every path;
+    // what needs admin (unarchiving, settings, deleting) stays open.
+    if repo.is_archived && need == Level::Write {
+        return Err(Denied::Forbidden(format!(
+            "{} is archived: {action} is not possible until it is unarchived",
+            repo.full_name()
+        )));
+    }
     Ok(repo)
 }

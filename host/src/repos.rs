@@ -49,7 +49,72 @@ pub struct Repository {
     pub default_branch: String,
     pub created: i64,
     pub updated: i64,
+    pub website: String,
+    /// Archived repositories are read-only: no push, no write through the
+    /// API, until an administrator of it unarchives it.
+    pub is_archived: bool,
+    pub options: Options,
 }
+
+/// A repository's unit and merge-style switches (Gitea's names and
+/// defaults: every merge style allowed, `merge` the default). Stored as
+/// JSON; switches added later read as their defaults.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(default)]
+pub struct Options {
+    pub has_issues: bool,
+    pub has_wiki: bool,
+    pub has_pull_requests: bool,
+    pub has_projects: bool,
+    pub has_releases: bool,
+    pub has_packages: bool,
+    pub has_actions: bool,
+    pub ignore_whitespace_conflicts: bool,
+    pub allow_merge_commits: bool,
+    pub allow_rebase: bool,
+    pub allow_rebase_explicit: bool,
+    pub allow_squash_merge: bool,
+    pub allow_fast_forward_only_merge: bool,
+    pub allow_rebase_update: bool,
+    pub default_delete_branch_after_merge: bool,
+    /// `merge`, `rebase`, `rebase-merge`, `squash` or
+    /// `fast-forward-only`.
+    pub default_merge_style: String,
+    pub default_allow_maintainer_edit: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            has_issues: true,
+            has_wiki: false,
+            has_pull_requests: true,
+            has_projects: false,
+            has_releases: false,
+            has_packages: false,
+            has_actions: false,
+            ignore_whitespace_conflicts: false,
+            allow_merge_commits: true,
+            allow_rebase: true,
+            allow_rebase_explicit: true,
+            allow_squash_merge: true,
+            allow_fast_forward_only_merge: true,
+            allow_rebase_update: true,
+            default_delete_branch_after_merge: false,
+            default_merge_style: "merge".into(),
+            default_allow_maintainer_edit: false,
+        }
+    }
+}
+
+/// Gitea's merge styles.
+pub const MERGE_STYLES: &[&str] = &[
+    "merge",
+    "rebase",
+    "rebase-merge",
+    "squash",
+    "fast-forward-only",
+];
 
 impl Repository {
     /// `owner/name`.
@@ -67,7 +132,7 @@ impl Repository {
     }
 }
 
-const COLUMNS: &str = "r.id, r.owner_id, u.login, r.name, r.description, r.is_private, r.default_branch, r.created, r.updated, u.kind";
+const COLUMNS: &str = "r.id, r.owner_id, u.login, r.name, r.description, r.is_private, r.default_branch, r.created, r.updated, u.kind, r.website, r.is_archived, r.options";
 
 fn from_row(r: &AnyRow) -> std::result::Result<Repository, sqlx::Error> {
     Ok(Repository {
@@ -81,6 +146,11 @@ fn from_row(r: &AnyRow) -> std::result::Result<Repository, sqlx::Error> {
         created: r.try_get(7)?,
         updated: r.try_get(8)?,
         owner_is_org: r.try_get::<i64, _>(9)? == 1,
+        website: r.try_get(10)?,
+        is_archived: r.try_get::<i64, _>(11)? != 0,
+        // A row that does not parse (written by hand) reads as the
+        // defaults rather than hiding the repository.
+        options: serde_json::from_str(&r.try_get::<String, _>(12)?).unwrap_or_default(),
     })
 }
 
@@ -177,6 +247,9 @@ pub async fn create(
         // Not read by the event or the directory; the repository returned
         // is read back once committed.
         owner_is_org: false,
+        website: String::new(),
+        is_archived: false,
+        options: Options::default(),
     };
     webhooks::emit(&mut tx, event("repository.created", &repo)).await?;
     init_bare(app, &repo).await?;
@@ -225,6 +298,138 @@ pub async fn update_options(
     .execute(db.pool())
     .await?;
     Ok(())
+}
+
+/// What an edit changes (Gitea's `EditRepoOption`); `None` keeps.
+#[derive(Debug, Clone, Default)]
+pub struct Edit {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub website: Option<String>,
+    pub private: Option<bool>,
+    pub default_branch: Option<String>,
+    pub archived: Option<bool>,
+    /// The switches after the edit.
+    pub options: Option<Options>,
+}
+
+/// Applies an edit: a new name moves the directory (refused when the owner
+/// has a repository of that name), a new default branch moves `HEAD`.
+/// Checked whole before anything changes.
+pub async fn edit(app: &App, repo: &Repository, edit: Edit) -> Result<Repository> {
+    let name = edit.name.as_deref().map(str::trim).unwrap_or(&repo.name);
+    let renamed = name != repo.name;
+    if renamed {
+        check_name(name)?;
+        if !name.eq_ignore_ascii_case(&repo.name)
+            && find(&app.db, &repo.owner_login, name).await?.is_some()
+        {
+            return Err(Error::NameTaken(name.to_string()));
+        }
+    }
+    let branch = edit
+        .default_branch
+        .as_deref()
+        .map(str::trim)
+        .unwrap_or(&repo.default_branch);
+    if branch != repo.default_branch {
+        crate::git::objects::check_rev(branch)
+            .map_err(|e| Error::InvalidName(format!("default_branch: {e}")))?;
+    }
+    let options = edit.options.clone().unwrap_or_else(|| repo.options.clone());
+    if !MERGE_STYLES.contains(&options.default_merge_style.as_str()) {
+        return Err(Error::InvalidName(format!(
+            "default_merge_style: {:?} is not one of {}",
+            options.default_merge_style,
+            MERGE_STYLES.join(", ")
+        )));
+    }
+    let mut tx = app.db.begin().await?;
+    sqlx::query(
+        "UPDATE repositories SET name = $1, lower_name = $2, description = $3, website = $4, \
+         is_private = $5, default_branch = $6, is_archived = $7, options = $8, updated = $9 WHERE id = $10",
+    )
+    .bind(name)
+    .bind(name.to_lowercase())
+    .bind(edit.description.as_deref().unwrap_or(&repo.description))
+    .bind(edit.website.as_deref().unwrap_or(&repo.website))
+    .bind(i64::from(edit.private.unwrap_or(repo.is_private)))
+    .bind(branch)
+    .bind(i64::from(edit.archived.unwrap_or(repo.is_archived)))
+    .bind(serde_json::to_string(&options).map_err(|e| Error::Git(e.to_string()))?)
+    .bind(now())
+    .bind(repo.id)
+    .execute(&mut *tx)
+    .await?;
+    let mut moved = repo.clone();
+    moved.name = name.to_string();
+    // The directory moves before the record commits; a failed commit moves
+    // it back.
+    let (from, to) = (repo.path(app), moved.path(app));
+    if from != to {
+        tokio::fs::rename(&from, &to)
+            .await
+            .map_err(|e| Error::Git(format!("cannot move the repository: {e}")))?;
+    }
+    if let Err(e) = tx.commit().await {
+        if from != to {
+            let _ = tokio::fs::rename(&to, &from).await;
+        }
+        return Err(e.into());
+    }
+    if branch != repo.default_branch {
+        let head = format!("refs/heads/{branch}");
+        let out = crate::git::bare::run(&to, &[], &["symbolic-ref", "HEAD", &head])
+            .await
+            .map_err(|e| Error::Git(e.to_string()))?;
+        if !out.status.success() {
+            return Err(Error::Git(String::from_utf8_lossy(&out.stderr).into()));
+        }
+    }
+    Ok(find_by_id(&app.db, repo.id)
+        .await?
+        .expect("the repository was just updated"))
+}
+
+/// Gives a repository to another account (a user or an organization):
+/// refused when the new owner has a repository of that name. Its
+/// collaborators stay; teams of the old organization lose it.
+pub async fn transfer(app: &App, repo: &Repository, to: &Owner) -> Result<Repository> {
+    if to.id == repo.owner_id {
+        return Ok(repo.clone());
+    }
+    if find(&app.db, &to.login, &repo.name).await?.is_some() {
+        return Err(Error::NameTaken(format!("{}/{}", to.login, repo.name)));
+    }
+    let mut tx = app.db.begin().await?;
+    sqlx::query("UPDATE repositories SET owner_id = $1, updated = $2 WHERE id = $3")
+        .bind(to.id)
+        .bind(now())
+        .bind(repo.id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM team_repos WHERE repo_id = $1")
+        .bind(repo.id)
+        .execute(&mut *tx)
+        .await?;
+    let mut moved = repo.clone();
+    moved.owner_login = to.login.clone();
+    let (from, dest) = (repo.path(app), moved.path(app));
+    if let Some(parent) = dest.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| Error::Git(e.to_string()))?;
+    }
+    tokio::fs::rename(&from, &dest)
+        .await
+        .map_err(|e| Error::Git(format!("cannot move the repository: {e}")))?;
+    if let Err(e) = tx.commit().await {
+        let _ = tokio::fs::rename(&dest, &from).await;
+        return Err(e.into());
+    }
+    Ok(find_by_id(&app.db, repo.id)
+        .await?
+        .expect("the repository was just moved"))
 }
 
 /// Deletes a repository: its record (with its collaborators, protection

@@ -240,6 +240,31 @@ async def main():
 
         # Content and refs, read back from what the real git client pushed.
         await content(repos, admin_name, os.environ["ADMIN_PASSWORD"], "tools")
+        edited_repo = (
+            await call(
+                "repoEdit",
+                repos.repo_edit,
+                admin_name,
+                "tools",
+                g.EditRepoOption(
+                    description="edited by Gitea's client",
+                    website="https://tools.example.com",
+                    allow_squash_merge=False,
+                    default_merge_style="rebase",
+                    has_wiki=False,
+                    default_branch="main",
+                ),
+                status=200,
+            )
+        ).data
+        expect(
+            edited_repo.description == "edited by Gitea's client"
+            and edited_repo.allow_squash_merge is False
+            and edited_repo.allow_rebase is True
+            and edited_repo.default_merge_style == "rebase"
+            and edited_repo.empty is False,
+            f"edited repo: {edited_repo}",
+        )
 
         # Collaborators.
         await call(
@@ -395,6 +420,20 @@ async def main():
         await call("orgAddTeamRepository", orgs.org_add_team_repository, team.id, "tooling", "site", status=204)
         org_repos = (await call("orgListRepos", orgs.org_list_repos, "tooling", page=1, limit=10, status=200)).data
         expect([r.name for r in org_repos] == ["site"], f"org repos: {org_repos}")
+        # A repository made by the administrator, given to the organization.
+        await call("createCurrentUserRepo", users.create_current_user_repo, g.CreateRepoOption(name="moving"), status=201)
+        moved = (
+            await call(
+                "repoTransfer",
+                repos.repo_transfer,
+                admin_name,
+                "moving",
+                g.TransferRepoOption(new_owner="tooling"),
+                status=202,
+            )
+        ).data
+        expect(moved.full_name == "tooling/moving", f"transferred: {moved}")
+        await call("repoDelete", repos.repo_delete, "tooling", "moving", status=204)
         await call(
             "orgCreateHook",
             orgs.org_create_hook,

@@ -105,7 +105,12 @@ pub struct RepositoryView {
     /// No commit has been pushed yet.
     pub empty: bool,
     pub website: String,
+    /// Read-only until unarchived.
+    pub archived: bool,
     pub permissions: Permissions,
+    /// The unit and merge-style switches.
+    #[serde(flatten)]
+    pub options: repos::Options,
     #[serde(flatten)]
     pub gitea: GiteaDefaults,
     pub created_at: String,
@@ -115,15 +120,13 @@ pub struct RepositoryView {
 }
 
 /// The fields of Gitea's `Repository` for what Postern does not have
-/// (forks, mirrors, stars, wikis, releases, packages): Gitea's values for
-/// a repository without them. The merge styles are all allowed, `merge`
-/// the default, as in a new Gitea repository.
+/// (forks, mirrors, templates, stars, topics): Gitea's values for a
+/// repository without them.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct GiteaDefaults {
     pub fork: bool,
     pub mirror: bool,
     pub template: bool,
-    pub archived: bool,
     pub internal: bool,
     /// Kilobytes.
     pub size: i64,
@@ -134,23 +137,6 @@ pub struct GiteaDefaults {
     pub open_issues_count: i64,
     pub open_pr_counter: i64,
     pub release_counter: i64,
-    pub has_issues: bool,
-    pub has_wiki: bool,
-    pub has_pull_requests: bool,
-    pub has_projects: bool,
-    pub has_releases: bool,
-    pub has_packages: bool,
-    pub has_actions: bool,
-    pub ignore_whitespace_conflicts: bool,
-    pub allow_merge_commits: bool,
-    pub allow_rebase: bool,
-    pub allow_rebase_explicit: bool,
-    pub allow_squash_merge: bool,
-    pub allow_fast_forward_only_merge: bool,
-    pub allow_rebase_update: bool,
-    pub default_delete_branch_after_merge: bool,
-    pub default_merge_style: String,
-    pub default_allow_maintainer_edit: bool,
     pub object_format_name: String,
     pub topics: Vec<String>,
     pub languages_url: String,
@@ -162,7 +148,6 @@ impl Default for GiteaDefaults {
             fork: false,
             mirror: false,
             template: false,
-            archived: false,
             internal: false,
             size: 0,
             language: String::new(),
@@ -172,23 +157,6 @@ impl Default for GiteaDefaults {
             open_issues_count: 0,
             open_pr_counter: 0,
             release_counter: 0,
-            has_issues: true,
-            has_wiki: false,
-            has_pull_requests: true,
-            has_projects: false,
-            has_releases: false,
-            has_packages: false,
-            has_actions: false,
-            ignore_whitespace_conflicts: false,
-            allow_merge_commits: true,
-            allow_rebase: true,
-            allow_rebase_explicit: true,
-            allow_squash_merge: true,
-            allow_fast_forward_only_merge: true,
-            allow_rebase_update: true,
-            default_delete_branch_after_merge: false,
-            default_merge_style: "merge".into(),
-            default_allow_maintainer_edit: false,
             object_format_name: "sha1".into(),
             topics: Vec::new(),
             languages_url: String::new(),
@@ -227,7 +195,9 @@ pub(crate) fn view(
         },
         html_url: format!("{root}{}", repo.full_name()),
         empty: crate::git::bare::is_empty(&repo.path(app)),
-        website: String::new(),
+        website: repo.website.clone(),
+        archived: repo.is_archived,
+        options: repo.options.clone(),
         gitea: GiteaDefaults::default(),
         permissions: Permissions {
             admin,
@@ -432,6 +402,200 @@ pub(crate) async fn delete(
     .await?;
     crate::repos::delete(&app, &repo).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Gitea's `EditRepoOption`: what Postern keeps. Gitea's other fields
+/// (`template`, `internal_tracker`, `external_wiki`, `mirror_interval`, …)
+/// are accepted without effect.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct EditRepo {
+    /// A new name: the clone URL changes with it.
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub website: Option<String>,
+    pub private: Option<bool>,
+    pub default_branch: Option<String>,
+    /// Archived repositories are read-only.
+    pub archived: Option<bool>,
+    pub has_issues: Option<bool>,
+    pub has_wiki: Option<bool>,
+    pub has_pull_requests: Option<bool>,
+    pub has_projects: Option<bool>,
+    pub has_releases: Option<bool>,
+    pub has_packages: Option<bool>,
+    pub has_actions: Option<bool>,
+    pub ignore_whitespace_conflicts: Option<bool>,
+    pub allow_merge_commits: Option<bool>,
+    pub allow_rebase: Option<bool>,
+    pub allow_rebase_explicit: Option<bool>,
+    pub allow_squash_merge: Option<bool>,
+    pub allow_fast_forward_only_merge: Option<bool>,
+    pub allow_rebase_update: Option<bool>,
+    pub default_delete_branch_after_merge: Option<bool>,
+    /// `merge`, `rebase`, `rebase-merge`, `squash` or `fast-forward-only`.
+    pub default_merge_style: Option<String>,
+    pub default_allow_maintainer_edit: Option<bool>,
+}
+
+impl EditRepo {
+    /// The switches after this edit of `current`.
+    fn options(&self, current: &repos::Options) -> repos::Options {
+        let mut o = current.clone();
+        let set = |field: &mut bool, value: Option<bool>| {
+            if let Some(v) = value {
+                *field = v;
+            }
+        };
+        set(&mut o.has_issues, self.has_issues);
+        set(&mut o.has_wiki, self.has_wiki);
+        set(&mut o.has_pull_requests, self.has_pull_requests);
+        set(&mut o.has_projects, self.has_projects);
+        set(&mut o.has_releases, self.has_releases);
+        set(&mut o.has_packages, self.has_packages);
+        set(&mut o.has_actions, self.has_actions);
+        set(
+            &mut o.ignore_whitespace_conflicts,
+            self.ignore_whitespace_conflicts,
+        );
+        set(&mut o.allow_merge_commits, self.allow_merge_commits);
+        set(&mut o.allow_rebase, self.allow_rebase);
+        set(&mut o.allow_rebase_explicit, self.allow_rebase_explicit);
+        set(&mut o.allow_squash_merge, self.allow_squash_merge);
+        set(
+            &mut o.allow_fast_forward_only_merge,
+            self.allow_fast_forward_only_merge,
+        );
+        set(&mut o.allow_rebase_update, self.allow_rebase_update);
+        set(
+            &mut o.default_delete_branch_after_merge,
+            self.default_delete_branch_after_merge,
+        );
+        set(
+            &mut o.default_allow_maintainer_edit,
+            self.default_allow_maintainer_edit,
+        );
+        if let Some(style) = &self.default_merge_style {
+            o.default_merge_style = style.clone();
+        }
+        o
+    }
+}
+
+/// Changes a repository's settings: name, description, website,
+/// visibility, default branch, archiving, unit and merge-style switches.
+/// Permission: repository admin.
+#[utoipa::path(patch, path = "/api/v1/repos/{owner}/{repo}", tag = "repository", params(RepoPath), request_body = EditRepo, responses(
+    (status = 200, description = "The repository", body = RepositoryView),
+    (status = 403, description = "Not a repository admin", body = ErrorBody),
+    (status = 404, description = "No such repository, or hidden", body = ErrorBody),
+    (status = 409, description = "The owner has a repository of the new name", body = ErrorBody),
+    (status = 422, description = "An invalid name, branch or merge style", body = ErrorBody),
+))]
+pub(crate) async fn edit(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<RepoPath>,
+    ApiJson(body): ApiJson<EditRepo>,
+) -> Result<Json<RepositoryView>, ApiError> {
+    who.require_scope(Access::Write, Area::Repository)?;
+    let repo = access::require_repo(
+        &app,
+        &who.caller,
+        &path.owner,
+        &path.repo,
+        Level::Admin,
+        "changing repository settings",
+    )
+    .await?;
+    let options = body.options(&repo.options);
+    let edited = repos::edit(
+        &app,
+        &repo,
+        repos::Edit {
+            name: body.name,
+            description: body.description,
+            website: body.website,
+            private: body.private,
+            default_branch: body.default_branch,
+            archived: body.archived,
+            options: Some(options),
+        },
+    )
+    .await?;
+    let level = access::repo_level(&app, Some(&who.user), &edited).await?;
+    Ok(Json(view(&app, version, &edited, level)))
+}
+
+/// Gitea's `TransferRepoOption`. Its `team_ids` is accepted without
+/// effect: the new organization's teams are given the repository as they
+/// are given any.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct Transfer {
+    /// The user or organization to give the repository to.
+    pub new_owner: String,
+}
+
+/// Gives a repository to yourself or to an organization you own (site
+/// administrators: to anyone). Postern has no pending transfers, so a
+/// transfer to another user is refused rather than left waiting.
+/// Permission: the repository's owner.
+#[utoipa::path(post, path = "/api/v1/repos/{owner}/{repo}/transfer", tag = "repository", params(RepoPath), request_body = Transfer, responses(
+    (status = 202, description = "The repository, moved", body = RepositoryView),
+    (status = 403, description = "Not the repository's owner, or not allowed to create under the new owner", body = ErrorBody),
+    (status = 404, description = "No such repository (or hidden) or new owner", body = ErrorBody),
+    (status = 409, description = "The new owner has a repository of that name", body = ErrorBody),
+))]
+pub(crate) async fn transfer(
+    State(app): State<App>,
+    version: ApiVersion,
+    who: Principal,
+    Path(path): Path<RepoPath>,
+    ApiJson(body): ApiJson<Transfer>,
+) -> Result<(StatusCode, Json<RepositoryView>), ApiError> {
+    who.require_scope(Access::Write, Area::Repository)?;
+    let repo = access::require_repo(
+        &app,
+        &who.caller,
+        &path.owner,
+        &path.repo,
+        Level::Owner,
+        "transferring",
+    )
+    .await?;
+    let (target, allowed) = match crate::orgs::find(&app.db, &body.new_owner).await? {
+        Some(org) => (
+            repos::Owner {
+                id: org.id,
+                login: org.name.clone(),
+            },
+            crate::orgs::is_owner(&app.db, org.id, who.user.id).await?,
+        ),
+        None => {
+            let user = users::find_by_login(&app.db, &body.new_owner)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::NotFound(format!(
+                        "no user or organization named {:?}",
+                        body.new_owner
+                    ))
+                })?;
+            let themselves = user.id == who.user.id;
+            ((&user).into(), themselves)
+        }
+    };
+    if !allowed && !who.user.is_admin {
+        return Err(ApiError::Forbidden(format!(
+            "you may transfer only to yourself or to an organization you own, not to {}",
+            target.login
+        )));
+    }
+    let moved = repos::transfer(&app, &repo, &target).await?;
+    let level = access::repo_level(&app, Some(&who.user), &moved).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(view(&app, version, &moved, level)),
+    ))
 }
 
 /// A collaborator.
