@@ -21,6 +21,7 @@ pub mod pagination;
 mod paths;
 mod plugins;
 mod protections;
+mod provisioning;
 mod repos;
 mod server_info;
 mod sessions;
@@ -82,8 +83,14 @@ fn operations() -> Operations {
         .add(routes!(sessions::get, sessions::revoke))
         .add(routes!(server_info::version))
         .add(routes!(server_info::api_settings))
-        .add(routes!(users::admin_list))
-        .add(routes!(users::admin_get, users::admin_edit))
+        .add(routes!(users::admin_list, provisioning::create_user))
+        .add(routes!(
+            users::admin_get,
+            users::admin_edit,
+            provisioning::delete_user
+        ))
+        .add(routes!(provisioning::create_org))
+        .add(routes!(provisioning::create_repo))
         .add(routes!(external_links::list, external_links::link))
         .add(routes!(external_links::unlink))
         .add(routes!(plugins::list))

@@ -245,6 +245,15 @@ impl Db {
         Ok(row.map(|r| r.get::<i64, _>(0)))
     }
 
+    /// A source's name, by its numeric id.
+    pub async fn source_name(&self, id: i64) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT name FROM sources WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.get::<String, _>(0)))
+    }
+
     /// Recorded totals of a plugin, and its last error.
     pub async fn plugin_status(&self, plugin: &str) -> Result<(PluginCounts, Option<String>)> {
         let row = sqlx::query(

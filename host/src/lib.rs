@@ -23,6 +23,7 @@ pub mod issues;
 pub mod keys;
 pub mod nesting;
 pub mod oauth_provider;
+pub mod offboarding;
 pub mod orgs;
 pub mod plugins;
 pub mod protection;

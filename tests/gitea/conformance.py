@@ -216,6 +216,43 @@ async def main():
         ).data
         expect(edited.full_name == "Plain User", f"edited: {edited}")
 
+        # Provisioning, as Terraform's gitea_user does it.
+        made = (
+            await call(
+                "adminCreateUser",
+                admin_api.admin_create_user,
+                g.CreateUserOption(
+                    username="provisioned",
+                    email="provisioned@example.com",
+                    password=os.environ["USER_PASSWORD"],
+                    full_name="Provisioned",
+                    must_change_password=False,
+                    send_notify=False,
+                    source_id=0,
+                    login_name="",
+                ),
+                status=201,
+            )
+        ).data
+        expect(made.login == "provisioned" and made.full_name == "Provisioned", f"made: {made}")
+        their_org = (
+            await call("adminCreateOrg", admin_api.admin_create_org, "provisioned", g.CreateOrgOption(username="theirs"), status=201)
+        ).data
+        expect(their_org.username == "theirs", f"their org: {their_org}")
+        their_repo = (
+            await call("adminCreateRepo", admin_api.admin_create_repo, "provisioned", g.CreateRepoOption(name="theirs"), status=201)
+        ).data
+        expect(their_repo.owner.login == "provisioned" and their_repo.empty, f"their repo: {their_repo}")
+        await call("repoDelete", repos.repo_delete, "provisioned", "theirs", status=204)
+        await call(
+            "adminCreateUser",
+            admin_api.admin_create_user,
+            g.CreateUserOption(username="leaving", email="leaving@example.com", password=os.environ["USER_PASSWORD"]),
+            status=201,
+        )
+        await call("adminCreateRepo", admin_api.admin_create_repo, "leaving", g.CreateRepoOption(name="left"), status=201)
+        await call("adminDeleteUser", admin_api.admin_delete_user, "leaving", purge=True, status=204)
+
         # Repositories.
         repo = (
             await call(

@@ -23,6 +23,7 @@ mod oauth_provider;
 mod panel;
 mod plugin_kit;
 mod protection;
+mod provisioning;
 mod repo_settings;
 mod roles;
 mod saml;

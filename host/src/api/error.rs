@@ -262,6 +262,20 @@ impl From<crate::content::Error> for ApiError {
     }
 }
 
+/// `offboarding::Error`: `Kept` → 422 with its text; the rest as their own
+/// errors map.
+impl From<crate::offboarding::Error> for ApiError {
+    fn from(e: crate::offboarding::Error) -> Self {
+        use crate::offboarding::Error;
+        match e {
+            Error::Kept(m) => ApiError::Unprocessable(m),
+            Error::Repos(e) => e.into(),
+            Error::Orgs(e) => e.into(),
+            Error::Db(e) => e.into(),
+        }
+    }
+}
+
 /// `webhooks::Error`: `NotFound`, `DeliveryNotFound` → 404; `Invalid` →
 /// 422 with its text; `Db` → 500.
 impl From<crate::webhooks::Error> for ApiError {

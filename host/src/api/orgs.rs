@@ -35,7 +35,7 @@ pub struct OrgView {
     pub _links: Links,
 }
 
-fn org_view(version: ApiVersion, org: Org, is_owner: bool) -> OrgView {
+pub(crate) fn org_view(version: ApiVersion, org: Org, is_owner: bool) -> OrgView {
     let p = version.prefix();
     let href = format!("{p}/orgs/{}", org.name);
     OrgView {

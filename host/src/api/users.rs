@@ -139,7 +139,7 @@ pub(crate) async fn view(
 }
 
 /// The links of a user as a site administrator sees it in the admin API.
-fn admin_links(version: ApiVersion, caller: &User, user: &User) -> Links {
+pub(crate) fn admin_links(version: ApiVersion, caller: &User, user: &User) -> Links {
     let href = format!("{}/admin/users/{}", version.prefix(), user.login);
     LinksBuilder::new(href.clone())
         .action(caller.is_admin, "edit", "PATCH", href)
