@@ -23,6 +23,7 @@ mod plugins;
 mod protections;
 mod provisioning;
 mod repos;
+mod search;
 mod server_info;
 mod sessions;
 mod sources;
@@ -162,6 +163,9 @@ fn operations() -> Operations {
         .add(routes!(repos::get_by_id))
         .add(routes!(users::public_get))
         .add(routes!(repos::list_of_user))
+        .add(routes!(search::repos))
+        .add(routes!(search::users))
+        .add(routes!(search::team_repos))
         .add(routes!(content::refs::branches))
         .add(routes!(content::refs::branch))
         .add(routes!(content::refs::tags))

@@ -274,6 +274,13 @@ async def main():
         expect(got.id == repo.id and got.permissions.admin, f"got: {got}")
         mine = (await call("userCurrentListRepos", users.user_current_list_repos, page=1, limit=50, status=200)).data
         expect([r.name for r in mine] == ["tools"], f"mine: {mine}")
+        found = (await call("repoSearch", repos.repo_search, q="tool", page=1, limit=10, status=200)).data
+        expect(found.ok and [r.full_name for r in found.data] == [f"{admin_name}/tools"], f"search: {found}")
+        plain_repos = g.RepositoryApi(plain)
+        unseen = (await call("repoSearch", plain_repos.repo_search, q="tool", status=200)).data
+        expect(unseen.data == [], f"a private repository is found by a stranger: {unseen}")
+        people = (await call("userSearch", users.user_search, q=user_name, page=1, limit=10, status=200)).data
+        expect(people.ok and [u.login for u in people.data] == [user_name], f"user search: {people}")
 
         # Content and refs, read back from what the real git client pushed.
         await content(repos, admin_name, os.environ["ADMIN_PASSWORD"], "tools")
@@ -455,6 +462,8 @@ async def main():
         ).data
         expect(org_repo.owner.login == "tooling", f"org repo: {org_repo}")
         await call("orgAddTeamRepository", orgs.org_add_team_repository, team.id, "tooling", "site", status=204)
+        team_repos = (await call("orgListTeamRepos", orgs.org_list_team_repos, team.id, page=1, limit=10, status=200)).data
+        expect([r.name for r in team_repos] == ["site"], f"team repos: {team_repos}")
         org_repos = (await call("orgListRepos", orgs.org_list_repos, "tooling", page=1, limit=10, status=200)).data
         expect([r.name for r in org_repos] == ["site"], f"org repos: {org_repos}")
         # A repository made by the administrator, given to the organization.

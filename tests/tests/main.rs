@@ -8,6 +8,7 @@
 mod api;
 mod browser;
 mod content;
+mod discovery;
 mod enterprise_idps;
 mod git;
 mod gitea_client;

@@ -37,7 +37,7 @@ pub(crate) use cursor::cursor_page;
 pub use cursor::{CursorPage, CursorQuery};
 pub(crate) use envelope::UrlBase;
 pub use envelope::{
-    DetailedPage, IdPage, IdPagination, Listed, Meta, MetaPage, Page, Paged, Paging,
+    DetailedPage, IdPage, IdPagination, Listed, Meta, MetaPage, Page, Paged, Paging, SearchResults,
 };
 pub(crate) use window::flag;
 pub use window::{PageQuery, Shape, Slice, Window};

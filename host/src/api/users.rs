@@ -237,6 +237,7 @@ pub(crate) async fn admin_list(
     let filter = users::Filter {
         is_admin: flag("is_admin", &filter.is_admin)?,
         q: filter.q,
+        q_email: true,
     };
     let (count, found) = users::search(&app.db, &filter, window.span()).await?;
     let slice = window.fetched(count, found, |u| u.id);

@@ -86,6 +86,10 @@ pub struct Filter {
     pub is_admin: Option<bool>,
     /// A substring of the login, e-mail or full name, case-insensitive.
     pub q: Option<String>,
+    /// Whether `q` is looked for in the e-mail address too: for
+    /// administrators only, so that a search tells nobody else whose an
+    /// address is.
+    pub q_email: bool,
 }
 
 /// Escapes LIKE wildcards so that `q` matches literally.
@@ -118,8 +122,13 @@ pub async fn search(db: &Db, filter: &Filter, span: Span) -> Result<(u64, Vec<Us
         .map(like_pattern);
     if pattern.is_some() {
         n += 1;
+        let email = if filter.q_email {
+            format!(" OR lower_email LIKE ${n} ESCAPE '\\'")
+        } else {
+            String::new()
+        };
         clauses.push(format!(
-            "(lower_login LIKE ${n} ESCAPE '\\' OR lower_email LIKE ${n} ESCAPE '\\' OR LOWER(full_name) LIKE ${n} ESCAPE '\\')"
+            "(lower_login LIKE ${n} ESCAPE '\\'{email} OR LOWER(full_name) LIKE ${n} ESCAPE '\\')"
         ));
     }
     let filter_sql = format!("WHERE {}", clauses.join(" AND "));

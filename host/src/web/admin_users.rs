@@ -93,6 +93,7 @@ pub(crate) async fn list(
     admin_only(&viewer)?;
     let filter = users::Filter {
         q: Some(query.q.clone()),
+        q_email: true,
         ..Default::default()
     };
     let (total, found) = users::search(

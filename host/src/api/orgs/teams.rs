@@ -185,7 +185,7 @@ async fn owned_team(app: &App, who: &Principal, id: i64) -> Result<Team, ApiErro
 
 /// The team, when the caller is a member of its organization or a site
 /// administrator; to anyone else a 404, as if there were no such team.
-async fn visible_team(app: &App, who: &Principal, id: i64) -> Result<Team, ApiError> {
+pub(crate) async fn visible_team(app: &App, who: &Principal, id: i64) -> Result<Team, ApiError> {
     who.require_scope(Access::Read, Area::Organization)?;
     let team = orgs::team(&app.db, id)
         .await?

@@ -189,6 +189,25 @@ impl<T: Serialize + ToSchema> IntoResponse for Paged<T> {
     }
 }
 
+/// Gitea's answer to a search (`GET /repos/search`, `/users/search`):
+/// `{ok, data}`, with the page's `Link` and `X-Total-Count` as every list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResults<T: ToSchema> {
+    pub ok: bool,
+    pub data: Vec<T>,
+}
+
+impl<T: Serialize + ToSchema> Paged<T> {
+    /// This page in Gitea's search shape.
+    pub fn search_results(self) -> Response {
+        let body = SearchResults {
+            ok: true,
+            data: self.page.results,
+        };
+        (self.headers, Json(body)).into_response()
+    }
+}
+
 /// Absolute URL of the request with some query parameters replaced.
 pub(crate) struct UrlBase {
     root: String,
