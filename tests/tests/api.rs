@@ -841,10 +841,12 @@ async fn team_members_are_a_paged_list() {
         assert!(b["results"][0]["id"].is_i64());
         assert_eq!(h["x-total-count"], "2");
         let (_, h, b) = json_of(members("?page=2&limit=1").await.unwrap()).await;
-        assert_eq!(
-            b,
-            json!([{"id": b[0]["id"], "login": "root", "full_name": ""}])
-        );
+        // Gitea's user object, its address in Gitea's private form.
+        assert_eq!(b.as_array().unwrap().len(), 1, "{b}");
+        assert_eq!(b[0]["login"], "root");
+        assert_eq!(b[0]["username"], "root");
+        assert_eq!(b[0]["full_name"], "");
+        assert_eq!(b[0]["email"], "root@noreply.127.0.0.1");
         assert_eq!(h["x-total-count"], "2");
         let (_, _, b) = json_of(members("?size=1").await.unwrap()).await;
         assert_eq!(b["meta"]["total_pages"], 2);

@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
-use super::repos::{CreateRepo, RepositoryView};
+use super::repos::{CreateRepo, RepositoryView, UserRef};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, MaybePrincipal, Principal};
 use crate::orgs::{self, Org};
 use crate::repos;
@@ -53,15 +53,6 @@ pub(crate) fn org_view(version: ApiVersion, org: Org, is_owner: bool) -> OrgView
         require_two_factor: org.require_two_factor,
         members_without_two_factor: None,
     }
-}
-
-/// A member of an organization or a team, as their member lists show it
-/// (Gitea's user fields that Postern has).
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct MemberView {
-    pub(crate) id: i64,
-    pub(crate) login: String,
-    pub(crate) full_name: String,
 }
 
 /// The members an owner should chase while the 2FA policy is on.
@@ -273,7 +264,7 @@ async fn member_org(app: &App, who: &Principal, name: &str) -> Result<Org, ApiEr
 /// An organization's members (of any team), in login order. Permission:
 /// organization member (Postern has no public membership).
 #[utoipa::path(get, path = "/api/v1/orgs/{org}/members", tag = "organization", params(OrgPath, PageQuery), responses(
-    (status = 200, description = "A page of members", body = Listed<MemberView>),
+    (status = 200, description = "A page of members", body = Listed<UserRef>),
     (status = 404, description = "No such organization, or not a member", body = ErrorBody),
 ))]
 pub(crate) async fn members(
@@ -281,18 +272,14 @@ pub(crate) async fn members(
     who: Principal,
     Path(path): Path<OrgPath>,
     paging: Paging,
-) -> Result<Paged<MemberView>, ApiError> {
+) -> Result<Paged<UserRef>, ApiError> {
     let window = paging.window(false)?;
     let org = member_org(&app, &who, &path.org).await?;
     let all = orgs::org_member_accounts(&app.db, org.id).await?;
     Ok(paging.answer(
         window
             .take(all, |(id, _, _)| *id)
-            .map(|(id, login, full_name)| MemberView {
-                id,
-                login,
-                full_name,
-            }),
+            .map(|(id, login, full_name)| UserRef::named(&app, id, &login, &full_name)),
     ))
 }
 

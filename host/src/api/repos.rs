@@ -21,7 +21,7 @@ use crate::users;
 /// reading the account, the rest at Gitea's defaults. The address is
 /// Gitea's private form, `{login}@noreply.{domain}`, never the real one.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct OwnerRef {
+pub struct UserRef {
     pub id: i64,
     pub login: String,
     /// Gitea's alias of `login`.
@@ -46,14 +46,22 @@ pub struct OwnerRef {
     pub starred_repos_count: i64,
 }
 
-impl OwnerRef {
-    pub(crate) fn new(app: &App, id: i64, login: &str) -> OwnerRef {
+impl UserRef {
+    /// A member of a list that knows the full name too.
+    pub(crate) fn named(app: &App, id: i64, login: &str, full_name: &str) -> UserRef {
+        UserRef {
+            full_name: full_name.to_string(),
+            ..UserRef::new(app, id, login)
+        }
+    }
+
+    pub(crate) fn new(app: &App, id: i64, login: &str) -> UserRef {
         let root = &app.config().server.root_url;
         let domain = url::Url::parse(root)
             .ok()
             .and_then(|u| u.host_str().map(str::to_string))
             .unwrap_or_else(|| "localhost".into());
-        OwnerRef {
+        UserRef {
             id,
             login: login.to_string(),
             username: login.to_string(),
@@ -90,7 +98,7 @@ pub struct Permissions {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RepositoryView {
     pub id: i64,
-    pub owner: OwnerRef,
+    pub owner: UserRef,
     pub name: String,
     pub full_name: String,
     pub description: String,
@@ -176,7 +184,7 @@ pub(crate) fn view(
     let admin = level >= Level::Admin;
     RepositoryView {
         id: repo.id,
-        owner: OwnerRef::new(app, repo.owner_id, &repo.owner_login),
+        owner: UserRef::new(app, repo.owner_id, &repo.owner_login),
         name: repo.name.clone(),
         full_name: repo.full_name(),
         description: repo.description.clone(),
@@ -598,11 +606,11 @@ pub(crate) async fn transfer(
     ))
 }
 
-/// A collaborator.
+/// A collaborator: Gitea's user, and the permission given.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CollaboratorView {
-    pub id: i64,
-    pub login: String,
+    #[serde(flatten)]
+    pub user: UserRef,
     /// `read`, `write` or `admin`.
     pub permission: String,
 }
@@ -634,8 +642,7 @@ pub(crate) async fn collaborators(
         window
             .take(list, |(id, _, _)| *id)
             .map(|(id, login, level)| CollaboratorView {
-                id,
-                login,
+                user: UserRef::new(&app, id, &login),
                 permission: level.permission_name().into(),
             }),
     ))
@@ -772,7 +779,7 @@ pub struct CollaboratorPermission {
     pub permission: String,
     /// Gitea's role name: `Owner`, `Admin`, `Write`, `Read` or `None`.
     pub role_name: String,
-    pub user: OwnerRef,
+    pub user: UserRef,
 }
 
 /// A user's permission on a repository (CI systems ask it before they
@@ -803,7 +810,7 @@ pub(crate) async fn collaborator_permission(
     Ok(Json(CollaboratorPermission {
         permission: name.into(),
         role_name,
-        user: OwnerRef::new(&app, user.id, &user.login),
+        user: UserRef::new(&app, user.id, &user.login),
     }))
 }
 

@@ -5,17 +5,11 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::api::links::{Links, LinksBuilder};
+use crate::api::repos::UserRef;
 use crate::api::rfc3339;
 use crate::issues::{Comment, Issue, Label, Rights};
 use crate::repos::Repository;
 use crate::state::App;
-
-/// A user as an issue names it (Gitea's `User`, the fields that matter).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct UserRef {
-    pub id: i64,
-    pub login: String,
-}
 
 /// Gitea's `RepositoryMeta`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -114,10 +108,7 @@ pub(super) fn issue_view(app: &App, repo: &Repository, rights: Rights, issue: Is
     let users: Vec<UserRef> = issue
         .assignees
         .iter()
-        .map(|(id, login)| UserRef {
-            id: *id,
-            login: login.clone(),
-        })
+        .map(|(id, login)| UserRef::new(app, *id, login))
         .collect();
     let root = root(app);
     IssueView {
@@ -153,19 +144,16 @@ pub(super) fn issue_view(app: &App, repo: &Repository, rights: Rights, issue: Is
         body: issue.body,
         state: if issue.is_closed { "closed" } else { "open" }.into(),
         is_locked: issue.is_locked,
-        user: UserRef {
-            id: issue.author_id,
-            login: issue.author_login,
-        },
+        user: UserRef::new(app, issue.author_id, &issue.author_login),
         labels: issue
             .labels
             .into_iter()
             .map(|l| label_view(app, repo, l))
             .collect(),
-        assignee: users.first().map(|u| UserRef {
-            id: u.id,
-            login: u.login.clone(),
-        }),
+        assignee: issue
+            .assignees
+            .first()
+            .map(|(id, login)| UserRef::new(app, *id, login)),
         assignees: users,
         comments: issue.comments,
         created_at: rfc3339(issue.created),
@@ -206,10 +194,7 @@ pub(super) fn comment_view(
         ),
         id: c.id,
         body: c.body,
-        user: UserRef {
-            id: c.author_id,
-            login: c.author_login,
-        },
+        user: UserRef::new(app, c.author_id, &c.author_login),
         created_at: rfc3339(c.created),
         updated_at: rfc3339(c.updated),
     }

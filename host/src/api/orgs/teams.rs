@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{MemberView, OrgPath, find_org, owned_org};
+use super::{OrgPath, UserRef, find_org, owned_org};
 use crate::access::Level;
 use crate::api::links::{Links, LinksBuilder};
 use crate::api::pagination::{Listed, PageQuery, Paged, Paging};
@@ -221,7 +221,7 @@ pub(crate) async fn team(
 /// A team's members, in login order, paged as every list. Permission:
 /// organization member.
 #[utoipa::path(get, path = "/api/v1/teams/{id}/members", tag = "organization", params(TeamPath, PageQuery), responses(
-    (status = 200, description = "A page of members", body = Listed<MemberView>),
+    (status = 200, description = "A page of members", body = Listed<UserRef>),
     (status = 404, description = "No such team, or not a member of its organization", body = ErrorBody),
 ))]
 pub(crate) async fn team_members(
@@ -229,44 +229,34 @@ pub(crate) async fn team_members(
     who: Principal,
     Path(path): Path<TeamPath>,
     paging: Paging,
-) -> Result<Paged<MemberView>, ApiError> {
+) -> Result<Paged<UserRef>, ApiError> {
     let window = paging.window(false)?;
     let team = visible_team(&app, &who, path.id).await?;
     let all = orgs::member_accounts(&app.db, team.id).await?;
     Ok(paging.answer(
         window
             .take(all, |(id, _, _)| *id)
-            .map(|(id, login, full_name)| MemberView {
-                id,
-                login,
-                full_name,
-            }),
+            .map(|(id, login, full_name)| UserRef::named(&app, id, &login, &full_name)),
     ))
 }
 
 /// One member of a team (Gitea's way to ask whether a user is in it: the
 /// user, or 404). Permission: organization member.
 #[utoipa::path(get, path = "/api/v1/teams/{id}/members/{username}", tag = "organization", params(TeamMemberPath), responses(
-    (status = 200, description = "The member", body = MemberView),
+    (status = 200, description = "The member", body = UserRef),
     (status = 404, description = "Not in the team; no such team, or not a member of its organization", body = ErrorBody),
 ))]
 pub(crate) async fn team_member(
     State(app): State<App>,
     who: Principal,
     Path(path): Path<TeamMemberPath>,
-) -> Result<Json<MemberView>, ApiError> {
+) -> Result<Json<UserRef>, ApiError> {
     let team = visible_team(&app, &who, path.id).await?;
     orgs::member_accounts(&app.db, team.id)
         .await?
         .into_iter()
         .find(|(_, login, _)| login.eq_ignore_ascii_case(&path.username))
-        .map(|(id, login, full_name)| {
-            Json(MemberView {
-                id,
-                login,
-                full_name,
-            })
-        })
+        .map(|(id, login, full_name)| Json(UserRef::named(&app, id, &login, &full_name)))
         .ok_or_else(|| ApiError::NotFound(format!("{} is not in the team", path.username)))
 }
 
