@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "stored_sources",
             "plugins::builtin",
             "git::bare",
+            "git::objects",
             "git::pushes",
         ],
     ),
@@ -43,8 +44,14 @@ const LAYERS: &[(&str, &[&str])] = &[
             "roles", "users", "keys", "tokens", "sessions", "repos", "orgs", "issues",
         ],
     ),
-    ("domain: rules", &["access", "protection", "second_factor"]),
-    ("domain: sign-in", &["identity", "oauth_provider", "authn"]),
+    (
+        "domain: rules",
+        &["access", "protection", "second_factor", "content"],
+    ),
+    (
+        "domain: sign-in",
+        &["identity", "oauth_provider", "authn", "offboarding"],
+    ),
     ("transports", &["api", "web", "git"]),
     ("top", &["server", "cli"]),
 ];

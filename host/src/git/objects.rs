@@ -7,7 +7,7 @@
 //! Revisions and paths come from callers: [`check_rev`] and [`check_path`]
 //! refuse what git would read as something else (an option, a range, a
 //! search, a path out of the tree) before any of it reaches git. A leaf
-//! beside [`super::bare`]: it imports nothing of the host.
+//! beside [`crate::git::bare`]: it imports nothing of the host.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -15,7 +15,7 @@ use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use super::bare;
+use crate::git::bare;
 
 /// Why a read failed.
 #[derive(Debug, thiserror::Error)]
@@ -899,7 +899,7 @@ impl Walk<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::git::objects::*;
 
     #[test]
     fn revisions_that_git_would_read_as_more_than_a_name_are_refused() {
