@@ -73,6 +73,7 @@ cat > "$work/schemathesis.toml" <<TOML
 "path.repo" = "demo"
 "path.username" = "plain"
 "path.collaborator" = "plain"
+"path.ref" = "heads"
 TOML
 
 status=0

@@ -218,11 +218,14 @@ impl PayloadCommit {
 /// --skip --max-count`), the cursor-by-id style counting positions from 1.
 pub(crate) fn skip_and_max(window: &Window) -> (u64, u64) {
     use crate::api::pagination::Span;
-    match window.span() {
+    // git reads `--skip` and `--max-count` as 32-bit integers.
+    const MAX: u64 = i32::MAX as u64;
+    let (skip, max) = match window.span() {
         Span::Range { limit, offset } => (offset.max(0) as u64, limit.max(0) as u64),
         Span::After { id, rows } => (id.max(0) as u64, rows.max(0) as u64),
-        Span::All => (0, u64::MAX / 2),
-    }
+        Span::All => (0, MAX),
+    };
+    (skip.min(MAX), max.min(MAX))
 }
 
 /// The page made of `rows` fetched from position `skip` of a list of
