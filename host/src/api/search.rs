@@ -17,7 +17,7 @@ use crate::orgs;
 use crate::repos::{self, Repository};
 use crate::state::App;
 use crate::tokens::Area;
-use crate::users::{self, LOCAL_SOURCE};
+use crate::users;
 
 /// Gitea's repository search filters, the ones Postern has.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -75,14 +75,15 @@ pub(crate) async fn repos(
             && archived.is_none_or(|a| r.is_archived == a)
     });
     if let Some(uid) = filter.uid {
+        let account = users::find_by_id(&app.db, uid).await?;
         let mut mine = Vec::new();
         for r in all {
             let owned = r.owner_id == uid;
             let writes = !exclusive
                 && !owned
-                && match users::find_by_id(&app.db, uid).await? {
+                && match &account {
                     Some(u) => {
-                        crate::access::repo_level(&app, Some(&u), &r).await?
+                        crate::access::repo_level(&app, Some(u), &r).await?
                             >= crate::roles::Level::Write
                     }
                     None => false,
@@ -163,15 +164,7 @@ pub(crate) async fn users(
     let mut results = Vec::with_capacity(slice.items.len());
     for user in &slice.items {
         let mut user = user.clone();
-        let full = caller
-            .user
-            .as_ref()
-            .is_some_and(|c| c.is_admin || c.id == user.id);
-        if !full {
-            user.email.clear();
-            user.is_admin = false;
-            user.login_source = LOCAL_SOURCE.into();
-        }
+        super::users::hide_private(caller.user.as_ref(), &mut user);
         let href = format!("{}/users/{}", version.prefix(), user.login);
         let links = LinksBuilder::new(href.clone())
             .get("repos", format!("{href}/repos"))

@@ -197,16 +197,19 @@ pub(crate) async fn public_get(
     let links = LinksBuilder::new(href.clone())
         .get("repos", format!("{href}/repos"))
         .build();
-    let full = caller
-        .user
-        .as_ref()
-        .is_some_and(|c| c.is_admin || c.id == user.id);
-    if !full {
-        user.email.clear();
-        user.is_admin = false;
-        user.login_source = LOCAL_SOURCE.into();
-    }
+    hide_private(caller.user.as_ref(), &mut user);
     Ok(Json(view(&app, version, &user, links).await?))
+}
+
+/// Clears what only the user and site administrators see of an account
+/// (its address, administrator flag and sign-in source) for anyone else.
+pub(crate) fn hide_private(caller: Option<&User>, user: &mut User) {
+    if caller.is_some_and(|c| c.is_admin || c.id == user.id) {
+        return;
+    }
+    user.email.clear();
+    user.is_admin = false;
+    user.login_source = LOCAL_SOURCE.into();
 }
 
 /// Filters of the admin user list.
