@@ -324,6 +324,16 @@ async def main():
             await call("repoListCollaborators", repos.repo_list_collaborators, admin_name, "tools", page=1, limit=10, status=200)
         ).data
         expect([c.login for c in collaborators] == [user_name], f"collaborators: {collaborators}")
+        await call("repoCheckCollaborator", repos.repo_check_collaborator, admin_name, "tools", user_name, status=204)
+        permission = (
+            await call("repoGetRepoPermissions", repos.repo_get_repo_permissions, admin_name, "tools", user_name, status=200)
+        ).data
+        expect(
+            permission.permission == "write" and permission.role_name == "Write" and permission.user.login == user_name,
+            f"permission: {permission}",
+        )
+        by_id = (await call("repoGetByID", repos.repo_get_by_id, edited_repo.id, status=200)).data
+        expect(by_id.full_name == f"{admin_name}/tools", f"by id: {by_id}")
 
         # Branch protection, with every field of Gitea's option.
         full = g.CreateBranchProtectionOption(
@@ -457,6 +467,25 @@ async def main():
         await call("orgAddTeamMember", orgs.org_add_team_member, team.id, user_name, status=204)
         members = (await call("orgListTeamMembers", orgs.org_list_team_members, team.id, page=1, limit=10, status=200)).data
         expect([m.login for m in members] == [user_name], f"members: {members}")
+        got_team = (await call("orgGetTeam", orgs.org_get_team, team.id, status=200)).data
+        expect(got_team.name == "builders" and got_team.organization.username == "tooling", f"team: {got_team}")
+        member = (await call("orgListTeamMember", orgs.org_list_team_member, team.id, user_name, status=200)).data
+        expect(member.login == user_name, f"team member: {member}")
+        org_members = (await call("orgListMembers", orgs.org_list_members, "tooling", page=1, limit=10, status=200)).data
+        expect(sorted(m.login for m in org_members) == sorted([admin_name, user_name]), f"org members: {org_members}")
+        await call("orgIsMember", orgs.org_is_member, "tooling", user_name, status=204)
+        my_orgs = (await call("orgListCurrentUserOrgs", orgs.org_list_current_user_orgs, page=1, limit=10, status=200)).data
+        expect([o.username for o in my_orgs] == ["tooling"], f"my orgs: {my_orgs}")
+        their_orgs = (await call("orgListUserOrgs", orgs.org_list_user_orgs, user_name, page=1, limit=10, status=200)).data
+        expect([o.username for o in their_orgs] == ["tooling"], f"their orgs: {their_orgs}")
+        every_org = (await call("orgGetAll", orgs.org_get_all, page=1, limit=50, status=200)).data
+        expect("tooling" in [o.username for o in every_org], f"orgs: {every_org}")
+        admin_orgs = (await call("adminGetAllOrgs", admin_api.admin_get_all_orgs, page=1, limit=50, status=200)).data
+        expect("tooling" in [o.username for o in admin_orgs], f"admin orgs: {admin_orgs}")
+        them = (await call("userGet", users.user_get, user_name, status=200)).data
+        expect(them.login == user_name and them.id > 0, f"user: {them}")
+        admin_repos = (await call("userListRepos", users.user_list_repos, admin_name, page=1, limit=50, status=200)).data
+        expect("tools" in [r.name for r in admin_repos], f"user repos: {admin_repos}")
         org_repo = (
             await call("createOrgRepo", orgs.create_org_repo, "tooling", g.CreateRepoOption(name="site"), status=201)
         ).data
@@ -503,6 +532,8 @@ async def main():
         ).data
         keys = (await call("userCurrentListKeys", plain_users.user_current_list_keys, page=1, limit=10, status=200)).data
         expect([k.id for k in keys] == [key.id], f"keys: {keys}")
+        one_key = (await call("userCurrentGetKey", plain_users.user_current_get_key, key.id, status=200)).data
+        expect(one_key.title == "laptop" and one_key.id == key.id, f"key: {one_key}")
         await call("userCurrentDeleteKey", plain_users.user_current_delete_key, key.id, status=204)
         token = (
             await call(

@@ -634,6 +634,290 @@ async fn every_role_reading_a_team_and_its_members() {
     }
 }
 
+/// Expected outcome per role (rows in ROLES order) for the repository
+/// content API and the repository's own settings: [every content read,
+/// write a file through `contents`, edit the settings, transfer, found by
+/// `/repos/search`]. Reads follow the view, a file write follows the push,
+/// the settings follow the repository admin, a transfer needs an owner.
+/// A repository a caller may not see is absent from search (`hidden`).
+const CONTENT_PRIVATE: &[[&str; 5]] = &[
+    ["ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "ok"],
+    ["ok", "403", "403", "403", "ok"],
+    ["ok", "ok", "403", "403", "ok"],
+    ["ok", "403", "403", "403", "ok"],
+    ["ok", "ok", "403", "403", "ok"],
+    ["ok", "ok", "ok", "403", "ok"],
+    ["404", "404", "404", "404", "hidden"],
+    ["404", "401", "401", "401", "hidden"],
+];
+
+const CONTENT_PUBLIC: &[[&str; 5]] = &[
+    ["ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "ok"],
+    ["ok", "403", "403", "403", "ok"],
+    ["ok", "403", "403", "403", "ok"],
+    ["ok", "403", "403", "403", "ok"],
+    ["ok", "ok", "403", "403", "ok"],
+    ["ok", "ok", "ok", "403", "ok"],
+    ["ok", "403", "403", "403", "ok"],
+    ["ok", "401", "401", "401", "ok"],
+];
+
+/// Every content read of the API, relative to the repository.
+const CONTENT_READS: &[&str] = &[
+    "branches",
+    "branches/main",
+    "tags",
+    "tags/v1",
+    "git/refs",
+    "git/refs/heads",
+    "commits",
+    "git/commits/main",
+    "compare/v1...main",
+    "contents",
+    "contents/README",
+    "raw/README",
+    "raw/main/README",
+    "media/README",
+    "git/trees/main",
+    "archive/main.tar.gz",
+];
+
+/// Expected outcome per role for the administrators' provisioning:
+/// [create a user, give a user a repository, give a user an organization,
+/// list every organization].
+const PROVISIONING: &[[&str; 4]] = &[
+    ["ok", "ok", "ok", "ok"],
+    ["403", "403", "403", "403"],
+    ["403", "403", "403", "403"],
+    ["403", "403", "403", "403"],
+    ["403", "403", "403", "403"],
+    ["403", "403", "403", "403"],
+    ["403", "403", "403", "403"],
+    ["403", "403", "403", "403"],
+    ["401", "401", "401", "401"],
+];
+
+#[tokio::test]
+async fn every_role_against_the_content_api_and_settings() {
+    use base64::Engine as _;
+    for backend in backends() {
+        let (server, _) = setup(&backend).await;
+        let work = tempfile::tempdir().unwrap();
+        let host = server.base.trim_start_matches("http://").to_string();
+        assert!(git(work.path(), &["init", "-q"]).0);
+        std::fs::write(work.path().join("README"), "hello").unwrap();
+        assert!(git(work.path(), &["add", "."]).0);
+        assert!(git(work.path(), &["commit", "-q", "-m", "seed"]).0);
+        assert!(git(work.path(), &["tag", "v1"]).0);
+        for repo in ["private", "public"] {
+            let url = format!("http://orgowner:{PW}@{host}/corp/{repo}.git");
+            let (ok, out) = git(
+                work.path(),
+                &["push", "-q", &url, "HEAD:refs/heads/main", "v1"],
+            );
+            assert!(ok, "{out}");
+        }
+
+        let mut mismatches = Vec::new();
+        for (repo, table) in [("private", CONTENT_PRIVATE), ("public", CONTENT_PUBLIC)] {
+            for ((role, user), expected) in ROLES.iter().zip(table.iter()) {
+                let base = format!("/api/v1/repos/corp/{repo}");
+                // Every read must answer alike; the first that differs
+                // from the others is named.
+                let mut reads = Vec::new();
+                for path in CONTENT_READS {
+                    let got = code(
+                        call(&server, Method::GET, &format!("{base}/{path}"), *user, None).await,
+                        &[StatusCode::OK],
+                    );
+                    reads.push((path, got));
+                }
+                let read = reads[0].1;
+                for (path, got) in &reads {
+                    if *got != read {
+                        mismatches.push(format!(
+                            "{backend} {repo} {role}: {path} answers {got}, {} answers {read}",
+                            CONTENT_READS[0]
+                        ));
+                    }
+                }
+                let file = format!("{}.txt", user.unwrap_or("anonymous"));
+                let content = base64::engine::general_purpose::STANDARD.encode(role);
+                let write = code(
+                    call(
+                        &server,
+                        Method::POST,
+                        &format!("{base}/contents/{file}"),
+                        *user,
+                        Some(json!({"content": content, "message": role, "branch": "main"})),
+                    )
+                    .await,
+                    &[StatusCode::CREATED],
+                );
+                let settings = code(
+                    call(
+                        &server,
+                        Method::PATCH,
+                        &base,
+                        *user,
+                        Some(json!({"description": format!("edited by {role}")})),
+                    )
+                    .await,
+                    &[StatusCode::OK],
+                );
+                // To the organization that owns it already: allowed to
+                // owners, and changes nothing, so the next row reads the
+                // same repository.
+                let transfer = code(
+                    call(
+                        &server,
+                        Method::POST,
+                        &format!("{base}/transfer"),
+                        *user,
+                        Some(json!({"new_owner": "corp"})),
+                    )
+                    .await,
+                    &[StatusCode::ACCEPTED],
+                );
+                let mut req =
+                    reqwest::Client::new().get(server.url("/api/v1/repos/search?q=p&limit=50"));
+                if let Some(u) = user {
+                    req = req.basic_auth(u, Some(PW));
+                }
+                let res = req.send().await.unwrap();
+                assert_eq!(res.status(), StatusCode::OK, "{backend} {role} search");
+                let found: Value = res.json().await.unwrap();
+                let names: Vec<&str> = found["data"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["full_name"].as_str().unwrap())
+                    .collect();
+                let search = if names.contains(&format!("corp/{repo}").as_str()) {
+                    "ok"
+                } else {
+                    "hidden"
+                };
+                let got = [read, write, settings, transfer, search];
+                if got != *expected {
+                    mismatches.push(format!(
+                        "{backend} {repo} {role}: expected {expected:?}, got {got:?}"
+                    ));
+                }
+            }
+        }
+        // The provisioning endpoints are the site administrators'.
+        for ((role, user), expected) in ROLES.iter().zip(PROVISIONING.iter()) {
+            let login = format!("made-by-{}", user.unwrap_or("anonymous"));
+            let create = code(
+                call(
+                    &server,
+                    Method::POST,
+                    "/api/v1/admin/users",
+                    *user,
+                    Some(json!({
+                        "username": login,
+                        "email": format!("{login}@example.com"),
+                        "password": PW,
+                        "must_change_password": false,
+                    })),
+                )
+                .await,
+                &[StatusCode::CREATED],
+            );
+            let repo = code(
+                call(
+                    &server,
+                    Method::POST,
+                    "/api/v1/admin/users/stranger/repos",
+                    *user,
+                    Some(json!({"name": login})),
+                )
+                .await,
+                &[StatusCode::CREATED],
+            );
+            let org = code(
+                call(
+                    &server,
+                    Method::POST,
+                    "/api/v1/admin/users/stranger/orgs",
+                    *user,
+                    Some(json!({"username": format!("org-{login}")})),
+                )
+                .await,
+                &[StatusCode::CREATED],
+            );
+            let orgs = code(
+                call(&server, Method::GET, "/api/v1/admin/orgs", *user, None).await,
+                &[StatusCode::OK],
+            );
+            let got = [create, repo, org, orgs];
+            if got != *expected {
+                mismatches.push(format!(
+                    "{backend} provisioning {role}: expected {expected:?}, got {got:?}"
+                ));
+            }
+        }
+        assert!(
+            mismatches.is_empty(),
+            "the content and settings table does not hold:\n{}",
+            mismatches.join("\n")
+        );
+        // What the refused changed: nothing. Only the writers' files are
+        // on the branch, only the allowed users exist.
+        let tree: Value = reqwest::Client::new()
+            .get(server.url("/api/v1/repos/corp/public/contents"))
+            .basic_auth("orgowner", Some(PW))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mut files: Vec<&str> = tree
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                "README",
+                "orgowner.txt",
+                "repoadmin.txt",
+                "siteadmin.txt",
+                "writer.txt"
+            ],
+            "{backend}"
+        );
+        let repo: Value = reqwest::Client::new()
+            .get(server.url("/api/v1/repos/corp/public"))
+            .basic_auth("orgowner", Some(PW))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(repo["description"], "edited by repository admin", "{repo}");
+        for (login, exists) in [("made-by-siteadmin", true), ("made-by-orgowner", false)] {
+            let status = call(
+                &server,
+                Method::GET,
+                &format!("/api/v1/users/{login}"),
+                Some("siteadmin"),
+                None,
+            )
+            .await;
+            assert_eq!(status == StatusCode::OK, exists, "{backend} {login}");
+        }
+    }
+}
+
 /// Expected outcome per role (rows in ROLES order) for the issue actions
 /// [view, comment, create, close own, close other, label, manage labels,
 /// delete]; `-` where the role could not open an issue of its own.

@@ -31,6 +31,16 @@ pub struct OrgView {
     /// factor and so cannot see the organization's repositories.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub members_without_two_factor: Option<Vec<String>>,
+    /// Gitea's fields that Postern keeps no value for, at Gitea's
+    /// defaults: every organization's name and membership page is public.
+    pub avatar_url: String,
+    pub description: String,
+    pub email: String,
+    pub location: String,
+    pub website: String,
+    /// Always `public`.
+    pub visibility: String,
+    pub repo_admin_change_team_access: bool,
     #[schema(value_type = Object)]
     pub _links: Links,
 }
@@ -52,6 +62,13 @@ pub(crate) fn org_view(version: ApiVersion, org: Org, is_owner: bool) -> OrgView
         full_name: org.full_name,
         require_two_factor: org.require_two_factor,
         members_without_two_factor: None,
+        avatar_url: String::new(),
+        description: String::new(),
+        email: String::new(),
+        location: String::new(),
+        website: String::new(),
+        visibility: "public".into(),
+        repo_admin_change_team_access: false,
     }
 }
 

@@ -7,12 +7,14 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{OrgPath, UserRef, find_org, owned_org};
+use std::collections::BTreeMap;
+
+use super::{OrgPath, OrgView, UserRef, find_org, org_view, owned_org};
 use crate::access::Level;
 use crate::api::links::{Links, LinksBuilder};
 use crate::api::pagination::{Listed, PageQuery, Paged, Paging};
 use crate::api::{ApiError, ApiJson, ApiVersion, ErrorBody, Principal};
-use crate::orgs::{self, Team};
+use crate::orgs::{self, Org, Team};
 use crate::repos;
 use crate::state::App;
 use crate::tokens::{Access, Area};
@@ -27,14 +29,43 @@ pub struct TeamView {
     /// `read`, `write`, `admin` or `owner`.
     pub permission: String,
     pub includes_all_repositories: bool,
+    /// The organization the team belongs to.
+    pub organization: OrgView,
+    /// Gitea's repository units: a team's one permission holds on each.
+    pub units: Vec<String>,
+    pub units_map: BTreeMap<String, String>,
+    /// Only the owners' team may create the organization's repositories.
+    pub can_create_org_repo: bool,
     #[schema(value_type = Object)]
     pub _links: Links,
 }
 
-fn team_view(version: ApiVersion, team: Team, is_owner: bool) -> TeamView {
+/// Gitea's repository units, as its teams list them.
+const UNITS: &[&str] = &[
+    "repo.actions",
+    "repo.code",
+    "repo.ext_issues",
+    "repo.ext_wiki",
+    "repo.issues",
+    "repo.packages",
+    "repo.projects",
+    "repo.pulls",
+    "repo.releases",
+    "repo.wiki",
+];
+
+fn team_view(version: ApiVersion, team: Team, org: &Org, is_owner: bool) -> TeamView {
     let href = format!("{}/teams/{}", version.prefix(), team.id);
+    let permission = team.permission.permission_name();
     TeamView {
         id: team.id,
+        organization: org_view(version, org.clone(), is_owner),
+        units: UNITS.iter().map(|u| u.to_string()).collect(),
+        units_map: UNITS
+            .iter()
+            .map(|u| (u.to_string(), permission.to_string()))
+            .collect(),
+        can_create_org_repo: team.permission == Level::Owner,
         _links: LinksBuilder::new(href.clone())
             .get("members", format!("{href}/members"))
             .action(
@@ -116,7 +147,10 @@ pub(crate) async fn create_team(
         body.includes_all_repositories,
     )
     .await?;
-    Ok((StatusCode::CREATED, Json(team_view(version, team, true))))
+    Ok((
+        StatusCode::CREATED,
+        Json(team_view(version, team, &org, true)),
+    ))
 }
 
 /// An organization's teams. Permission: organization member.
@@ -150,7 +184,7 @@ pub(crate) async fn teams(
     Ok(paging.answer(
         window
             .take(list, |t| t.id)
-            .map(|t| team_view(version, t, owner)),
+            .map(|t| team_view(version, t, &org, owner)),
     ))
 }
 
@@ -215,7 +249,10 @@ pub(crate) async fn team(
 ) -> Result<Json<TeamView>, ApiError> {
     let team = visible_team(&app, &who, path.id).await?;
     let owner = who.user.is_admin || orgs::is_owner(&app.db, team.org_id, who.user.id).await?;
-    Ok(Json(team_view(version, team, owner)))
+    let org = orgs::find_by_id(&app.db, team.org_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no such team".into()))?;
+    Ok(Json(team_view(version, team, &org, owner)))
 }
 
 /// A team's members, in login order, paged as every list. Permission:
