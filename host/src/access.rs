@@ -150,6 +150,20 @@ pub async fn require_repo(
     need: Level,
     action: &str,
 ) -> Result<Repository, Denied> {
+    Ok(require_repo_level(app, caller, owner, name, need, action)
+        .await?
+        .0)
+}
+
+/// [`require_repo`], with the caller's level on the repository.
+pub async fn require_repo_level(
+    app: &App,
+    caller: &Caller,
+    owner: &str,
+    name: &str,
+    need: Level,
+    action: &str,
+) -> Result<(Repository, Level), Denied> {
     let not_found = || Denied::NotFound(format!("repository {owner}/{name} not found"));
     let sign_in = || Denied::Unauthorized("sign in to see this repository".to_string());
     if caller.user.is_none() && app.config().service.require_signin_view {
@@ -216,5 +230,5 @@ pub async fn require_repo(
             repo.full_name()
         )));
     }
-    Ok(repo)
+    Ok((repo, level))
 }

@@ -24,6 +24,7 @@ use tokio_util::io::ReaderStream;
 
 pub mod bare;
 pub mod hooks;
+pub mod memo;
 pub mod objects;
 pub mod pushes;
 pub mod ssh;

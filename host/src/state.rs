@@ -25,6 +25,9 @@ pub struct App {
     pub pushes: Arc<crate::git::pushes::Pushes>,
     /// Seals secrets at rest.
     pub key: Arc<crate::secrets::InstanceKey>,
+    /// What repository readers keep between requests: git's answers that
+    /// cannot change, ref lists, idle object processes.
+    pub objects: Arc<crate::git::objects::Kept>,
 }
 
 impl App {
@@ -62,6 +65,7 @@ impl App {
             plugins: Arc::new(plugins),
             pushes: Arc::default(),
             key,
+            objects: Arc::default(),
         })
     }
 

@@ -9,7 +9,8 @@ use std::path::Path;
 
 /// Bottom to top. A module belongs to the entry with the longest prefix of
 /// its path; `plugins::builtin` (the built-in plugins' names) and
-/// `git::bare`/`git::pushes` (bare repositories, pushes in progress) are
+/// `git::bare`/`git::memo`/`git::objects`/`git::pushes` (bare repositories,
+/// what readers keep, reading, pushes in progress) are
 /// leaves that sit with the foundation although their parents sit higher.
 const LAYERS: &[(&str, &[&str])] = &[
     (
@@ -23,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "stored_sources",
             "plugins::builtin",
             "git::bare",
+            "git::memo",
             "git::objects",
             "git::pushes",
         ],

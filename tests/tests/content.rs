@@ -778,3 +778,88 @@ async fn files_written_through_the_api_are_commits_that_git_clones_and_protectio
         assert_ne!(remote_head(&t, "main"), before);
     }
 }
+
+/// The server keeps ref lists, counts and last changes between requests
+/// (and idle object readers); none of it outlives a change: a branch
+/// pushed, deleted or moved, a file written through the API, a history
+/// rewritten by a force push all show on the very next read.
+#[tokio::test]
+async fn what_the_server_keeps_between_reads_follows_every_change() {
+    for backend in backends() {
+        let t = setup(&backend, "").await;
+        let s = &t.server;
+        t.create("app", false).await;
+        let dir = t.push_sample("app");
+        let url = push_url(s, "owner/app");
+        let names = |b: Value| -> Vec<String> {
+            b.as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let count = |r: &reqwest::Response| -> String {
+            r.headers()["x-total-count"].to_str().unwrap().to_string()
+        };
+        // Read twice, so that what is kept is what answers.
+        for _ in 0..2 {
+            assert_eq!(
+                names(ok(s, "/api/v1/repos/owner/app/branches").await),
+                ["feature/x", "main"]
+            );
+            let r = call(s, None, "/api/v1/repos/owner/app/commits?path=README.md").await;
+            assert_eq!(count(&r), "2");
+        }
+        let last = |b: Value| b["last_commit_sha"].as_str().unwrap().to_string();
+        let before = last(ok(s, "/api/v1/repos/owner/app/contents/README.md").await);
+        assert_eq!(before, rev(&dir, "main"));
+
+        // A new branch by push, then one deleted.
+        assert!(git(&dir, &["push", "-q", &url, "main:refs/heads/later"]).0);
+        assert_eq!(
+            names(ok(s, "/api/v1/repos/owner/app/branches").await),
+            ["feature/x", "later", "main"]
+        );
+        assert!(git(&dir, &["push", "-q", &url, ":refs/heads/feature/x"]).0);
+        assert_eq!(
+            names(ok(s, "/api/v1/repos/owner/app/branches").await),
+            ["later", "main"]
+        );
+
+        // A file written through the API moves the branch and its history.
+        let (st, made) = send(
+            s,
+            reqwest::Method::PUT,
+            "owner",
+            "/api/v1/repos/owner/app/contents/README.md",
+            json!({
+                "content": b64("# Changed\n"),
+                "sha": ok(s, "/api/v1/repos/owner/app/contents/README.md").await["sha"],
+            }),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{made}");
+        let head = made["commit"]["sha"].as_str().unwrap().to_string();
+        let branch = ok(s, "/api/v1/repos/owner/app/branches/main").await;
+        assert_eq!(branch["commit"]["id"], head.as_str(), "{branch}");
+        let listed = ok(s, "/api/v1/repos/owner/app/branches").await;
+        assert_eq!(listed[1]["commit"]["id"], head.as_str(), "{listed}");
+        let r = call(s, None, "/api/v1/repos/owner/app/commits?path=README.md").await;
+        assert_eq!(count(&r), "3");
+        assert_eq!(
+            last(ok(s, "/api/v1/repos/owner/app/contents/README.md").await),
+            head
+        );
+
+        // A force push back: the old history and its answers again.
+        assert!(git(&dir, &["push", "-q", "-f", &url, "main"]).0);
+        let r = call(s, None, "/api/v1/repos/owner/app/commits?path=README.md").await;
+        assert_eq!(count(&r), "2");
+        assert_eq!(
+            last(ok(s, "/api/v1/repos/owner/app/contents/README.md").await),
+            before
+        );
+        let listed = ok(s, "/api/v1/repos/owner/app/branches").await;
+        assert_eq!(listed[1]["commit"]["id"], before.as_str(), "{listed}");
+    }
+}

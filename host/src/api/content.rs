@@ -59,8 +59,8 @@ impl Reading {
         need: Level,
         action: &str,
     ) -> Result<Reading, ApiError> {
-        let repo = access::require_repo(app, caller, owner, name, need, action).await?;
-        let level = access::repo_level(app, caller.user.as_ref(), &repo).await?;
+        let (repo, level) =
+            access::require_repo_level(app, caller, owner, name, need, action).await?;
         let root = app
             .config()
             .server
@@ -70,7 +70,7 @@ impl Reading {
         Ok(Reading {
             api: format!("{root}{}/repos/{}", version.prefix(), repo.full_name()),
             html: format!("{root}/{}", repo.full_name()),
-            objects: Objects::new(&repo.path(app)),
+            objects: Objects::kept(&repo.path(app), repo.id, &app.objects),
             level,
             repo,
         })

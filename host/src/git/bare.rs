@@ -12,6 +12,11 @@ const SCRIPT: &str = "#!/bin/sh\n# Installed by Postern: branch protection and p
 /// API's `commits?path=` and `contents`) skip commits that cannot touch
 /// the path instead of diffing each one.
 const GRAPH_SCRIPT: &str = "#!/bin/sh\n# Installed by Postern: keeps the commit-graph current for reads by path.\nexec git commit-graph write --reachable --changed-paths --split >/dev/null 2>&1\n";
+/// On every committed change of a ref, by any git command run in the
+/// repository: a new ref stamp (`crate::git::memo`), so that a kept list
+/// of refs is read anew. Its process id is the stamp's content: with the
+/// file's modification time it differs between any two changes.
+pub const REFS_SCRIPT: &str = "#!/bin/sh\n# Installed by Postern: marks each change of the refs, so that a kept list of them is read anew.\ncat >/dev/null\n[ \"$1\" = committed ] && echo \"$$\" > \"${GIT_DIR:-.}/postern-refs\"\nexit 0\n";
 
 /// The arguments that bring a repository's commit-graph up to date
 /// (`GRAPH_SCRIPT`'s), for writes made without a push.
@@ -50,7 +55,11 @@ pub fn program() -> &'static Path {
 /// Writes (or refreshes) the repository's hooks.
 pub fn install(repo_dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    for (name, script) in [("pre-receive", SCRIPT), ("post-receive", GRAPH_SCRIPT)] {
+    for (name, script) in [
+        ("pre-receive", SCRIPT),
+        ("post-receive", GRAPH_SCRIPT),
+        ("reference-transaction", REFS_SCRIPT),
+    ] {
         let path = repo_dir.join("hooks").join(name);
         if std::fs::read_to_string(&path).is_ok_and(|s| s == script) {
             continue;

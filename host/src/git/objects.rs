@@ -1,8 +1,11 @@
 //! Reading a bare repository without a working copy: refs from `git
 //! for-each-ref`, history from `git rev-list`, objects through one `git
 //! cat-file --batch-command` process per reader (started at the first read,
-//! ended when the reader is dropped), and large blobs and archives streamed
-//! from a process of their own, never held whole.
+//! ended when the reader is dropped, or kept for the next reader of the
+//! same repository when made with [`Objects::kept`]), and large blobs and
+//! archives streamed from a process of their own, never held whole. A
+//! kept reader also keeps what cannot change (counts and last changes by
+//! commit id) and ref lists until the refs change ([`crate::git::memo`]).
 //!
 //! Revisions and paths come from callers: [`check_rev`] and [`check_path`]
 //! refuse what git would read as something else (an option, a range, a
@@ -11,11 +14,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::git::bare;
+use crate::git::memo::{self, Memo};
 
 /// Why a read failed.
 #[derive(Debug, thiserror::Error)]
@@ -372,17 +377,36 @@ pub struct Signature<'a> {
 }
 
 /// A `cat-file --batch-command` process.
-struct Cat {
+pub struct Cat {
     _child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    /// No answer is half read: the process may serve another reader. A
+    /// read cancelled midway (a client gone) leaves it false, and the
+    /// process ends with its reader.
+    clean: bool,
 }
+
+/// What every kept reader of a server shares.
+pub type Kept = Memo<Cat>;
 
 /// Reads one repository. Cheap to make; the object process starts at the
 /// first object read.
 pub struct Objects {
     dir: PathBuf,
     cat: Option<Cat>,
+    /// The shared memo and this repository's key in it.
+    kept: Option<(Arc<Kept>, String)>,
+}
+
+impl Drop for Objects {
+    fn drop(&mut self) {
+        if let (Some((memo, key)), Some(cat)) = (&self.kept, self.cat.take())
+            && cat.clean
+        {
+            memo.give(key.clone(), cat);
+        }
+    }
 }
 
 impl Objects {
@@ -390,7 +414,23 @@ impl Objects {
         Objects {
             dir: dir.to_path_buf(),
             cat: None,
+            kept: None,
         }
+    }
+
+    /// A reader of repository `id` at `dir` that shares `memo` with the
+    /// server's other readers.
+    pub fn kept(dir: &Path, id: i64, memo: &Arc<Kept>) -> Objects {
+        Objects {
+            dir: dir.to_path_buf(),
+            cat: None,
+            kept: Some((memo.clone(), format!("{id} {}", dir.display()))),
+        }
+    }
+
+    /// The shared memo, for answers that cannot change.
+    fn memo(&self) -> Option<&Kept> {
+        self.kept.as_ref().map(|(memo, _)| &**memo)
     }
 
     fn command(&self) -> Command {
@@ -419,6 +459,11 @@ impl Objects {
     }
 
     async fn cat(&mut self) -> Result<&mut Cat> {
+        if self.cat.is_none()
+            && let Some((memo, key)) = &self.kept
+        {
+            self.cat = memo.take(key);
+        }
         if self.cat.is_none() {
             let mut child = self
                 .command()
@@ -439,6 +484,7 @@ impl Objects {
                 _child: child,
                 stdin,
                 stdout: BufReader::new(stdout),
+                clean: true,
             });
         }
         Ok(self.cat.as_mut().expect("started above"))
@@ -451,6 +497,7 @@ impl Objects {
             return Err(Error::Invalid(format!("invalid object name {spec:?}")));
         }
         let cat = self.cat().await?;
+        cat.clean = false;
         cat.stdin
             .write_all(format!("{command} {spec}\n").as_bytes())
             .await?;
@@ -459,6 +506,10 @@ impl Objects {
         if cat.stdout.read_line(&mut line).await? == 0 {
             return Err(Error::Git("cat-file ended".into()));
         }
+        // `info` and a missing object end at the header; `contents` leaves
+        // the content to read (`read` marks the end).
+        cat.clean =
+            command == "info" || line.ends_with(" missing\n") || line.ends_with(" ambiguous\n");
         let mut parts = line.trim_end().split(' ');
         let (Some(sha), Some(kind), Some(size), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -493,6 +544,7 @@ impl Objects {
         cat.stdout.read_exact(&mut content).await?;
         let mut newline = [0u8; 1];
         cat.stdout.read_exact(&mut newline).await?;
+        cat.clean = true;
         Ok(Some((info, content)))
     }
 
@@ -533,7 +585,24 @@ impl Objects {
             "--format=%(refname)%00%(objectname)%00%(objecttype)%00%(*objectname)",
         ];
         args.extend(prefixes);
-        let out = self.run(&args).await?;
+        let out = match &self.kept {
+            // The stamp first: a list read after it is at least as new.
+            Some((memo, repo)) => match memo::stamp(&self.dir) {
+                Some(stamp) => {
+                    let key = format!("{repo} {}", args.join(" "));
+                    match memo.list(&key, &stamp) {
+                        Some(out) => out,
+                        None => {
+                            let out = Arc::new(self.run(&args).await?);
+                            memo.keep_list(key, stamp, out.clone());
+                            out
+                        }
+                    }
+                }
+                None => Arc::new(self.run(&args).await?),
+            },
+            None => Arc::new(self.run(&args).await?),
+        };
         Ok(String::from_utf8_lossy(&out)
             .lines()
             .filter_map(|line| {
@@ -564,12 +633,21 @@ impl Objects {
     pub async fn count(&self, walk: &Walk<'_>) -> Result<u64> {
         let mut args = vec!["rev-list".to_string(), "--count".to_string()];
         args.extend(walk.args());
+        // The walk starts from commit ids: the count is the same for ever.
+        let key = args.join(" ");
+        if let Some(count) = self.memo().and_then(|m| m.count(&key)) {
+            return Ok(count);
+        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = self.run(&args).await?;
-        String::from_utf8_lossy(&out)
+        let count = String::from_utf8_lossy(&out)
             .trim()
             .parse()
-            .map_err(|_| Error::Git("rev-list --count answered no number".into()))
+            .map_err(|_| Error::Git("rev-list --count answered no number".into()))?;
+        if let Some(memo) = self.memo() {
+            memo.keep_count(key, count);
+        }
+        Ok(count)
     }
 
     /// The ids of the commits of `walk`, newest first, `skip` left out and
@@ -589,8 +667,12 @@ impl Objects {
             .collect())
     }
 
-    /// The newest commit from `commit` that changed `path`.
+    /// The newest commit from `commit` (a commit id) that changed `path`.
     pub async fn last_change(&self, commit: &str, path: &str) -> Result<Option<String>> {
+        let key = format!("{commit} {path}");
+        if let Some(change) = self.memo().and_then(|m| m.change(&key)) {
+            return Ok(change);
+        }
         let walk = Walk {
             from: commit,
             not: None,
@@ -598,7 +680,11 @@ impl Objects {
             since: None,
             until: None,
         };
-        Ok(self.history(&walk, 0, 1).await?.into_iter().next())
+        let change = self.history(&walk, 0, 1).await?.into_iter().next();
+        if let Some(memo) = self.memo() {
+            memo.keep_change(key, change.clone());
+        }
+        Ok(change)
     }
 
     /// What each of `commits` changed against its first parent (the empty
