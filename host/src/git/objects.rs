@@ -621,12 +621,11 @@ impl Objects {
             .collect())
     }
 
-    /// Whether the repository has no ref at all (nothing pushed yet).
+    /// Whether the repository has no branch or tag (nothing pushed yet).
     pub async fn is_empty(&self) -> Result<bool> {
-        let out = self
-            .run(&["for-each-ref", "--count=1", "--format=x", "refs/"])
-            .await?;
-        Ok(out.is_empty())
+        // From the ref files: `for-each-ref --count=1` still reads and
+        // sorts every ref (55 ms for 5 000 loose branches).
+        Ok(bare::is_empty(&self.dir))
     }
 
     /// How many commits `history` would list without paging.
