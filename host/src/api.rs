@@ -27,6 +27,7 @@ mod search;
 mod server_info;
 mod sessions;
 mod sources;
+mod statuses;
 mod tokens;
 mod users;
 pub mod version;
@@ -175,6 +176,9 @@ fn operations() -> Operations {
         .add(routes!(content::commits::commits))
         .add(routes!(content::commits::commit))
         .add(routes!(content::commits::compare))
+        .add(routes!(statuses::create, statuses::list))
+        .add(routes!(statuses::list_by_ref))
+        .add(routes!(statuses::combined))
         .add(routes!(content::files::contents_root))
         .add(routes!(
             content::files::contents,

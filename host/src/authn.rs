@@ -104,6 +104,7 @@ async fn oauth_token(app: &App, secret: &str) -> Result<Option<(tokens::Token, U
         expires: Some(bearer.expires),
         created: bearer.created,
         last_used: None,
+        oauth_client: Some(bearer.client_id),
     };
     Ok(Some((token, bearer.user)))
 }

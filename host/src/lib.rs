@@ -37,6 +37,7 @@ pub mod server;
 pub mod sessions;
 pub mod settings;
 pub mod state;
+pub mod statuses;
 pub mod stored_sources;
 pub mod tokens;
 pub mod users;

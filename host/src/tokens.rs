@@ -135,6 +135,9 @@ pub struct Token {
     pub expires: Option<i64>,
     pub created: i64,
     pub last_used: Option<i64>,
+    /// For an OAuth2 access token, the client id of the application it
+    /// was issued to; `None` for personal access tokens.
+    pub oauth_client: Option<String>,
 }
 
 impl Token {
@@ -204,6 +207,7 @@ fn from_row(r: &AnyRow) -> std::result::Result<Token, sqlx::Error> {
         expires: r.try_get(6)?,
         created: r.try_get(7)?,
         last_used: r.try_get(8)?,
+        oauth_client: None,
     })
 }
 

@@ -63,6 +63,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "issue.reopened",
     "issue.commented",
     "issue.labeled",
+    "status",
 ];
 
 /// The event a hook's test sends; not in [`EVENT_TYPES`]: it is sent to

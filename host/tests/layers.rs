@@ -43,7 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "domain: records",
         &[
-            "roles", "users", "keys", "tokens", "sessions", "repos", "orgs", "issues",
+            "roles", "users", "keys", "tokens", "sessions", "repos", "orgs", "issues", "statuses",
         ],
     ),
     (

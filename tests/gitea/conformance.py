@@ -167,6 +167,29 @@ async def content(repos, owner, password, repo):
     expect(rev(work, "FETCH_HEAD") == made.commit.sha, "git fetches the API's commit")
     archive = await call("repoGetArchive", repos.repo_get_archive, owner, repo, "main.zip", status=200)
     expect(archive.raw_data.startswith(b"PK"), "archive: not a zip")
+    # Commit statuses, as a CI system reports them and Renovate reads them.
+    for state in ["pending", "success"]:
+        reported = (
+            await call(
+                "repoCreateStatus",
+                repos.repo_create_status,
+                owner,
+                repo,
+                main_sha,
+                g.CreateStatusOption(state=state, context="ci/build", target_url="https://ci.example.com/1", description=state),
+                status=201,
+            )
+        ).data
+        expect(reported.status == state and reported.creator.login == owner, f"status: {reported}")
+    listed = (await call("repoListStatuses", repos.repo_list_statuses, owner, repo, main_sha, page=1, limit=10, status=200)).data
+    expect([x.status for x in listed] == ["success", "pending"], f"statuses: {listed}")
+    by_ref = (await call("repoListStatusesByRef", repos.repo_list_statuses_by_ref, owner, repo, "v1.0", sort="oldest", status=200)).data
+    expect([x.status for x in by_ref] == ["pending", "success"], f"statuses by ref: {by_ref}")
+    combined = (await call("repoGetCombinedStatusByRef", repos.repo_get_combined_status_by_ref, owner, repo, "v1.0", status=200)).data
+    expect(
+        combined.state == "success" and combined.sha == main_sha and combined.total_count == 1 and combined.repository.name == repo,
+        f"combined: {combined}",
+    )
     shutil.rmtree(work)
 
 

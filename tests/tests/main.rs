@@ -32,6 +32,7 @@ mod saml_pysaml2;
 mod sandbox;
 mod signin;
 mod ssh;
+mod statuses;
 mod totp;
 mod webhook_pages;
 mod webhooks;

@@ -35,7 +35,7 @@ use url::Url;
 
 /// The redirect URI the confidential test clients register: nothing listens
 /// there, the tests read the code from the `Location` header.
-const REDIRECT: &str = "http://127.0.0.1:1234/cb";
+pub(crate) const REDIRECT: &str = "http://127.0.0.1:1234/cb";
 
 /// The client as the discovery document configures it: authorization,
 /// token and userinfo endpoints from the document.
@@ -52,7 +52,7 @@ type Oidc = CoreClient<
 
 /// Exchanges a code with `client_secret_basic`, as a client library without
 /// its own checks would; returns the token answer after checking its shape.
-async fn exchange_raw(
+pub(crate) async fn exchange_raw(
     server: &Server,
     app: &App,
     code: &str,
@@ -248,7 +248,11 @@ async fn answer_consent(
 /// Runs `auth_url` in a signed-in browser up to the code: the consent page
 /// is answered with yes, or skipped when the grant is remembered. Checks
 /// the redirect and the state; returns the code.
-async fn obtain_code(browser: &reqwest::Client, auth_url: &Url, app_name: &str) -> String {
+pub(crate) async fn obtain_code(
+    browser: &reqwest::Client,
+    auth_url: &Url,
+    app_name: &str,
+) -> String {
     let redirect = query(auth_url, "redirect_uri").unwrap();
     let res = browser.get(auth_url.clone()).send().await.unwrap();
     let landing = match res.status() {

@@ -637,31 +637,32 @@ async fn every_role_reading_a_team_and_its_members() {
 /// Expected outcome per role (rows in ROLES order) for the repository
 /// content API and the repository's own settings: [every content read,
 /// write a file through `contents`, edit the settings, transfer, found by
-/// `/repos/search`]. Reads follow the view, a file write follows the push,
+/// `/repos/search`, report a commit status]. Reads follow the view, a file
+/// write and a status follow the push,
 /// the settings follow the repository admin, a transfer needs an owner.
 /// A repository a caller may not see is absent from search (`hidden`).
-const CONTENT_PRIVATE: &[[&str; 5]] = &[
-    ["ok", "ok", "ok", "ok", "ok"],
-    ["ok", "ok", "ok", "ok", "ok"],
-    ["ok", "403", "403", "403", "ok"],
-    ["ok", "ok", "403", "403", "ok"],
-    ["ok", "403", "403", "403", "ok"],
-    ["ok", "ok", "403", "403", "ok"],
-    ["ok", "ok", "ok", "403", "ok"],
-    ["404", "404", "404", "404", "hidden"],
-    ["404", "401", "401", "401", "hidden"],
+const CONTENT_PRIVATE: &[[&str; 6]] = &[
+    ["ok", "ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "ok", "ok"],
+    ["ok", "403", "403", "403", "ok", "403"],
+    ["ok", "ok", "403", "403", "ok", "ok"],
+    ["ok", "403", "403", "403", "ok", "403"],
+    ["ok", "ok", "403", "403", "ok", "ok"],
+    ["ok", "ok", "ok", "403", "ok", "ok"],
+    ["404", "404", "404", "404", "hidden", "404"],
+    ["404", "401", "401", "401", "hidden", "401"],
 ];
 
-const CONTENT_PUBLIC: &[[&str; 5]] = &[
-    ["ok", "ok", "ok", "ok", "ok"],
-    ["ok", "ok", "ok", "ok", "ok"],
-    ["ok", "403", "403", "403", "ok"],
-    ["ok", "403", "403", "403", "ok"],
-    ["ok", "403", "403", "403", "ok"],
-    ["ok", "ok", "403", "403", "ok"],
-    ["ok", "ok", "ok", "403", "ok"],
-    ["ok", "403", "403", "403", "ok"],
-    ["ok", "401", "401", "401", "ok"],
+const CONTENT_PUBLIC: &[[&str; 6]] = &[
+    ["ok", "ok", "ok", "ok", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "ok", "ok"],
+    ["ok", "403", "403", "403", "ok", "403"],
+    ["ok", "403", "403", "403", "ok", "403"],
+    ["ok", "403", "403", "403", "ok", "403"],
+    ["ok", "ok", "403", "403", "ok", "ok"],
+    ["ok", "ok", "ok", "403", "ok", "ok"],
+    ["ok", "403", "403", "403", "ok", "403"],
+    ["ok", "401", "401", "401", "ok", "401"],
 ];
 
 /// Every content read of the API, relative to the repository.
@@ -800,7 +801,18 @@ async fn every_role_against_the_content_api_and_settings() {
                 } else {
                     "hidden"
                 };
-                let got = [read, write, settings, transfer, search];
+                let status = code(
+                    call(
+                        &server,
+                        Method::POST,
+                        &format!("{base}/statuses/v1"),
+                        *user,
+                        Some(json!({"state": "success", "context": format!("ci/{role}")})),
+                    )
+                    .await,
+                    &[StatusCode::CREATED],
+                );
+                let got = [read, write, settings, transfer, search, status];
                 if got != *expected {
                     mismatches.push(format!(
                         "{backend} {repo} {role}: expected {expected:?}, got {got:?}"

@@ -499,6 +499,81 @@ async fn opening_and_closing_an_issue_reach_a_repository_hook() {
     }
 }
 
+/// A commit status delivers `status`, verified by the receiver, with who
+/// reported it; a refused report delivers nothing.
+#[tokio::test]
+async fn a_commit_status_reaches_a_repository_hook() {
+    for backend in backends() {
+        let s = server(&backend, "").await;
+        s.create_user("owner", PW, false);
+        let (st, b) = post(
+            &s,
+            "/api/v1/user/repos",
+            "owner",
+            json!({"name": "app", "private": true}),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path();
+        assert!(git(dir, &["init", "-q"]).0);
+        std::fs::write(dir.join("README"), "hello").unwrap();
+        assert!(git(dir, &["add", "."]).0);
+        assert!(git(dir, &["commit", "-q", "-m", "first"]).0);
+        let host = s.base.trim_start_matches("http://").to_string();
+        let url = format!(
+            "http://owner:{}@{host}/owner/app.git",
+            PW.replace(' ', "%20")
+        );
+        let (ok, out) = git(dir, &["push", "-q", &url, "HEAD:refs/heads/main"]);
+        assert!(ok, "{out}");
+        let (_, sha) = git(dir, &["rev-parse", "HEAD"]);
+        let sha = sha.trim();
+        let r = Receiver::start().await;
+        hook(
+            &s,
+            "/api/v1/repos/owner/app/hooks",
+            "owner",
+            &r.url,
+            &["status"],
+        )
+        .await;
+        let path = format!("/api/v1/repos/owner/app/statuses/{sha}");
+        let (st, _) = post(&s, &path, "owner", json!({"state": "nonsense"})).await;
+        assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY);
+        let (st, b) = post(
+            &s,
+            &path,
+            "owner",
+            json!({"state": "success", "context": "ci/build", "target_url": "https://ci.example.com/1"}),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{backend}: {b}");
+        r.wait_for(&s, "the status event delivered", 30, |g| {
+            g.iter().any(|g| g.status == 200)
+        })
+        .await;
+        // A moment for anything else that might have been sent.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let got: Vec<Value> = r.got().iter().map(body_of).collect();
+        assert_eq!(
+            got.len(),
+            1,
+            "{backend}: one event, the refused report none: {got:?}"
+        );
+        let body = &got[0];
+        assert_eq!(body["event_type"], "status", "{body}");
+        let data = &body["data"];
+        assert_eq!(data["sha"], sha, "{data}");
+        assert_eq!(data["state"], "success", "{data}");
+        assert_eq!(data["context"], "ci/build", "{data}");
+        assert_eq!(data["target_url"], "https://ci.example.com/1", "{data}");
+        assert_eq!(data["oauth_client_id"], Value::Null, "{data}");
+        assert_eq!(data["repository"]["full_name"], "owner/app", "{data}");
+        assert_eq!(data["sender"]["login"], "owner", "{data}");
+    }
+}
+
 #[tokio::test]
 async fn failures_are_retried_with_the_same_event_then_dead_then_redelivered() {
     for backend in backends() {

@@ -344,6 +344,8 @@ pub struct Bearer {
     pub user: crate::users::User,
     pub scopes: Vec<String>,
     pub app_name: String,
+    /// The application's client id.
+    pub client_id: String,
     pub created: i64,
     pub expires: i64,
 }
@@ -353,7 +355,7 @@ pub async fn bearer(db: &Db, secret: &str) -> Result<Option<Bearer>> {
     // Built once: this runs on every API call made with a Bearer token.
     static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
-            "SELECT t.scope, a.name, t.created, t.expires, {} FROM oauth_tokens t JOIN oauth_apps a ON a.id = t.app_id \
+            "SELECT t.scope, a.name, t.created, t.expires, a.client_id, {} FROM oauth_tokens t JOIN oauth_apps a ON a.id = t.app_id \
              JOIN users u ON u.id = t.user_id \
              WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked = 0 AND t.expires > $2",
             crate::users::columns_as("u")
@@ -376,7 +378,8 @@ pub async fn bearer(db: &Db, secret: &str) -> Result<Option<Bearer>> {
         app_name: r.try_get(1)?,
         created: r.try_get(2)?,
         expires: r.try_get(3)?,
-        user: crate::users::from_row_at(&r, 4)?,
+        client_id: r.try_get(4)?,
+        user: crate::users::from_row_at(&r, 5)?,
     }))
 }
 
