@@ -861,5 +861,38 @@ async fn what_the_server_keeps_between_reads_follows_every_change() {
         );
         let listed = ok(s, "/api/v1/repos/owner/app/branches").await;
         assert_eq!(listed[1]["commit"]["id"], before.as_str(), "{listed}");
+
+        // What is kept of one repository never answers for another: an
+        // object id read in `app` is not found through `other`.
+        t.create("other", false).await;
+        let other = t.work.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        assert!(git(&other, &["init", "-q"]).0);
+        std::fs::write(other.join("x"), "unrelated\n").unwrap();
+        assert!(git(&other, &["add", "."]).0);
+        assert!(git(&other, &["commit", "-q", "-m", "unrelated"]).0);
+        let (pushed, out) = git(
+            &other,
+            &[
+                "push",
+                "-q",
+                &push_url(s, "owner/other"),
+                "HEAD:refs/heads/main",
+            ],
+        );
+        assert!(pushed, "{out}");
+        let blob = rev(&dir, "main:README.md");
+        for path in [format!("git/blobs/{blob}"), format!("git/commits/{before}")] {
+            let (st, _) =
+                json_of(s, Some("owner"), &format!("/api/v1/repos/owner/app/{path}")).await;
+            assert_eq!(st, StatusCode::OK, "{backend} app/{path}");
+            let (st, b) = json_of(
+                s,
+                Some("owner"),
+                &format!("/api/v1/repos/owner/other/{path}"),
+            )
+            .await;
+            assert_eq!(st, StatusCode::NOT_FOUND, "{backend} other/{path}: {b}");
+        }
     }
 }

@@ -388,7 +388,10 @@ pub struct Cat {
 }
 
 /// What every kept reader of a server shares.
-pub type Kept = Memo<Cat>;
+pub type Kept = Memo<Cat, Vec<Change>>;
+
+/// The most changes a commit may have for its diff to be kept.
+const DIFF_KEPT_MAX: usize = 100;
 
 /// Reads one repository. Cheap to make; the object process starts at the
 /// first object read.
@@ -536,6 +539,22 @@ impl Objects {
     /// An object and its content, or `None`. Read whole: callers check the
     /// size with [`Objects::info`] first where it may be large.
     pub async fn read(&mut self, spec: &str) -> Result<Option<(Info, Vec<u8>)>> {
+        // An object named by its full id reads the same for ever: kept.
+        let key = match &self.kept {
+            Some((_, repo)) if is_full_id(spec) => Some(format!("{repo} {spec}")),
+            _ => None,
+        };
+        if let (Some(memo), Some(key)) = (self.memo(), &key)
+            && let Some((kind, bytes)) = memo.object(key)
+            && let Some(kind) = Kind::parse(kind)
+        {
+            let info = Info {
+                sha: spec.to_string(),
+                kind,
+                size: bytes.len() as u64,
+            };
+            return Ok(Some((info, bytes.to_vec())));
+        }
         let Some(info) = self.ask("contents", spec).await? else {
             return Ok(None);
         };
@@ -545,11 +564,24 @@ impl Objects {
         let mut newline = [0u8; 1];
         cat.stdout.read_exact(&mut newline).await?;
         cat.clean = true;
+        if let (Some(memo), Some(key)) = (self.memo(), key)
+            && content.len() <= memo::OBJECT_MAX
+        {
+            memo.keep_object(key, (info.kind.name(), Arc::new(content.clone())));
+        }
         Ok(Some((info, content)))
     }
 
     /// The commit `rev` (a branch, tag or sha) leads to.
     pub async fn commit(&mut self, rev: &str) -> Result<Option<Commit>> {
+        // A commit's own id reads it directly (and from what is kept); the
+        // id of a tag object goes on to peel.
+        if is_full_id(rev)
+            && let Some((info, raw)) = self.read(rev).await?
+            && info.kind == Kind::Commit
+        {
+            return Ok(Some(Commit::parse(&info.sha, &raw)));
+        }
         match self.read(&format!("{rev}^{{commit}}")).await? {
             Some((info, raw)) if info.kind == Kind::Commit => {
                 Ok(Some(Commit::parse(&info.sha, &raw)))
@@ -658,12 +690,24 @@ impl Objects {
             format!("--max-count={max}"),
         ];
         args.extend(walk.args());
+        // From commit ids, a page is the same for ever.
+        let key =
+            (is_full_id(walk.from) && walk.not.is_none_or(is_full_id)).then(|| args.join(" "));
+        if let (Some(memo), Some(key)) = (self.memo(), &key)
+            && let Some(page) = memo.page(key)
+        {
+            return Ok(page.to_vec());
+        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = self.run(&args).await?;
-        Ok(String::from_utf8_lossy(&out)
+        let page: Vec<String> = String::from_utf8_lossy(&out)
             .lines()
             .map(str::to_string)
-            .collect())
+            .collect();
+        if let (Some(memo), Some(key)) = (self.memo(), key) {
+            memo.keep_page(key, Arc::new(page.clone()));
+        }
+        Ok(page)
     }
 
     /// The newest commit from `commit` (a commit id) that changed `path`.
@@ -689,6 +733,42 @@ impl Objects {
     /// What each of `commits` changed against its first parent (the empty
     /// tree for a root commit), in one `git diff-tree --stdin`.
     pub async fn changes(&self, commits: &[String]) -> Result<Vec<(String, Vec<Change>)>> {
+        // What a commit changed never changes: kept by its id.
+        let key = |c: &str| {
+            self.kept
+                .as_ref()
+                .filter(|_| is_full_id(c))
+                .map(|(_, repo)| format!("{repo} {c}"))
+        };
+        let mut known = Vec::new();
+        let mut asked = Vec::new();
+        for c in commits {
+            match key(c).and_then(|k| self.memo()?.diff(&k)) {
+                Some(diff) => known.push((c.clone(), diff.to_vec())),
+                None => asked.push(c.clone()),
+            }
+        }
+        let fresh = self.diff_tree(&asked).await?;
+        if let Some(memo) = self.memo() {
+            for c in &asked {
+                let diff = fresh
+                    .iter()
+                    .find(|(s, _)| s == c)
+                    .map(|(_, d)| d.clone())
+                    .unwrap_or_default();
+                if let Some(k) = key(c)
+                    && diff.len() <= DIFF_KEPT_MAX
+                {
+                    memo.keep_diff(k, Arc::new(diff));
+                }
+            }
+        }
+        known.extend(fresh);
+        Ok(known)
+    }
+
+    /// [`Objects::changes`] from git.
+    async fn diff_tree(&self, commits: &[String]) -> Result<Vec<(String, Vec<Change>)>> {
         if commits.is_empty() {
             return Ok(Vec::new());
         }
@@ -942,6 +1022,11 @@ impl tokio::io::AsyncRead for ChildOut {
     ) -> std::task::Poll<std::io::Result<()>> {
         std::pin::Pin::new(&mut self.out).poll_read(cx, buf)
     }
+}
+
+/// Whether `spec` is a full object id (SHA-1 or SHA-256, lowercase hex).
+fn is_full_id(spec: &str) -> bool {
+    matches!(spec.len(), 40 | 64) && spec.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// A walk of history: from a commit, through one path or all, within
