@@ -89,12 +89,21 @@ impl Browser {
             .send_keys(password)
             .await
             .expect("typing");
-        c.find(Locator::Id("sign-in"))
+        let button = c
+            .find(Locator::Id("sign-in"))
             .await
-            .expect("a sign-in button")
-            .click()
-            .await
-            .expect("clicking");
+            .expect("a sign-in button");
+        button.clone().click().await.expect("clicking");
+        // The form's answer replaces the page: until then the old button is
+        // still there, and a `goto` now would cut the sign-in short (no
+        // session cookie yet) on a loaded machine. A sign-in that fails
+        // re-renders the page, which ends the wait too.
+        for _ in 0..200 {
+            if button.is_displayed().await.is_err() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
     }
 
     /// Adds a virtual authenticator (the WebDriver extension of W3C
