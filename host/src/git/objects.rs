@@ -4,8 +4,9 @@
 //! ended when the reader is dropped, or kept for the next reader of the
 //! same repository when made with [`Objects::kept`]), and large blobs and
 //! archives streamed from a process of their own, never held whole. A
-//! kept reader also keeps what cannot change (counts and last changes by
-//! commit id) and ref lists until the refs change ([`crate::git::memo`]).
+//! kept reader also keeps what cannot change (counts, history pages,
+//! diffs and last changes by commit id; small objects by id, per
+//! repository) and ref lists until the refs change ([`crate::git::memo`]).
 //!
 //! Revisions and paths come from callers: [`check_rev`] and [`check_path`]
 //! refuse what git would read as something else (an option, a range, a
@@ -336,7 +337,7 @@ fn parse_changes(out: &str) -> Vec<(String, Vec<Change>)> {
                 c.added = added.parse().unwrap_or(0);
                 c.deleted = deleted.parse().unwrap_or(0);
             }
-        } else if line.len() >= 40 && line.bytes().all(|b| b.is_ascii_hexdigit()) {
+        } else if is_full_id(line) {
             all.push((line.to_string(), Vec::new()));
         }
     }
@@ -617,21 +618,20 @@ impl Objects {
             "--format=%(refname)%00%(objectname)%00%(objecttype)%00%(*objectname)",
         ];
         args.extend(prefixes);
-        let out = match &self.kept {
-            // The stamp first: a list read after it is at least as new.
-            Some((memo, repo)) => match memo::stamp(&self.dir) {
-                Some(stamp) => {
-                    let key = format!("{repo} {}", args.join(" "));
-                    match memo.list(&key, &stamp) {
-                        Some(out) => out,
-                        None => {
-                            let out = Arc::new(self.run(&args).await?);
-                            memo.keep_list(key, stamp, out.clone());
-                            out
-                        }
-                    }
+        // The stamp first: a list read after it is at least as new. No
+        // stamp (hooks older than it), no list kept.
+        let kept = self.kept.as_ref().and_then(|(memo, repo)| {
+            let stamp = memo::stamp(&self.dir)?;
+            Some((memo, format!("{repo} {}", args.join(" ")), stamp))
+        });
+        let out = match kept {
+            Some((memo, key, stamp)) => match memo.list(&key, &stamp) {
+                Some(out) => out,
+                None => {
+                    let out = Arc::new(self.run(&args).await?);
+                    memo.keep_list(key, stamp, out.clone());
+                    out
                 }
-                None => Arc::new(self.run(&args).await?),
             },
             None => Arc::new(self.run(&args).await?),
         };
