@@ -22,6 +22,7 @@ mod paths;
 mod plugins;
 mod protections;
 mod provisioning;
+mod pulls;
 mod repos;
 mod search;
 mod server_info;
@@ -202,6 +203,16 @@ fn operations() -> Operations {
         .add_in_places(&hooks::PLACES, routes!(hooks::redeliver_dead))
         .add_in_places(&hooks::PLACES, routes!(hooks::test))
         .add(routes!(hooks::dead))
+        .add(routes!(pulls::list, pulls::create))
+        .add(routes!(pulls::get, pulls::edit))
+        .add(routes!(pulls::commits))
+        .add(routes!(pulls::files))
+        .add(routes!(pulls::is_merged, pulls::merge))
+        .add(routes!(pulls::request_reviewers))
+        .add(routes!(pulls::reviews::list, pulls::reviews::create))
+        .add(routes!(pulls::reviews::get, pulls::reviews::submit))
+        .add(routes!(pulls::reviews::comments))
+        .add(routes!(pulls::reviews::dismiss))
         .add(routes!(issues::list, issues::create))
         .add(routes!(issues::get, issues::edit, issues::delete))
         .add(routes!(issues::lock, issues::unlock))

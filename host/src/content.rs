@@ -233,9 +233,16 @@ pub async fn change_file(
         new: new.clone(),
         name: format!("refs/heads/{target}"),
     };
-    let refusals = protection::check_push(app, repo, user, &[update], &Quarantine::default())
-        .await
-        .map_err(Error::Git)?;
+    let refusals = protection::check_push(
+        app,
+        repo,
+        user,
+        &[update],
+        &Quarantine::default(),
+        protection::Via::Push,
+    )
+    .await
+    .map_err(Error::Git)?;
     if !refusals.is_empty() {
         return Err(Error::Refused(refusals.join("; ")));
     }

@@ -25,6 +25,7 @@ use tokio_util::io::ReaderStream;
 pub mod bare;
 pub mod hooks;
 pub mod memo;
+pub mod merges;
 pub mod objects;
 pub mod pushes;
 pub mod ssh;

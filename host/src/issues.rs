@@ -17,10 +17,13 @@ use crate::repos::Repository;
 use crate::users::User;
 use crate::webhooks;
 
-pub use changes::{Changes, add_labels, create, delete, remove_label, update};
+pub use changes::{
+    Changes, New, add_labels, check, close_in, create, delete, insert, remove_label, touch, update,
+    update_emitting,
+};
 pub use comments::{comment, comments, delete_comment, edit_comment, find_comment};
 pub use labels::{create_label, delete_label, edit_label, find_label, labels};
-pub use lookup::{Filter, find, list};
+pub use lookup::{Filter, Order, counts, find, list};
 pub use markdown::render_markdown;
 pub use rights::Rights;
 
@@ -45,6 +48,10 @@ pub struct Issue {
     /// (id, login)
     pub assignees: Vec<(i64, String)>,
     pub comments: i64,
+    /// A pull request (its head and base are the `pulls` module's).
+    pub is_pull: bool,
+    /// When the pull request was merged.
+    pub merged: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

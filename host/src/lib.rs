@@ -27,6 +27,7 @@ pub mod offboarding;
 pub mod orgs;
 pub mod plugins;
 pub mod protection;
+pub mod pulls;
 pub mod ratelimit;
 pub mod repos;
 pub mod roles;

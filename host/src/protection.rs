@@ -6,6 +6,6 @@ mod push;
 mod rule;
 mod store;
 
-pub use push::{Quarantine, RefUpdate, check_push, may_push};
+pub use push::{Quarantine, RefUpdate, Via, check_push, in_teams, may_push};
 pub use rule::{Error, Protection, Result, Rule, governing, validate};
 pub use store::{create, delete, find, list, update};

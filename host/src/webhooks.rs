@@ -64,6 +64,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "issue.commented",
     "issue.labeled",
     "status",
+    "pull_request",
+    "pull_request_review",
 ];
 
 /// The event a hook's test sends; not in [`EVENT_TYPES`]: it is sent to

@@ -25,6 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "plugins::builtin",
             "git::bare",
             "git::memo",
+            "git::merges",
             "git::objects",
             "git::pushes",
         ],
@@ -48,7 +49,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "domain: rules",
-        &["access", "protection", "second_factor", "content"],
+        &["access", "protection", "second_factor", "content", "pulls"],
     ),
     (
         "domain: sign-in",

@@ -190,7 +190,81 @@ async def content(repos, owner, password, repo):
         combined.state == "success" and combined.sha == main_sha and combined.total_count == 1 and combined.repository.name == repo,
         f"combined: {combined}",
     )
+    await pulls(repos, owner, repo, work)
     shutil.rmtree(work)
+
+
+async def pulls(repos, owner, repo, work):
+    """The pull request loop as Gitea's tools drive it: open, list, read,
+    edit, commits, files, diff, a review, the merge."""
+    opened = (
+        await call(
+            "repoCreatePullRequest",
+            repos.repo_create_pull_request,
+            owner,
+            repo,
+            body=g.CreatePullRequestOption(head="feature/x", base="main", title="Feature x", body="Adds x."),
+            status=201,
+        )
+    ).data
+    n = opened.number
+    expect(opened.head.ref == "feature/x" and opened.head.sha == rev(work, "feature/x"), f"opened: {opened}")
+    expect(opened.mergeable and not opened.merged and opened.state == "open", f"opened: {opened}")
+    listed = (await call("repoListPullRequests", repos.repo_list_pull_requests, owner, repo, state="open", page=1, limit=10, status=200)).data
+    expect([p.number for p in listed] == [n], f"pulls: {listed}")
+    one = (await call("repoGetPullRequest", repos.repo_get_pull_request, owner, repo, n, status=200)).data
+    expect(one.base.repo.name == repo and one.changed_files == 1, f"pull: {one}")
+    edited = (
+        await call(
+            "repoEditPullRequest",
+            repos.repo_edit_pull_request,
+            owner,
+            repo,
+            n,
+            body=g.EditPullRequestOption(title="Feature x, edited"),
+            status=201,
+        )
+    ).data
+    expect(edited.title == "Feature x, edited", f"edited: {edited}")
+    commits = (await call("repoGetPullRequestCommits", repos.repo_get_pull_request_commits, owner, repo, n, status=200)).data
+    expect([c.sha for c in commits] == [rev(work, "feature/x")], f"pull commits: {commits}")
+    files = (await call("repoGetPullRequestFiles", repos.repo_get_pull_request_files, owner, repo, n, status=200)).data
+    expect([f.filename for f in files] == ["feature.txt"] and files[0].status == "added", f"pull files: {files}")
+    diff = (await call("repoDownloadPullDiffOrPatch", repos.repo_download_pull_diff_or_patch, owner, repo, n, "diff", status=200)).data
+    expect("+x" in diff, f"diff: {diff}")
+    review = (
+        await call(
+            "repoCreatePullReview",
+            repos.repo_create_pull_review,
+            owner,
+            repo,
+            n,
+            g.CreatePullReviewOptions(
+                event="COMMENT",
+                body="One note.",
+                comments=[g.CreatePullReviewComment(path="feature.txt", body="why x?", new_position=1)],
+            ),
+            status=200,
+        )
+    ).data
+    expect(review.state == "COMMENT" and review.comments_count == 1, f"review: {review}")
+    reviews = (await call("repoListPullReviews", repos.repo_list_pull_reviews, owner, repo, n, status=200)).data
+    expect([r.id for r in reviews] == [review.id], f"reviews: {reviews}")
+    await call("repoGetPullReview", repos.repo_get_pull_review, owner, repo, n, review.id, status=200)
+    lines = (await call("repoGetPullReviewComments", repos.repo_get_pull_review_comments, owner, repo, n, review.id, status=200)).data
+    expect([c.path for c in lines] == ["feature.txt"], f"review comments: {lines}")
+    await call(
+        "repoMergePullRequest",
+        repos.repo_merge_pull_request,
+        owner,
+        repo,
+        n,
+        body=g.MergePullRequestOption(do="merge"),
+        status=200,
+    )
+    await call("repoPullRequestIsMerged", repos.repo_pull_request_is_merged, owner, repo, n, status=204)
+    merged = (await call("repoGetPullRequest", repos.repo_get_pull_request, owner, repo, n, status=200)).data
+    expect(merged.merged and merged.state == "closed" and merged.merged_by.login == owner, f"merged: {merged}")
 
 
 async def main():
@@ -610,22 +684,24 @@ async def main():
             )
         ).data
         expect(
-            opened.number == 1 and opened.state == "open" and opened.user.login == user_name
+            opened.number == 2 and opened.state == "open" and opened.user.login == user_name
             and [a.login for a in opened.assignees] == [user_name] and [label.name for label in opened.labels] == ["bug"],
+            # Number 2: the pull request of the content checks took 1 of the
+            # repository's one sequence.
             f"issue: {opened}",
         )
         listed_issues = (
             await call("issueListIssues", issues.issue_list_issues, admin_name, "tools", state="open", page=1, limit=10, status=200)
         ).data
-        expect([i.number for i in listed_issues] == [1], f"issues: {listed_issues}")
-        await call("issueGetIssue", issues.issue_get_issue, admin_name, "tools", 1, status=200)
+        expect([i.number for i in listed_issues] == [opened.number], f"issues: {listed_issues}")
+        await call("issueGetIssue", issues.issue_get_issue, admin_name, "tools", opened.number, status=200)
         comment = (
             await call(
                 "issueCreateComment",
                 plain_issues.issue_create_comment,
                 admin_name,
                 "tools",
-                1,
+                opened.number,
                 body=g.CreateIssueCommentOption(body="Seen on main too."),
                 status=201,
             )
@@ -639,25 +715,25 @@ async def main():
             body=g.EditIssueCommentOption(body="Seen on main and release."),
             status=200,
         )
-        comments = (await call("issueGetComments", issues.issue_get_comments, admin_name, "tools", 1, status=200)).data
+        comments = (await call("issueGetComments", issues.issue_get_comments, admin_name, "tools", opened.number, status=200)).data
         expect([c.body for c in comments] == ["Seen on main and release."], f"comments: {comments}")
-        await call("issueRemoveLabel", issues.issue_remove_label, admin_name, "tools", 1, bug.id, status=204)
+        await call("issueRemoveLabel", issues.issue_remove_label, admin_name, "tools", opened.number, bug.id, status=204)
         closed = (
             await call(
                 "issueEditIssue",
                 plain_issues.issue_edit_issue,
                 admin_name,
                 "tools",
-                1,
+                opened.number,
                 body=g.EditIssueOption(state="closed"),
                 status=201,
             )
         ).data
         expect(closed.state == "closed" and closed.closed_at is not None, f"closed: {closed}")
-        await call("issueLockIssue", issues.issue_lock_issue, admin_name, "tools", 1, status=204)
-        await call("issueUnlockIssue", issues.issue_unlock_issue, admin_name, "tools", 1, status=204)
+        await call("issueLockIssue", issues.issue_lock_issue, admin_name, "tools", opened.number, status=204)
+        await call("issueUnlockIssue", issues.issue_unlock_issue, admin_name, "tools", opened.number, status=204)
         await call("issueDeleteComment", plain_issues.issue_delete_comment, admin_name, "tools", comment.id, status=204)
-        await call("issueDelete", issues.issue_delete, admin_name, "tools", 1, status=204)
+        await call("issueDelete", issues.issue_delete, admin_name, "tools", opened.number, status=204)
         await call("issueDeleteLabel", issues.issue_delete_label, admin_name, "tools", bug.id, status=204)
 
         await call("repoDelete", repos.repo_delete, admin_name, "tools", status=204)

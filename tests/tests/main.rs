@@ -25,6 +25,7 @@ mod panel;
 mod plugin_kit;
 mod protection;
 mod provisioning;
+mod pulls;
 mod repo_settings;
 mod roles;
 mod saml;

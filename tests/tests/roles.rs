@@ -1,7 +1,8 @@
 //! The spec's role table, every role against every action, on a public and a
 //! private repository of an organization, over the API and the real `git`
 //! client, on every backend.
-//! Issues have a table of their own: every role against every issue action.
+//! Issues and pull requests have tables of their own: every role against
+//! every issue action and every pull request action.
 
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
@@ -1381,6 +1382,189 @@ async fn repository_pages_follow_the_same_rules() {
             anon.status(),
             StatusCode::OK,
             "a public repository's page is public"
+        );
+    }
+}
+
+/// Expected outcome per role (rows in ROLES order) for the pull request
+/// actions [view, open, comment, approve, the approval counts, merge,
+/// close another's]. The pull requests are the site administrator's, who
+/// cannot approve their own (422).
+const PULLS_PRIVATE: &[[&str; 7]] = &[
+    ["ok", "ok", "ok", "422", "-", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "yes", "ok", "ok"],
+    ["ok", "403", "ok", "ok", "no", "403", "403"],
+    ["ok", "ok", "ok", "ok", "yes", "ok", "ok"],
+    ["ok", "403", "ok", "ok", "no", "403", "403"],
+    ["ok", "ok", "ok", "ok", "yes", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "yes", "ok", "ok"],
+    ["404", "404", "404", "404", "-", "404", "404"],
+    ["404", "401", "401", "401", "-", "401", "401"],
+];
+
+const PULLS_PUBLIC: &[[&str; 7]] = &[
+    ["ok", "ok", "ok", "422", "-", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "yes", "ok", "ok"],
+    ["ok", "403", "ok", "ok", "no", "403", "403"],
+    ["ok", "403", "ok", "ok", "no", "403", "403"],
+    ["ok", "403", "ok", "ok", "no", "403", "403"],
+    ["ok", "ok", "ok", "ok", "yes", "ok", "ok"],
+    ["ok", "ok", "ok", "ok", "yes", "ok", "ok"],
+    ["ok", "403", "ok", "ok", "no", "403", "403"],
+    ["ok", "401", "401", "401", "-", "401", "401"],
+];
+
+/// Pushes `main` and, for each name, a branch from it adding a file of
+/// that name, to `corp/{repo}`.
+fn push_branches(server: &Server, repo: &str, names: &[String]) {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    assert!(git(dir, &["init", "-q", "-b", "main"]).0);
+    std::fs::write(dir.join("README"), "hello\n").unwrap();
+    assert!(git(dir, &["add", "."]).0);
+    assert!(git(dir, &["commit", "-q", "-m", "first"]).0);
+    for name in names {
+        assert!(git(dir, &["checkout", "-q", "-b", name, "main"]).0);
+        std::fs::write(dir.join(format!("{name}.txt")), "x\n").unwrap();
+        assert!(git(dir, &["add", "."]).0);
+        assert!(git(dir, &["commit", "-q", "-m", name]).0);
+    }
+    let host = server.base.trim_start_matches("http://");
+    let url = format!("http://orgowner:{PW}@{host}/corp/{repo}.git");
+    let (ok, out) = git(dir, &["push", "-q", &url, "--all"]);
+    assert!(ok, "{out}");
+}
+
+/// Opens a pull request from `head` into main as the site administrator.
+async fn pull_from(server: &Server, repo: &str, head: &str) -> i64 {
+    let res = reqwest::Client::new()
+        .post(server.url(&format!("/api/v1/repos/corp/{repo}/pulls")))
+        .basic_auth("siteadmin", Some(PW))
+        .json(&json!({"head": head, "base": "main", "title": format!("from {head}")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED, "{}", server.backend);
+    res.json::<Value>().await.unwrap()["number"]
+        .as_i64()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_role_against_every_pull_request_action() {
+    for backend in backends() {
+        let (server, _) = setup(&backend).await;
+        let s = &server;
+        let mut mismatches = Vec::new();
+        for (repo, table) in [("private", PULLS_PRIVATE), ("public", PULLS_PUBLIC)] {
+            let mut names = vec!["shared".to_string()];
+            for i in 0..ROLES.len() {
+                names.extend([format!("o-{i}"), format!("m-{i}"), format!("c-{i}")]);
+            }
+            push_branches(s, repo, &names);
+            // Merging needs one approval that counts.
+            let status = call(
+                s,
+                Method::POST,
+                &format!("/api/v1/repos/corp/{repo}/branch_protections"),
+                Some("orgowner"),
+                Some(json!({"rule_name": "main", "enable_push": true, "required_approvals": 1})),
+            )
+            .await;
+            assert_eq!(status, StatusCode::CREATED, "{backend}");
+            let base = format!("/api/v1/repos/corp/{repo}/pulls");
+            let shared = pull_from(s, repo, "shared").await;
+            for (i, ((role, user), expected)) in ROLES.iter().zip(table.iter()).enumerate() {
+                let view = code(
+                    call(s, Method::GET, &format!("{base}/{shared}"), *user, None).await,
+                    &[StatusCode::OK],
+                );
+                let open = code(
+                    call(
+                        s,
+                        Method::POST,
+                        &base,
+                        *user,
+                        Some(json!({"head": format!("o-{i}"), "base": "main", "title": role})),
+                    )
+                    .await,
+                    &[StatusCode::CREATED],
+                );
+                let comment = code(
+                    call(
+                        s,
+                        Method::POST,
+                        &format!("/api/v1/repos/corp/{repo}/issues/{shared}/comments"),
+                        *user,
+                        Some(json!({"body": format!("from {role}")})),
+                    )
+                    .await,
+                    &[StatusCode::CREATED],
+                );
+                let mut req = reqwest::Client::new()
+                    .post(s.url(&format!("{base}/{shared}/reviews")))
+                    .json(&json!({"event": "APPROVED", "body": role}));
+                if let Some(u) = user {
+                    req = req.basic_auth(u, Some(PW));
+                }
+                let res = req.send().await.unwrap();
+                let st = res.status();
+                let review: Value = res.json().await.unwrap_or(Value::Null);
+                let approve = if st == StatusCode::UNPROCESSABLE_ENTITY {
+                    "422"
+                } else {
+                    code(st, &[StatusCode::OK])
+                };
+                let counts = match review["official"].as_bool() {
+                    Some(true) => "yes",
+                    Some(false) => "no",
+                    None => "-",
+                };
+                let to_merge = pull_from(s, repo, &format!("m-{i}")).await;
+                let status = call(
+                    s,
+                    Method::POST,
+                    &format!("{base}/{to_merge}/reviews"),
+                    Some("writer"),
+                    Some(json!({"event": "APPROVED"})),
+                )
+                .await;
+                assert_eq!(status, StatusCode::OK, "{backend}");
+                let merge = code(
+                    call(
+                        s,
+                        Method::POST,
+                        &format!("{base}/{to_merge}/merge"),
+                        *user,
+                        Some(json!({"Do": "merge"})),
+                    )
+                    .await,
+                    &[StatusCode::OK],
+                );
+                let to_close = pull_from(s, repo, &format!("c-{i}")).await;
+                let close = code(
+                    call(
+                        s,
+                        Method::PATCH,
+                        &format!("{base}/{to_close}"),
+                        *user,
+                        Some(json!({"state": "closed"})),
+                    )
+                    .await,
+                    &[StatusCode::CREATED],
+                );
+                let got = [view, open, comment, approve, counts, merge, close];
+                if got != *expected {
+                    mismatches.push(format!(
+                        "{backend} {repo} {role}: expected {expected:?}, got {got:?}"
+                    ));
+                }
+            }
+        }
+        assert!(
+            mismatches.is_empty(),
+            "the pull request rights do not hold:\n{}",
+            mismatches.join("\n")
         );
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::oauth_provider::{REDIRECT, exchange_raw, obtain_code};
 
-async fn send(
+pub(crate) async fn send(
     server: &Server,
     method: Method,
     path: &str,

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 
 const PW: &str = "correct horse battery staple";
-const SECRET: &str = "a-hook-secret-of-forty-characters-000000";
+pub(crate) const SECRET: &str = "a-hook-secret-of-forty-characters-000000";
 
 /// How the receiver answers the next request.
 #[derive(Debug, Clone)]
@@ -39,16 +39,16 @@ enum Answer {
 
 /// One request the receiver got, and what it answered.
 #[derive(Debug, Clone)]
-struct Got {
+pub(crate) struct Got {
     headers: HeaderMap,
     body: Bytes,
-    status: u16,
+    pub status: u16,
     /// When the request arrived.
     at: Instant,
 }
 
 #[derive(Clone)]
-struct Receiver {
+pub(crate) struct Receiver {
     verifier: Arc<Verifier>,
     store: Arc<MemoryStore>,
     script: Arc<Mutex<VecDeque<Answer>>>,
@@ -102,7 +102,7 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
 }
 
 impl Receiver {
-    async fn start() -> Receiver {
+    pub(crate) async fn start() -> Receiver {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
         let r = Receiver {
@@ -119,13 +119,13 @@ impl Receiver {
         r
     }
 
-    fn got(&self) -> Vec<Got> {
+    pub(crate) fn got(&self) -> Vec<Got> {
         self.got.lock().unwrap().clone()
     }
 
     /// Waits until `pred` holds of what was received; on time-out, fails
     /// with the server's log.
-    async fn wait_for(
+    pub(crate) async fn wait_for(
         &self,
         s: &Server,
         what: &str,
@@ -147,7 +147,7 @@ impl Receiver {
     }
 }
 
-fn body_of(g: &Got) -> Value {
+pub(crate) fn body_of(g: &Got) -> Value {
     serde_json::from_slice(&g.body).unwrap()
 }
 

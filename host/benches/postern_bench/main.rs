@@ -13,6 +13,8 @@
 //! (a fresh-instance call; sign-in through the plugin against native
 //! argon2id), `git` (clone and fetch over HTTP and SSH against git by
 //! path),
+//! `pulls` (mergeability against `git merge-tree`, a page of 5 000 pull
+//! requests, posting statuses against a trivial POST handler),
 //! `webhooks` (durable deliveries against plain POSTs; the outbox's cost),
 //! `directory` (a sync of 10 000 users against an `ldapsearch` dump; needs
 //! Debian's slapd and ldap-utils), `start` (start to the first answer, idle
@@ -27,6 +29,7 @@ mod git;
 mod ldap;
 mod load;
 mod plugin;
+mod pulls;
 mod report;
 mod start;
 mod webhooks;
@@ -38,6 +41,7 @@ const GROUPS: &[&str] = &[
     "plugin",
     "git",
     "content",
+    "pulls",
     "webhooks",
     "directory",
     "start",
@@ -54,7 +58,7 @@ struct Args {
     #[arg(long)]
     json: bool,
     /// Only these groups, comma-separated (api, plugin, git, content,
-    /// webhooks, directory, start, load).
+    /// pulls, webhooks, directory, start, load).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Measure on PostgreSQL: a server URL; a database is made and dropped.
@@ -89,6 +93,7 @@ fn main() -> anyhow::Result<()> {
                 "plugin" => plugin::run(pg).await,
                 "git" => git::run(pg).await,
                 "content" => content::run(pg).await,
+                "pulls" => pulls::run(pg).await,
                 "webhooks" => webhooks::run(pg).await,
                 "directory" => ldap::run(pg).await,
                 "start" => start::run(pg).await,

@@ -61,6 +61,10 @@ pub enum ApiError {
     /// 500: the cause is logged with the request id, never echoed.
     #[error("internal server error")]
     Internal(String),
+    /// 501: a part of the request asks for what is not built yet; the
+    /// text says which.
+    #[error("{0}")]
+    NotImplemented(String),
 }
 
 /// The error body, as documented in the OpenAPI description.
@@ -89,6 +93,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -106,6 +111,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Unprocessable(_) => "unprocessable_entity",
+            ApiError::NotImplemented(_) => "not_implemented",
             ApiError::TooManyRequests { .. } => "too_many_requests",
             ApiError::Internal(_) => "internal",
         }

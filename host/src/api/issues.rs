@@ -6,7 +6,7 @@
 
 pub(crate) mod comments;
 pub(crate) mod labels;
-mod views;
+pub(crate) mod views;
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -38,7 +38,7 @@ impl From<issues::Error> for ApiError {
 
 /// The repository, and what the caller may do with its issues. `write`
 /// asks for a signed-in caller whose token (if any) may write.
-async fn open(
+pub(super) async fn open(
     app: &App,
     caller: &Caller,
     owner: &str,
@@ -61,7 +61,7 @@ async fn open(
     Ok((repo, Rights::new(level, caller.user.as_ref().map(|u| u.id))))
 }
 
-fn refuse(allowed: bool, what: &str) -> Result<(), ApiError> {
+pub(super) fn refuse(allowed: bool, what: &str) -> Result<(), ApiError> {
     if allowed {
         Ok(())
     } else {
@@ -118,8 +118,8 @@ pub struct IssueFilter {
     created_by: Option<String>,
     /// Words in the title or body.
     q: Option<String>,
-    /// Gitea's `issues` or `pulls`; Postern has only issues, so `pulls`
-    /// answers an empty list.
+    /// Gitea's `issues` or `pulls`: only issues, or only pull requests
+    /// (both when absent).
     #[serde(rename = "type")]
     #[param(rename = "type")]
     kind: Option<String>,
@@ -143,8 +143,20 @@ impl IssueFilter {
                 .filter(|s| !s.is_empty())
                 .map(str::to_string)
         };
+        let pulls = match self.kind.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some("issues") => Some(false),
+            Some("pulls") => Some(true),
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "type must be issues or pulls, not {other:?}"
+                )));
+            }
+        };
         Ok(issues::Filter {
             closed,
+            pulls,
+            order: issues::Order::Newest,
             labels: self
                 .labels
                 .as_deref()
@@ -178,14 +190,10 @@ pub(crate) async fn list(
     let window = paging.window(false)?;
     let filter_on = filter.filter()?;
     let (repo, rights) = open(&app, &caller, &path.owner, &path.repo, false).await?;
-    let all = if filter.kind.as_deref() == Some("pulls") {
-        Vec::new()
-    } else {
-        issues::list(&app.db, repo.id, &filter_on).await?
-    };
+    let (count, rows) = issues::list(&app.db, repo.id, &filter_on, window.span()).await?;
     Ok(paging.answer(
         window
-            .take(all, |i| i.id)
+            .fetched(count, rows, |i| i.id)
             .map(|i| issue_view(&app, &repo, rights, i)),
     ))
 }

@@ -20,7 +20,7 @@ use crate::users;
 /// owner, a permission's user): the fields a listing fills without
 /// reading the account, the rest at Gitea's defaults. The address is
 /// Gitea's private form, `{login}@noreply.{domain}`, never the real one.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct UserRef {
     pub id: i64,
     pub login: String,

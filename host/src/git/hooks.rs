@@ -57,7 +57,16 @@ pub(crate) async fn pre_receive(
         )
             .into_response();
     };
-    match protection::check_push(&app, &repo, &pusher, &req.updates, &req.quarantine).await {
+    match protection::check_push(
+        &app,
+        &repo,
+        &pusher,
+        &req.updates,
+        &req.quarantine,
+        protection::Via::Push,
+    )
+    .await
+    {
         Ok(refusals) => {
             if refusals.is_empty() {
                 // Once git has finished, the updates that landed are events.
@@ -161,7 +170,13 @@ async fn pushed(
         crate::webhooks::emit_alone(&app.db, event)
             .await
             .map_err(|e| e.to_string())?;
+        if let Some(branch) = u.name.strip_prefix("refs/heads/")
+            && let Err(e) = crate::pulls::synchronize(app, repo, branch, pusher).await
+        {
+            tracing::error!(repo = %repo.full_name(), "pull requests not brought up to date: {e}");
+        }
     }
+    crate::pulls::run_auto_merges(app, repo).await;
     Ok(())
 }
 

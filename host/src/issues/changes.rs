@@ -1,7 +1,7 @@
 //! Issues opened, changed, labelled and deleted, each change with its
 //! `issue.*` event in the same transaction.
 
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 
 use super::labels::{check_labels, labels_by_id};
 use super::lookup::find;
@@ -24,6 +24,18 @@ pub(super) fn check_title(title: &str) -> Result<&str> {
     Ok(title)
 }
 
+/// What a new issue holds.
+#[derive(Debug, Clone, Copy)]
+pub struct New<'a> {
+    pub title: &'a str,
+    pub body: &'a str,
+    /// Label ids, checked to belong to the repository.
+    pub labels: &'a [i64],
+    /// User ids.
+    pub assignees: &'a [i64],
+    pub is_pull: bool,
+}
+
 /// Opens an issue, with labels and assignees (ids checked to belong to the
 /// repository and to exist), and its `issue.opened` event.
 pub async fn create(
@@ -35,10 +47,40 @@ pub async fn create(
     labels: &[i64],
     assignees: &[i64],
 ) -> Result<Issue> {
-    let title = check_title(title)?;
-    check_labels(db, repo.id, labels).await?;
-    let t = now();
+    let new = New {
+        title,
+        body,
+        labels,
+        assignees,
+        is_pull: false,
+    };
+    check(db, repo, &new).await?;
     let mut tx = db.begin().await?;
+    let issue = insert(&mut tx, db, repo, author, &new).await?;
+    webhooks::emit(&mut tx, event("issue.opened", repo, &issue, author)).await?;
+    tx.commit().await?;
+    Ok(find(db, repo.id, issue.number)
+        .await?
+        .expect("the issue was just inserted"))
+}
+
+/// Checks a new issue's title and labels.
+pub async fn check(db: &Db, repo: &Repository, new: &New<'_>) -> Result<()> {
+    check_title(new.title)?;
+    check_labels(db, repo.id, new.labels).await
+}
+
+/// Inserts a checked new issue (or the issue half of a pull request) in
+/// `tx`, numbered one above the repository's highest.
+pub async fn insert(
+    tx: &mut AnyConnection,
+    db: &Db,
+    repo: &Repository,
+    author: &User,
+    new: &New<'_>,
+) -> Result<Issue> {
+    let title = check_title(new.title)?;
+    let t = now();
     // The number: one above the highest, under the (repo_id, number)
     // uniqueness, which turns a race into an error rather than a duplicate.
     let next: i64 =
@@ -48,56 +90,53 @@ pub async fn create(
             .await?
             .try_get(0)?;
     let id: i64 = sqlx::query(
-        "INSERT INTO issues (repo_id, number, author_id, title, body, created, updated) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+        "INSERT INTO issues (repo_id, number, author_id, title, body, created, updated, is_pull) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
     )
     .bind(repo.id)
     .bind(next)
     .bind(author.id)
     .bind(title)
-    .bind(body)
+    .bind(new.body)
     .bind(t)
     .bind(t)
+    .bind(i64::from(new.is_pull))
     .fetch_one(&mut *tx)
     .await?
     .try_get(0)?;
-    for label in dedup(labels) {
+    for label in dedup(new.labels) {
         sqlx::query("INSERT INTO issue_label_links (issue_id, label_id) VALUES ($1, $2)")
             .bind(id)
             .bind(label)
             .execute(&mut *tx)
             .await?;
     }
-    for user in dedup(assignees) {
+    for user in dedup(new.assignees) {
         sqlx::query("INSERT INTO issue_assignees (issue_id, user_id) VALUES ($1, $2)")
             .bind(id)
             .bind(user)
             .execute(&mut *tx)
             .await?;
     }
-    let mut issue = Issue {
+    Ok(Issue {
         id,
         repo_id: repo.id,
         number: next,
         author_id: author.id,
         author_login: author.login.clone(),
         title: title.to_string(),
-        body: body.to_string(),
+        body: new.body.to_string(),
         is_closed: false,
         is_locked: false,
         created: t,
         updated: t,
         closed: None,
-        labels: Vec::new(),
+        labels: labels_by_id(db, repo.id, new.labels).await?,
         assignees: Vec::new(),
         comments: 0,
-    };
-    issue.labels = labels_by_id(db, repo.id, labels).await?;
-    webhooks::emit(&mut tx, event("issue.opened", repo, &issue, author)).await?;
-    tx.commit().await?;
-    Ok(find(db, repo.id, next)
-        .await?
-        .expect("the issue was just inserted"))
+        is_pull: new.is_pull,
+        merged: None,
+    })
 }
 
 fn dedup(ids: &[i64]) -> Vec<i64> {
@@ -126,6 +165,19 @@ pub async fn update(
     issue: &Issue,
     actor: &User,
     changes: &Changes,
+) -> Result<Issue> {
+    update_emitting(db, repo, issue, actor, changes, Vec::new()).await
+}
+
+/// [`update`], writing `also` in the same transaction: a pull request's
+/// own events, which stand in for the `issue.*` ones.
+pub async fn update_emitting(
+    db: &Db,
+    repo: &Repository,
+    issue: &Issue,
+    actor: &User,
+    changes: &Changes,
+    also: Vec<webhooks::Event>,
 ) -> Result<Issue> {
     let title = match &changes.title {
         Some(t) => check_title(t)?.to_string(),
@@ -167,7 +219,10 @@ pub async fn update(
                 .await?;
         }
     }
-    if closed != issue.is_closed {
+    if !also.is_empty() {
+        webhooks::emit_many(&mut tx, also).await?;
+    }
+    if closed != issue.is_closed && !issue.is_pull {
         let mut after = issue.clone();
         after.title = title.clone();
         after.is_closed = closed;
@@ -231,4 +286,26 @@ pub async fn remove_label(db: &Db, issue: &Issue, label_id: i64) -> Result<bool>
         .execute(db.pool())
         .await?;
     Ok(done.rows_affected() > 0)
+}
+
+/// Marks an issue changed now, in `tx` (a pull request's head moved).
+pub async fn touch(tx: &mut AnyConnection, issue_id: i64) -> Result<()> {
+    sqlx::query("UPDATE issues SET updated = $1 WHERE id = $2")
+        .bind(now())
+        .bind(issue_id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// Closes an issue in `tx`, without an `issue.*` event: a merged pull
+/// request, whose `pull_request` event the caller writes.
+pub async fn close_in(tx: &mut AnyConnection, issue_id: i64) -> Result<()> {
+    let t = now();
+    sqlx::query("UPDATE issues SET is_closed = 1, closed = $1, updated = $1 WHERE id = $2")
+        .bind(t)
+        .bind(issue_id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
 }

@@ -7,12 +7,17 @@ use super::{Error, Label, Result, delete_row};
 use crate::db::Db;
 
 pub(super) fn label_from_row(r: &AnyRow) -> sqlx::Result<Label> {
+    label_from_row_at(r, 0)
+}
+
+/// A label from the five columns starting at `at`.
+pub(super) fn label_from_row_at(r: &AnyRow, at: usize) -> sqlx::Result<Label> {
     Ok(Label {
-        id: r.try_get(0)?,
-        repo_id: r.try_get(1)?,
-        name: r.try_get(2)?,
-        color: r.try_get(3)?,
-        description: r.try_get(4)?,
+        id: r.try_get(at)?,
+        repo_id: r.try_get(at + 1)?,
+        name: r.try_get(at + 2)?,
+        color: r.try_get(at + 3)?,
+        description: r.try_get(at + 4)?,
     })
 }
 

@@ -88,6 +88,8 @@ mod tests {
             labels: vec![],
             assignees: vec![],
             comments: 0,
+            is_pull: false,
+            merged: None,
         };
         let read = Rights::new(Level::Read, other);
         assert!(read.view() && read.comment(&issue(false)) && !read.create());

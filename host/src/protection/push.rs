@@ -74,6 +74,17 @@ fn dir_size(path: &Path) -> u64 {
         .sum()
 }
 
+/// How an update reaches a branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// A push, or a file written through the API: the push rules apply.
+    Push,
+    /// The merge of a pull request, whose gate (merge whitelist,
+    /// approvals, status checks) stands in for the push rules; what the
+    /// commits may hold (signatures, protected files) applies alike.
+    Merge,
+}
+
 /// Checks a push against the repository's rules and the push size limit.
 /// Returns the refusals, one line each, for git to print; none means the
 /// push may proceed.
@@ -83,6 +94,7 @@ pub async fn check_push(
     pusher: &User,
     updates: &[RefUpdate],
     quarantine: &Quarantine,
+    via: Via,
 ) -> std::result::Result<Vec<String>, String> {
     let mut refusals = Vec::new();
     let dir = repo.path(app);
@@ -119,15 +131,16 @@ pub async fn check_push(
             ));
             continue;
         }
-        if !rule.enable_push {
+        if via == Via::Push && !rule.enable_push {
             refusals.push(format!(
                 "branch {branch} is protected: pushing to it is disabled"
             ));
             continue;
         }
-        if !may_push(app, repo, pusher, rule)
-            .await
-            .map_err(|e| e.to_string())?
+        if via == Via::Push
+            && !may_push(app, repo, pusher, rule)
+                .await
+                .map_err(|e| e.to_string())?
         {
             refusals.push(format!(
                 "branch {branch} is protected: {who} is not allowed to push to it"
@@ -246,7 +259,7 @@ pub async fn may_push(
 
 /// Whether the pusher is in one of the named teams of the repository's
 /// organization.
-async fn in_teams(
+pub async fn in_teams(
     app: &App,
     repo: &Repository,
     pusher: &User,

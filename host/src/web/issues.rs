@@ -13,6 +13,7 @@ use serde::Deserialize;
 use super::repos::denied;
 use super::{Viewer, WebError, Who, nothing_here, render, when};
 use crate::access::{self, Level};
+use crate::db::cursor::Span;
 use crate::issues::{self, Issue, Rights};
 use crate::repos::Repository;
 use crate::state::App;
@@ -89,16 +90,24 @@ pub(crate) async fn list(
     Query(query): Query<ListQuery>,
 ) -> Result<Response, WebError> {
     let (repo, rights) = open(&app, &viewer, &owner, &name).await?;
-    let all = issues::list(&app.db, repo.id, &issues::Filter::default())
+    let closed = query.state == "closed";
+    let (open_count, closed_count) = issues::counts(&app.db, repo.id, false)
         .await
         .map_err(WebError::internal)?;
-    let closed = query.state == "closed";
-    let (closed_ones, open_ones): (Vec<Issue>, Vec<Issue>) =
-        all.into_iter().partition(|i| i.is_closed);
-    let (open_count, closed_count) = (open_ones.len(), closed_ones.len());
-    let shown = if closed { closed_ones } else { open_ones };
     let page = query.page.unwrap_or(1).max(1);
-    let total = shown.len();
+    let filter = issues::Filter {
+        closed: Some(closed),
+        pulls: Some(false),
+        ..Default::default()
+    };
+    let span = Span::Range {
+        limit: PER_PAGE as i64,
+        offset: ((page - 1).saturating_mul(PER_PAGE)).min(i64::MAX as usize) as i64,
+    };
+    let (total, shown) = issues::list(&app.db, repo.id, &filter, span)
+        .await
+        .map_err(WebError::internal)?;
+    let total = total as usize;
     let base = format!(
         "/{}/issues?state={}",
         repo.full_name(),
@@ -110,12 +119,10 @@ pub(crate) async fn list(
         csrf,
         full_name: repo.full_name(),
         closed,
-        open_count,
-        closed_count,
+        open_count: open_count as usize,
+        closed_count: closed_count as usize,
         issues: shown
             .into_iter()
-            .skip((page - 1).saturating_mul(PER_PAGE))
-            .take(PER_PAGE)
             .map(|i| IssueLine {
                 number: i.number,
                 title: i.title,

@@ -121,6 +121,19 @@ fn commit_view(
     }
 }
 
+/// Commits by id in Gitea's shape, with their files and stats (a pull
+/// request's commits).
+pub(crate) async fn commit_views(
+    reading: &mut Reading,
+    shas: &[String],
+) -> Result<Vec<CommitView>, ApiError> {
+    let extras = Extras {
+        stat: true,
+        files: true,
+    };
+    views(reading, shas, extras).await
+}
+
 /// Reads `shas` as commits, with their changes when asked.
 async fn views(
     reading: &mut Reading,

@@ -129,6 +129,11 @@ async fn write(
     )
     .await?;
     let written = content::change_file(app, &reading.repo, &who.user, change).await?;
+    // Pull requests from or into the branch follow it, as after a push.
+    if let Err(e) = crate::pulls::synchronize(app, &reading.repo, &written.branch, &who.user).await
+    {
+        tracing::warn!(repo = %reading.repo.full_name(), "pull requests not brought up to date: {e}");
+    }
     Ok(response(&reading, written))
 }
 

@@ -59,8 +59,19 @@ pub struct IssueView {
     pub url: String,
     pub html_url: String,
     pub repository: RepositoryMeta,
+    /// Set when the issue is a pull request.
+    pub pull_request: Option<PullRequestMeta>,
     #[schema(value_type = Object)]
     pub _links: Links,
+}
+
+/// Gitea's `PullRequestMeta`: what an issue list says of a pull request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PullRequestMeta {
+    pub merged: bool,
+    pub merged_at: Option<String>,
+    pub html_url: String,
+    pub draft: bool,
 }
 
 /// Gitea's `Comment`.
@@ -82,7 +93,7 @@ fn api_base(repo: &Repository) -> String {
     format!("/api/v1/repos/{}", repo.full_name())
 }
 
-pub(super) fn label_view(app: &App, repo: &Repository, l: Label) -> LabelView {
+pub(crate) fn label_view(app: &App, repo: &Repository, l: Label) -> LabelView {
     LabelView {
         url: format!(
             "{}{}/labels/{}",
@@ -111,6 +122,12 @@ pub(super) fn issue_view(app: &App, repo: &Repository, rights: Rights, issue: Is
         .map(|(id, login)| UserRef::new(app, *id, login))
         .collect();
     let root = root(app);
+    let pull_meta = issue.is_pull.then(|| PullRequestMeta {
+        merged: issue.merged.is_some(),
+        merged_at: issue.merged.map(rfc3339),
+        html_url: format!("{root}{}/pulls/{}", repo.full_name(), issue.number),
+        draft: crate::pulls::is_draft(&issue.title),
+    });
     IssueView {
         _links: LinksBuilder::new(href.clone())
             .get("comments", format!("{href}/comments"))
@@ -165,6 +182,7 @@ pub(super) fn issue_view(app: &App, repo: &Repository, rights: Rights, issue: Is
             owner: repo.owner_login.clone(),
             full_name: repo.full_name(),
         },
+        pull_request: pull_meta,
     }
 }
 

@@ -1,0 +1,446 @@
+//! Pull requests opened, read, changed, and kept in step with pushes to
+//! their head and base branches.
+
+use std::path::Path;
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Error, MergeRecord, Pull, Result, event};
+use crate::db::Db;
+use crate::db::cursor::Span;
+use crate::git::merges::{self, Merged};
+use crate::git::objects::{self, Objects};
+use crate::issues::{self, Issue};
+use crate::repos::Repository;
+use crate::state::App;
+use crate::users::User;
+use crate::webhooks;
+
+const COLUMNS: &str = "p.issue_id, p.base_branch, p.head_repo_id, p.head_branch, p.head_sha, \
+     p.merge_base, p.mergeable, p.conflicted_files, p.additions, p.deletions, p.changed_files, \
+     p.is_merged, p.merged, p.merged_by, mu.login, p.merge_commit_sha, p.auto_merge_style, \
+     p.auto_merge_by";
+
+const FROM: &str = "FROM pull_requests p LEFT JOIN users mu ON mu.id = p.merged_by";
+
+fn from_row(issue: Issue, r: &AnyRow) -> sqlx::Result<Pull> {
+    let conflicted: String = r.try_get(7)?;
+    let merged = if r.try_get::<i64, _>(11)? != 0 {
+        let by: Option<i64> = r.try_get(13)?;
+        let login: Option<String> = r.try_get(14)?;
+        Some(MergeRecord {
+            at: r.try_get::<Option<i64>, _>(12)?.unwrap_or(0),
+            by: by.zip(login),
+            commit: r.try_get::<Option<String>, _>(15)?.unwrap_or_default(),
+        })
+    } else {
+        None
+    };
+    let style: Option<String> = r.try_get(16)?;
+    let by: Option<i64> = r.try_get(17)?;
+    Ok(Pull {
+        issue,
+        base_branch: r.try_get(1)?,
+        head_repo_id: r.try_get(2)?,
+        head_branch: r.try_get(3)?,
+        head_sha: r.try_get(4)?,
+        merge_base: r.try_get(5)?,
+        mergeable: r.try_get::<i64, _>(6)? != 0,
+        conflicted_files: conflicted.lines().map(str::to_string).collect(),
+        additions: r.try_get(8)?,
+        deletions: r.try_get(9)?,
+        changed_files: r.try_get(10)?,
+        merged,
+        auto_merge: style.zip(by),
+    })
+}
+
+/// Attaches the pull request rows to their issues (one query).
+async fn attach(db: &Db, issues: Vec<Issue>) -> Result<Vec<Pull>> {
+    if issues.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Ids are the database's own integers: safe to write into the query.
+    let ids = issues
+        .iter()
+        .map(|i| i.id.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} {FROM} WHERE p.issue_id IN ({ids})"
+    ))
+    .fetch_all(db.pool())
+    .await?;
+    let mut pulls = Vec::with_capacity(issues.len());
+    for issue in issues {
+        let id = issue.id;
+        for r in &rows {
+            if r.try_get::<i64, _>(0)? == id {
+                pulls.push(from_row(issue, r)?);
+                break;
+            }
+        }
+    }
+    Ok(pulls)
+}
+
+/// Pull request `number` of a repository (none when the number is an
+/// issue's).
+pub async fn find(db: &Db, repo_id: i64, number: i64) -> Result<Option<Pull>> {
+    let Some(issue) = issues::find(db, repo_id, number).await? else {
+        return Ok(None);
+    };
+    if !issue.is_pull {
+        return Ok(None);
+    }
+    Ok(attach(db, vec![issue]).await?.pop())
+}
+
+/// The pull requests of a repository that pass `filter` (its `pulls` set
+/// to pull requests), cut to `span`, and how many pass in all: filters,
+/// order and paging in SQL, labels and heads fetched for the page only.
+pub async fn list(
+    db: &Db,
+    repo_id: i64,
+    filter: &issues::Filter,
+    span: Span,
+) -> Result<(u64, Vec<Pull>)> {
+    let filter = issues::Filter {
+        pulls: Some(true),
+        ..filter.clone()
+    };
+    let (count, page) = issues::list(db, repo_id, &filter, span).await?;
+    Ok((count, attach(db, page).await?))
+}
+
+/// What a new pull request asks.
+#[derive(Debug, Clone, Default)]
+pub struct Open {
+    pub title: String,
+    pub body: String,
+    /// A branch of the repository.
+    pub head: String,
+    pub base: String,
+    pub labels: Vec<i64>,
+    pub assignees: Vec<i64>,
+}
+
+/// What comparing head with base gives.
+struct Compared {
+    head_sha: String,
+    merge_base: String,
+    merged: Merged,
+    additions: i64,
+    deletions: i64,
+    changed_files: i64,
+}
+
+/// The commit branch `branch` points at.
+async fn branch_head(dir: &Path, branch: &str) -> Result<Option<String>> {
+    objects::check_rev(branch)?;
+    let mut objects = Objects::new(dir);
+    Ok(objects
+        .commit(&format!("refs/heads/{branch}"))
+        .await?
+        .map(|c| c.sha))
+}
+
+/// Compares head with base: the three git runs at once, so that the
+/// whole takes about as long as the merge alone.
+async fn compare(dir: &Path, base_sha: &str, head_sha: &str) -> Result<Compared> {
+    let fork = format!("{base_sha}...");
+    let (merge_base, merged, files) = tokio::try_join!(
+        merges::merge_base(dir, base_sha, head_sha),
+        merges::merge_tree(dir, base_sha, head_sha, None),
+        merges::files(dir, &fork, head_sha),
+    )?;
+    let merge_base = merge_base
+        .ok_or_else(|| Error::Invalid("head and base have no history in common".into()))?;
+    Ok(Compared {
+        head_sha: head_sha.to_string(),
+        merge_base,
+        merged,
+        additions: files.iter().map(|f| f.added as i64).sum(),
+        deletions: files.iter().map(|f| f.deleted as i64).sum(),
+        changed_files: files.len() as i64,
+    })
+}
+
+fn conflicts(merged: &Merged) -> (i64, String) {
+    match merged {
+        Merged::Clean(_) => (1, String::new()),
+        Merged::Conflicts(paths) => (0, paths.join("\n")),
+    }
+}
+
+/// Opens a pull request from branch `head` into branch `base` of `repo`,
+/// with its `pull_request` opened event, and points `refs/pull/<n>/head`
+/// at the head.
+pub async fn create(app: &App, repo: &Repository, author: &User, open: &Open) -> Result<Pull> {
+    let (head, base) = (open.head.trim(), open.base.trim());
+    if head.contains(':') {
+        return Err(Error::NotImplemented(
+            "a head in another repository (owner:branch) comes from a fork, and forks are not implemented yet".into(),
+        ));
+    }
+    if head == base {
+        return Err(Error::Invalid(format!(
+            "head and base are the same branch ({head:?})"
+        )));
+    }
+    let dir = repo.path(app);
+    let base_sha = branch_head(&dir, base)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("base branch {base:?} does not exist")))?;
+    let head_sha = branch_head(&dir, head)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("head branch {head:?} does not exist")))?;
+    let new = issues::New {
+        title: &open.title,
+        body: &open.body,
+        labels: &open.labels,
+        assignees: &open.assignees,
+        is_pull: true,
+    };
+    issues::check(&app.db, repo, &new).await?;
+    let existing: Option<i64> = sqlx::query(
+        "SELECT i.number FROM pull_requests p JOIN issues i ON i.id = p.issue_id \
+         WHERE p.base_repo_id = $1 AND p.head_repo_id = $1 AND p.head_branch = $2 \
+         AND p.base_branch = $3 AND i.is_closed = 0",
+    )
+    .bind(repo.id)
+    .bind(head)
+    .bind(base)
+    .fetch_optional(app.db.pool())
+    .await?
+    .map(|r| r.try_get(0))
+    .transpose()?;
+    if let Some(n) = existing {
+        return Err(Error::Conflict(format!(
+            "pull request #{n} is already open from {head} into {base}"
+        )));
+    }
+    let c = compare(&dir, &base_sha, &head_sha).await?;
+    if c.merge_base == c.head_sha {
+        return Err(Error::Invalid(format!(
+            "there are no changes between {base} and {head}: every commit of {head} is in {base}"
+        )));
+    }
+    let (mergeable, conflicted) = conflicts(&c.merged);
+    let mut tx = app.db.begin().await?;
+    let issue = issues::insert(&mut tx, &app.db, repo, author, &new).await?;
+    sqlx::query(
+        "INSERT INTO pull_requests (issue_id, base_repo_id, base_branch, head_repo_id, head_branch, \
+         head_sha, merge_base, mergeable, conflicted_files, additions, deletions, changed_files) \
+         VALUES ($1, $2, $3, $2, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(issue.id)
+    .bind(repo.id)
+    .bind(base)
+    .bind(head)
+    .bind(&c.head_sha)
+    .bind(&c.merge_base)
+    .bind(mergeable)
+    .bind(&conflicted)
+    .bind(c.additions)
+    .bind(c.deletions)
+    .bind(c.changed_files)
+    .execute(&mut *tx)
+    .await?;
+    let pull = Pull {
+        issue,
+        base_branch: base.to_string(),
+        head_repo_id: Some(repo.id),
+        head_branch: head.to_string(),
+        head_sha: c.head_sha,
+        merge_base: c.merge_base,
+        mergeable: mergeable != 0,
+        conflicted_files: conflicted.lines().map(str::to_string).collect(),
+        additions: c.additions,
+        deletions: c.deletions,
+        changed_files: c.changed_files,
+        merged: None,
+        auto_merge: None,
+    };
+    // The ref before the row is visible: a number whose commit failed
+    // leaves a ref the next pull request of that number overwrites.
+    merges::set_ref(&dir, &pull.head_ref(), &pull.head_sha).await?;
+    webhooks::emit(&mut tx, event("opened", repo, &pull, author)).await?;
+    tx.commit().await?;
+    find(&app.db, repo.id, pull.number())
+        .await?
+        .ok_or_else(|| Error::NotFound("the pull request was just opened".into()))
+}
+
+/// Changes to a pull request; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct Edit {
+    pub title: Option<String>,
+    pub body: Option<String>,
+    pub closed: Option<bool>,
+    pub base: Option<String>,
+    pub assignees: Option<Vec<i64>>,
+}
+
+/// Applies `edit`: title, body and assignees as the issue's; a new base
+/// branch is compared again; closing and reopening. Each with its
+/// `pull_request` event in the same transaction.
+pub async fn edit(
+    app: &App,
+    repo: &Repository,
+    pull: &Pull,
+    actor: &User,
+    edit: &Edit,
+) -> Result<Pull> {
+    if pull.merged.is_some() && (edit.closed == Some(false) || edit.base.is_some()) {
+        return Err(Error::Invalid(format!(
+            "pull request #{} is merged: it cannot be reopened or retargeted",
+            pull.number()
+        )));
+    }
+    let dir = repo.path(app);
+    let mut after = pull.clone();
+    let mut compared = None;
+    if let Some(base) = edit
+        .base
+        .as_deref()
+        .map(str::trim)
+        .filter(|b| *b != pull.base_branch)
+    {
+        if base == pull.head_branch {
+            return Err(Error::Invalid(format!(
+                "head and base are the same branch ({base:?})"
+            )));
+        }
+        let base_sha = branch_head(&dir, base)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("base branch {base:?} does not exist")))?;
+        compared = Some(compare(&dir, &base_sha, &pull.head_sha).await?);
+        after.base_branch = base.to_string();
+    }
+    if edit.closed == Some(false) && pull.issue.is_closed {
+        // Reopening needs the head branch still there.
+        let head = branch_head(&dir, &pull.head_branch).await?;
+        if head.is_none() {
+            return Err(Error::Invalid(format!(
+                "the head branch {:?} is deleted: the pull request cannot be reopened",
+                pull.head_branch
+            )));
+        }
+    }
+    let mut events = Vec::new();
+    if let Some(t) = &edit.title {
+        after.issue.title = t.trim().to_string();
+    }
+    if let Some(b) = &edit.body {
+        after.issue.body = b.clone();
+    }
+    let edited = edit
+        .title
+        .as_deref()
+        .is_some_and(|t| t.trim() != pull.issue.title)
+        || edit.body.as_deref().is_some_and(|b| b != pull.issue.body)
+        || compared.is_some();
+    if edited {
+        events.push(event("edited", repo, &after, actor));
+    }
+    if let Some(closed) = edit.closed.filter(|c| *c != pull.issue.is_closed) {
+        after.issue.is_closed = closed;
+        let action = if closed { "closed" } else { "reopened" };
+        events.push(event(action, repo, &after, actor));
+    }
+    if let Some(c) = &compared {
+        let (mergeable, conflicted) = conflicts(&c.merged);
+        sqlx::query(
+            "UPDATE pull_requests SET base_branch = $1, merge_base = $2, mergeable = $3, \
+             conflicted_files = $4, additions = $5, deletions = $6, changed_files = $7 \
+             WHERE issue_id = $8",
+        )
+        .bind(&after.base_branch)
+        .bind(&c.merge_base)
+        .bind(mergeable)
+        .bind(&conflicted)
+        .bind(c.additions)
+        .bind(c.deletions)
+        .bind(c.changed_files)
+        .bind(pull.issue.id)
+        .execute(app.db.pool())
+        .await?;
+    }
+    let changes = issues::Changes {
+        title: edit.title.clone(),
+        body: edit.body.clone(),
+        closed: edit.closed,
+        locked: None,
+        assignees: edit.assignees.clone(),
+    };
+    issues::update_emitting(&app.db, repo, &pull.issue, actor, &changes, events).await?;
+    find(&app.db, repo.id, pull.number())
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("no pull request #{}", pull.number())))
+}
+
+/// After `branch` of `repo` moved (a push, a merge, a file written through
+/// the API): every open pull request whose head it is takes the new head
+/// (its `refs/pull/<n>/head` too) with a `synchronized` event, and every
+/// open pull request whose base it is is compared again.
+pub async fn synchronize(app: &App, repo: &Repository, branch: &str, pusher: &User) -> Result<()> {
+    let dir = repo.path(app);
+    let rows = sqlx::query(
+        "SELECT i.number FROM pull_requests p JOIN issues i ON i.id = p.issue_id \
+         WHERE p.base_repo_id = $1 AND i.is_closed = 0 \
+         AND ((p.head_repo_id = $1 AND p.head_branch = $2) OR p.base_branch = $2)",
+    )
+    .bind(repo.id)
+    .bind(branch)
+    .fetch_all(app.db.pool())
+    .await?;
+    for r in rows {
+        let number: i64 = r.try_get(0)?;
+        let Some(pull) = find(&app.db, repo.id, number).await? else {
+            continue;
+        };
+        let (Some(head_sha), Some(base_sha)) = (
+            branch_head(&dir, &pull.head_branch).await?,
+            branch_head(&dir, &pull.base_branch).await?,
+        ) else {
+            // A deleted branch: the pull request keeps its last head.
+            continue;
+        };
+        let moved = head_sha != pull.head_sha;
+        let c = match compare(&dir, &base_sha, &head_sha).await {
+            Ok(c) => c,
+            Err(Error::Invalid(_)) => continue,
+            Err(e) => return Err(e),
+        };
+        let (mergeable, conflicted) = conflicts(&c.merged);
+        let mut tx = app.db.begin().await?;
+        sqlx::query(
+            "UPDATE pull_requests SET head_sha = $1, merge_base = $2, mergeable = $3, \
+             conflicted_files = $4, additions = $5, deletions = $6, changed_files = $7 \
+             WHERE issue_id = $8",
+        )
+        .bind(&c.head_sha)
+        .bind(&c.merge_base)
+        .bind(mergeable)
+        .bind(&conflicted)
+        .bind(c.additions)
+        .bind(c.deletions)
+        .bind(c.changed_files)
+        .bind(pull.issue.id)
+        .execute(&mut *tx)
+        .await?;
+        if moved {
+            merges::set_ref(&dir, &pull.head_ref(), &head_sha).await?;
+            let mut after = pull.clone();
+            after.head_sha = head_sha.clone();
+            after.merge_base = c.merge_base.clone();
+            after.mergeable = mergeable != 0;
+            issues::touch(&mut tx, pull.issue.id).await?;
+            webhooks::emit(&mut tx, event("synchronized", repo, &after, pusher)).await?;
+        }
+        tx.commit().await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,878 @@
+//! Pull requests, on every backend: the daily loop under a protection rule
+//! (push a branch, open a pull request, CI — an OAuth2 application that
+//! got its token with the code flow — reports, a second writer approves,
+//! the merge is refused naming what is missing until everything holds,
+//! then squashed), `refs/pull/<n>/head` fetched by the real git, the
+//! events a repository hook receives verified as a receiver would; each
+//! merge style's history as git shows it; what the rules refuse changes
+//! nothing.
+
+// In a test a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use postern_tests::oauth::{PW, api, authorize_url, pkce, register, start};
+use postern_tests::{Server, backends, git};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::oauth_provider::{REDIRECT, exchange_raw, obtain_code};
+use crate::statuses::send;
+use crate::webhooks::{Receiver, SECRET, body_of};
+
+const BASE: &str = "/api/v1/repos/owner/app";
+
+/// A server whose hooks may deliver to loopback, with `owner`'s private
+/// `app` holding one commit on `main` (cloned into the returned
+/// directory), `writer` and `second` writers, `reader` a reader.
+async fn repo_with_team(backend: &postern_tests::Backend) -> (Server, tempfile::TempDir) {
+    let s = start(backend, "[webhook]\nALLOWED_HOST_LIST = loopback\n").await;
+    s.create_user("root", PW, true);
+    for u in ["owner", "writer", "second", "reader"] {
+        s.create_user(u, PW, false);
+    }
+    let (st, b) = api(
+        &s,
+        Method::POST,
+        "/api/v1/user/repos",
+        "owner",
+        Some(json!({"name": "app", "private": true})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    for (user, level) in [("writer", "write"), ("second", "write"), ("reader", "read")] {
+        let (st, _) = api(
+            &s,
+            Method::PUT,
+            &format!("{BASE}/collaborators/{user}"),
+            "owner",
+            Some(json!({"permission": level})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::NO_CONTENT);
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    assert!(git(dir, &["init", "-q", "-b", "main"]).0);
+    std::fs::write(dir.join("README"), "hello\n").unwrap();
+    assert!(git(dir, &["add", "."]).0);
+    assert!(git(dir, &["commit", "-q", "-m", "first"]).0);
+    let (ok, out) = git(dir, &["push", "-q", &remote(&s, "owner"), "main"]);
+    assert!(ok, "{out}");
+    (s, work)
+}
+
+fn remote(s: &Server, user: &str) -> String {
+    let host = s.base.trim_start_matches("http://");
+    format!("http://{user}:{PW}@{host}/owner/app.git")
+}
+
+/// Commits `file` with `text` on the current branch.
+fn commit(dir: &Path, file: &str, text: &str, message: &str) -> String {
+    std::fs::write(dir.join(file), text).unwrap();
+    assert!(git(dir, &["add", "."]).0);
+    assert!(git(dir, &["commit", "-q", "-m", message]).0);
+    git(dir, &["rev-parse", "HEAD"]).1.trim().to_string()
+}
+
+fn push(s: &Server, dir: &Path, user: &str, spec: &str) {
+    let (ok, out) = git(dir, &["push", "-q", "-f", &remote(s, user), spec]);
+    assert!(ok, "push {spec}: {out}");
+}
+
+/// The merge's refusal, as a list of what is missing.
+async fn merge_refusal(s: &Server, user: &str, n: i64, style: &str) -> String {
+    let (st, b) = api(
+        s,
+        Method::POST,
+        &format!("{BASE}/pulls/{n}/merge"),
+        user,
+        Some(json!({"Do": style})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{b}");
+    assert_eq!(b["error"], "unprocessable_entity", "{b}");
+    b["message"].as_str().unwrap().to_string()
+}
+
+async fn open_pull(s: &Server, user: &str, head: &str, title: &str) -> Value {
+    let (st, b) = api(
+        s,
+        Method::POST,
+        &format!("{BASE}/pulls"),
+        user,
+        Some(json!({"head": head, "base": "main", "title": title, "body": "Why: because."})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    b
+}
+
+/// `git log` of `rev` in a fresh fetch of the server's `main`: one line
+/// per commit, `subject|parent count`.
+fn history(s: &Server, dir: &Path, rev: &str) -> Vec<String> {
+    let (ok, out) = git(
+        dir,
+        &[
+            "fetch",
+            "-q",
+            &remote(s, "reader"),
+            "+main:refs/remotes/o/main",
+        ],
+    );
+    assert!(ok, "{out}");
+    let (_, log) = git(dir, &["log", "--format=%s|%p", rev]);
+    log.lines()
+        .map(|l| {
+            let (subject, parents) = l.split_once('|').unwrap();
+            format!("{subject}|{}", parents.split_whitespace().count())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn ci_and_a_second_writer_gate_the_merge_then_a_squash_lands() {
+    for backend in backends() {
+        let (s, work) = repo_with_team(&backend).await;
+        let dir = work.path();
+
+        // The CI: an OAuth2 application `writer` lets act for them.
+        let ci = register(&s, "root", "CI", &[REDIRECT], true).await;
+        let browser = s.signed_in("writer", PW).await;
+        let (challenge, verifier) = pkce();
+        let url = authorize_url(
+            &s,
+            &ci.client_id,
+            REDIRECT,
+            "write:repository",
+            Some(&challenge),
+        );
+        let code = obtain_code(&browser, &url, "CI").await;
+        let token = exchange_raw(&s, &ci, &code, REDIRECT, &verifier).await["access_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+
+        // The rule: one approval, the CI's own check, only `writer` merges,
+        // and no one pushes to main: merging is the only way in.
+        let pinned = format!("ci/build@{}", ci.client_id);
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/branch_protections"),
+            "owner",
+            Some(json!({
+                "rule_name": "main",
+                "enable_push": false,
+                "required_approvals": 1,
+                "enable_status_check": true,
+                "status_check_contexts": [pinned],
+                "enable_merge_whitelist": true,
+                "merge_whitelist_usernames": ["writer"],
+                "block_on_rejected_reviews": true,
+                "dismiss_stale_approvals": true,
+            })),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{backend}: {b}");
+
+        let r = Receiver::start().await;
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/hooks"),
+            "owner",
+            Some(json!({
+                "type": "gitea",
+                "config": {"url": r.url, "content_type": "json", "secret": SECRET},
+                "events": ["pull_request", "pull_request_review", "status"],
+                "active": true,
+            })),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+
+        // A branch with two commits, and its pull request.
+        assert!(git(dir, &["checkout", "-q", "-b", "feature"]).0);
+        commit(dir, "a.txt", "one\n", "add a");
+        let first_head = commit(dir, "b.txt", "two\n", "add b");
+        push(&s, dir, "writer", "feature");
+        let pr = open_pull(&s, "writer", "feature", "Add a and b").await;
+        let n = pr["number"].as_i64().unwrap();
+        assert_eq!(pr["state"], "open", "{pr}");
+        assert_eq!(pr["mergeable"], true, "{pr}");
+        assert_eq!(pr["merged"], false, "{pr}");
+        assert_eq!(pr["head"]["sha"], first_head.as_str(), "{pr}");
+        assert_eq!(pr["base"]["ref"], "main", "{pr}");
+        assert_eq!(pr["changed_files"], 2, "{pr}");
+        assert_eq!(pr["additions"], 2, "{pr}");
+        assert!(
+            pr["_links"].get("merge").is_none(),
+            "not mergeable yet: {pr}"
+        );
+
+        // The same branch again is a conflict; nothing new is opened.
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls"),
+            "writer",
+            Some(json!({"head": "feature", "base": "main", "title": "again"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CONFLICT, "{b}");
+
+        // CI fetches what it builds from the base repository.
+        let (ok, out) = git(
+            dir,
+            &[
+                "fetch",
+                "-q",
+                &remote(&s, "reader"),
+                &format!("+refs/pull/{n}/head:refs/ci/head"),
+            ],
+        );
+        assert!(ok, "{out}");
+        assert_eq!(
+            git(dir, &["rev-parse", "refs/ci/head"]).1.trim(),
+            first_head
+        );
+
+        // Nothing holds yet: the refusal names both requirements.
+        let why = merge_refusal(&s, "writer", n, "squash").await;
+        assert!(
+            why.contains("0 of 1 required approvals"),
+            "{backend}: {why}"
+        );
+        assert!(
+            why.contains(&format!(
+                "status check ci/build from application {} has not reported",
+                ci.client_id
+            )),
+            "{why}"
+        );
+
+        // A green check typed by hand is not the application's.
+        let report = |state: &str| json!({"state": state, "context": "ci/build"});
+        let (st, _) = send(
+            &s,
+            Method::POST,
+            &format!("{BASE}/statuses/{first_head}"),
+            Some("writer"),
+            Some(report("success")),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED);
+        // A reader's approval does not count; the author cannot approve.
+        let approve = |sha: &str| json!({"event": "APPROVED", "body": "ok", "commit_id": sha});
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/reviews"),
+            "reader",
+            Some(approve(&first_head)),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+        assert_eq!(b["official"], false, "{b}");
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/reviews"),
+            "writer",
+            Some(approve(&first_head)),
+        )
+        .await;
+        assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{b}");
+        // A line comment outside the diff is refused; one inside is kept.
+        let outside = json!({"event": "COMMENT", "body": "", "comments": [{"path": "a.txt", "body": "?", "new_position": 40}]});
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/reviews"),
+            "second",
+            Some(outside),
+        )
+        .await;
+        assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{b}");
+        assert!(b["message"].as_str().unwrap().contains("outside"), "{b}");
+        let inside = json!({"event": "COMMENT", "body": "", "comments": [{"path": "a.txt", "body": "why one?", "new_position": 1}]});
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/reviews"),
+            "second",
+            Some(inside),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+        assert_eq!(b["comments_count"], 1, "{b}");
+        let why = merge_refusal(&s, "writer", n, "squash").await;
+        assert!(why.contains("0 of 1 required approvals"), "{why}");
+        assert!(why.contains("has not reported"), "{why}");
+
+        // The CI reports pending, and the check is named as pending.
+        let (st, b) = send(
+            &s,
+            Method::POST,
+            &format!("{BASE}/statuses/{first_head}"),
+            Some(&token),
+            Some(report("pending")),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        let why = merge_refusal(&s, "writer", n, "squash").await;
+        assert!(why.contains("is pending"), "{why}");
+
+        // A second writer approves the first head; then the head moves and
+        // the approval goes stale (the rule dismisses stale approvals).
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/reviews"),
+            "second",
+            Some(approve(&first_head)),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+        assert_eq!(b["official"], true, "{b}");
+        let head = commit(dir, "b.txt", "two, better\n", "improve b");
+        push(&s, dir, "writer", "feature");
+        let mut synced = Value::Null;
+        for _ in 0..100 {
+            let (_, b) = api(
+                &s,
+                Method::GET,
+                &format!("{BASE}/pulls/{n}"),
+                "reader",
+                None,
+            )
+            .await;
+            if b["head"]["sha"] == head.as_str() {
+                synced = b;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            synced["head"]["sha"],
+            head.as_str(),
+            "{backend}: the push moved the head"
+        );
+        let (ok, out) = git(
+            dir,
+            &[
+                "fetch",
+                "-q",
+                &remote(&s, "reader"),
+                &format!("+refs/pull/{n}/head:refs/ci/head"),
+            ],
+        );
+        assert!(ok, "{out}");
+        assert_eq!(git(dir, &["rev-parse", "refs/ci/head"]).1.trim(), head);
+        // A review of the old head is a conflict now.
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/reviews"),
+            "second",
+            Some(approve(&first_head)),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CONFLICT, "{b}");
+        for state in ["pending", "success"] {
+            let (st, b) = send(
+                &s,
+                Method::POST,
+                &format!("{BASE}/statuses/{head}"),
+                Some(&token),
+                Some(report(state)),
+            )
+            .await;
+            assert_eq!(st, StatusCode::CREATED, "{b}");
+        }
+        let why = merge_refusal(&s, "writer", n, "squash").await;
+        assert!(why.contains("0 of 1 required approvals"), "stale: {why}");
+        assert!(!why.contains("status check"), "the check is green: {why}");
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/reviews"),
+            "second",
+            Some(approve(&head)),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+
+        // Everything holds, but only for the whitelist.
+        let why = merge_refusal(&s, "second", n, "squash").await;
+        assert!(
+            why.contains("second is not in the merge whitelist of main"),
+            "{why}"
+        );
+        let (_, b) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls/{n}"),
+            "writer",
+            None,
+        )
+        .await;
+        assert!(b["_links"]["merge"]["href"].is_string(), "{b}");
+        let (_, b) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls/{n}"),
+            "second",
+            None,
+        )
+        .await;
+        assert!(b["_links"].get("merge").is_none(), "{b}");
+        let (st, _) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls/{n}/merge"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::NOT_FOUND);
+
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/merge"),
+            "writer",
+            Some(json!({"Do": "squash", "head_commit_id": head})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{backend}: {b}");
+        let (st, _) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls/{n}/merge"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::NO_CONTENT);
+        let (_, b) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls/{n}"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(b["merged"], true, "{b}");
+        assert_eq!(b["state"], "closed", "{b}");
+        assert_eq!(b["merged_by"]["login"], "writer", "{b}");
+        let merged_sha = b["merge_commit_sha"].as_str().unwrap().to_string();
+        // One squashed commit on main, titled by the pull request, with the
+        // head's tree.
+        let log = history(&s, dir, "refs/remotes/o/main");
+        assert_eq!(
+            log,
+            vec![format!("Add a and b (#{n})|1"), "first|0".to_string()]
+        );
+        assert_eq!(
+            git(dir, &["rev-parse", "refs/remotes/o/main"]).1.trim(),
+            merged_sha
+        );
+        assert_eq!(
+            git(dir, &["rev-parse", "refs/remotes/o/main^{tree}"]).1,
+            git(dir, &["rev-parse", &format!("{head}^{{tree}}")]).1
+        );
+        // Merged once; a second merge changes nothing.
+        let why = merge_refusal(&s, "writer", n, "merge").await;
+        assert!(why.contains("already merged"), "{why}");
+
+        // The hook got the pull request's life, signed and verified.
+        let got = r
+            .wait_for(&s, "the pull request's events delivered", 30, |g| {
+                g.iter()
+                    .filter(|g| g.status == 200)
+                    .any(|g| body_of(g)["data"]["action"] == "merged")
+            })
+            .await;
+        assert!(
+            got.iter().all(|g| g.status == 200),
+            "every delivery verified"
+        );
+        let events: Vec<(String, String)> = got
+            .iter()
+            .map(body_of)
+            .map(|b| {
+                (
+                    b["event_type"].as_str().unwrap().to_string(),
+                    b["data"]["action"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        for want in [
+            ("pull_request", "opened"),
+            ("pull_request", "synchronized"),
+            ("pull_request", "merged"),
+            ("pull_request_review", "approved"),
+            ("pull_request_review", "comment"),
+            ("status", ""),
+        ] {
+            assert!(
+                events.iter().any(|(t, a)| t == want.0 && a == want.1),
+                "{backend}: {want:?} in {events:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_merge_style_leaves_its_history() {
+    for backend in backends() {
+        let (s, work) = repo_with_team(&backend).await;
+        let dir = work.path();
+
+        // What the rules refuse opens nothing.
+        for (body, want) in [
+            (
+                json!({"head": "main", "base": "main", "title": "t"}),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+            (
+                json!({"head": "nope", "base": "main", "title": "t"}),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                json!({"head": "main", "base": "nope", "title": "t"}),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                json!({"head": "someone:main", "base": "main", "title": "t"}),
+                StatusCode::NOT_IMPLEMENTED,
+            ),
+        ] {
+            let (st, b) = api(
+                &s,
+                Method::POST,
+                &format!("{BASE}/pulls"),
+                "writer",
+                Some(body.clone()),
+            )
+            .await;
+            assert_eq!(st, want, "{backend} {body}: {b}");
+            assert!(b["error"].is_string(), "{b}");
+        }
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls"),
+            "reader",
+            Some(json!({"head": "main", "base": "main", "title": "t"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{b}");
+        let (_, list) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls?state=all"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(list.as_array().unwrap().len(), 0, "{list}");
+
+        // merge: a merge commit with two parents.
+        assert!(git(dir, &["checkout", "-q", "-b", "m", "main"]).0);
+        commit(dir, "m.txt", "m\n", "m one");
+        push(&s, dir, "writer", "m");
+        let n = open_pull(&s, "writer", "m", "Merge me").await["number"]
+            .as_i64()
+            .unwrap();
+        // main moves on meanwhile: a real merge.
+        assert!(git(dir, &["checkout", "-q", "main"]).0);
+        commit(dir, "other.txt", "o\n", "elsewhere");
+        push(&s, dir, "owner", "main");
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/merge"),
+            "writer",
+            Some(json!({"Do": "fast-forward-only"})),
+        )
+        .await;
+        assert_eq!(
+            st,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{backend}: not a fast-forward: {b}"
+        );
+        assert!(
+            b["message"]
+                .as_str()
+                .unwrap()
+                .contains("fast-forward is not possible"),
+            "{b}"
+        );
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/merge"),
+            "writer",
+            Some(json!({"Do": "merge"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+        let log = history(&s, dir, "refs/remotes/o/main");
+        assert_eq!(
+            log[0],
+            format!("Merge pull request 'Merge me' (#{n}) from m into main|2"),
+            "{log:?}"
+        );
+
+        // rebase: the commits replayed, linear, authors kept.
+        let (ok, _) = git(
+            dir,
+            &["checkout", "-q", "-B", "main", "refs/remotes/o/main"],
+        );
+        assert!(ok);
+        assert!(git(dir, &["checkout", "-q", "-b", "r"]).0);
+        commit(dir, "r1.txt", "1\n", "r one");
+        commit(dir, "r2.txt", "2\n", "r two");
+        push(&s, dir, "writer", "r");
+        let n = open_pull(&s, "writer", "r", "Rebase me").await["number"]
+            .as_i64()
+            .unwrap();
+        assert!(git(dir, &["checkout", "-q", "main"]).0);
+        commit(dir, "other2.txt", "o\n", "elsewhere again");
+        push(&s, dir, "owner", "main");
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/merge"),
+            "writer",
+            Some(json!({"Do": "rebase"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+        let log = history(&s, dir, "refs/remotes/o/main");
+        assert_eq!(
+            &log[..3],
+            ["r two|1", "r one|1", "elsewhere again|1"],
+            "{log:?}"
+        );
+
+        // squash with a title of one's own.
+        let (ok, _) = git(
+            dir,
+            &["checkout", "-q", "-B", "main", "refs/remotes/o/main"],
+        );
+        assert!(ok);
+        assert!(git(dir, &["checkout", "-q", "-b", "sq"]).0);
+        commit(dir, "s1.txt", "1\n", "s one");
+        commit(dir, "s2.txt", "2\n", "s two");
+        push(&s, dir, "writer", "sq");
+        let n = open_pull(&s, "writer", "sq", "Squash me").await["number"]
+            .as_i64()
+            .unwrap();
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/merge"),
+            "writer",
+            Some(json!({"Do": "squash", "MergeTitleField": "Both s files"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+        let log = history(&s, dir, "refs/remotes/o/main");
+        assert_eq!(log[0], "Both s files|1", "{log:?}");
+        assert_eq!(log[1], "r two|1", "{log:?}");
+
+        // fast-forward-only, where it is possible.
+        let (ok, _) = git(
+            dir,
+            &["checkout", "-q", "-B", "main", "refs/remotes/o/main"],
+        );
+        assert!(ok);
+        assert!(git(dir, &["checkout", "-q", "-b", "ff"]).0);
+        let ff = commit(dir, "f.txt", "f\n", "f one");
+        push(&s, dir, "writer", "ff");
+        let n = open_pull(&s, "writer", "ff", "Fast-forward me").await["number"]
+            .as_i64()
+            .unwrap();
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/merge"),
+            "writer",
+            Some(json!({"Do": "fast-forward-only"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+        history(&s, dir, "refs/remotes/o/main");
+        assert_eq!(git(dir, &["rev-parse", "refs/remotes/o/main"]).1.trim(), ff);
+
+        // A conflict is named, and a reader cannot merge.
+        for (branch, text, user) in [
+            ("c1", "one way\n", "writer"),
+            ("c2", "another way\n", "writer"),
+        ] {
+            assert!(
+                git(
+                    dir,
+                    &["checkout", "-q", "-B", branch, "refs/remotes/o/main"]
+                )
+                .0
+            );
+            commit(dir, "README", text, branch);
+            push(&s, dir, user, branch);
+        }
+        let c1 = open_pull(&s, "writer", "c1", "One way").await["number"]
+            .as_i64()
+            .unwrap();
+        let c2 = open_pull(&s, "writer", "c2", "Another way").await;
+        let c2n = c2["number"].as_i64().unwrap();
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{c1}/merge"),
+            "reader",
+            Some(json!({"Do": "merge"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{b}");
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{c1}/merge"),
+            "writer",
+            Some(json!({"Do": "merge"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+        let before = git(dir, &["rev-parse", "refs/remotes/o/main"]).1;
+        let mut c2 = c2;
+        for _ in 0..50 {
+            let (_, b) = api(
+                &s,
+                Method::GET,
+                &format!("{BASE}/pulls/{c2n}"),
+                "reader",
+                None,
+            )
+            .await;
+            c2 = b;
+            if c2["mergeable"] == false {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(c2["mergeable"], false, "{backend}: {c2}");
+        let why = merge_refusal(&s, "writer", c2n, "merge").await;
+        assert!(why.contains("it conflicts with main: README"), "{why}");
+        history(&s, dir, "refs/remotes/o/main");
+        assert_ne!(
+            git(dir, &["rev-parse", "refs/remotes/o/main"]).1,
+            before,
+            "c1 landed"
+        );
+
+        // The list: filters and paging in Gitea's shapes.
+        let (st, list) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls?state=closed&limit=2&page=1"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{list}");
+        assert_eq!(list.as_array().unwrap().len(), 2, "{list}");
+        assert!(
+            list.as_array().unwrap().iter().all(|p| p["merged"] == true),
+            "{list}"
+        );
+        let (_, open) = api(&s, Method::GET, &format!("{BASE}/pulls"), "reader", None).await;
+        let open: Vec<i64> = open
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["number"].as_i64().unwrap())
+            .collect();
+        assert_eq!(open, vec![c2n], "only the conflicting one is open");
+        // The issue list tells pull requests apart.
+        let (_, issues) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/issues?type=pulls&state=all"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(issues.as_array().unwrap().len(), 6, "{issues}");
+        assert!(
+            issues[0]["pull_request"]["html_url"].is_string(),
+            "{issues}"
+        );
+        let (_, issues) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/issues?type=issues&state=all"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(issues.as_array().unwrap().len(), 0, "{issues}");
+        // Its diff and files.
+        let diff = reqwest::Client::new()
+            .get(s.url(&format!("{BASE}/pulls/{c2n}.diff")))
+            .basic_auth("reader", Some(PW))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(diff.contains("+another way"), "{diff}");
+        let (_, files) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls/{c2n}/files"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(files[0]["filename"], "README", "{files}");
+        assert_eq!(files[0]["status"], "modified", "{files}");
+        let (_, commits) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls/{c2n}/commits"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(commits.as_array().unwrap().len(), 1, "{commits}");
+        // Closing and reopening; a merged one stays merged.
+        let (st, b) = api(
+            &s,
+            Method::PATCH,
+            &format!("{BASE}/pulls/{c2n}"),
+            "writer",
+            Some(json!({"state": "closed"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        assert_eq!(b["state"], "closed", "{b}");
+        let why = merge_refusal(&s, "writer", c2n, "merge").await;
+        assert!(why.contains("closed"), "{why}");
+        let (st, b) = api(
+            &s,
+            Method::PATCH,
+            &format!("{BASE}/pulls/{c1}"),
+            "writer",
+            Some(json!({"state": "open"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{b}");
+    }
+}
