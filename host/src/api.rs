@@ -11,6 +11,7 @@ mod content;
 mod error;
 mod external_links;
 mod factors;
+mod forks;
 mod hooks;
 mod issues;
 mod keys;
@@ -203,6 +204,7 @@ fn operations() -> Operations {
         .add_in_places(&hooks::PLACES, routes!(hooks::redeliver_dead))
         .add_in_places(&hooks::PLACES, routes!(hooks::test))
         .add(routes!(hooks::dead))
+        .add(routes!(forks::list, forks::create))
         .add(routes!(pulls::list, pulls::create))
         .add(routes!(pulls::get, pulls::edit))
         .add(routes!(pulls::commits))

@@ -106,9 +106,6 @@ pub enum Error {
     /// The merge's unmet requirements, every one (422).
     #[error("the merge is refused: {}", .0.join("; "))]
     Unmet(Vec<String>),
-    /// Not built yet (501).
-    #[error("{0}")]
-    NotImplemented(String),
     #[error("{0}")]
     Git(String),
     #[error(transparent)]

@@ -54,6 +54,8 @@ pub struct Repository {
     /// API, until an administrator of it unarchives it.
     pub is_archived: bool,
     pub options: Options,
+    /// The repository this one is a fork of.
+    pub fork_of: Option<i64>,
 }
 
 /// A repository's unit and merge-style switches (Gitea's names and
@@ -132,7 +134,7 @@ impl Repository {
     }
 }
 
-const COLUMNS: &str = "r.id, r.owner_id, u.login, r.name, r.description, r.is_private, r.default_branch, r.created, r.updated, u.kind, r.website, r.is_archived, r.options";
+const COLUMNS: &str = "r.id, r.owner_id, u.login, r.name, r.description, r.is_private, r.default_branch, r.created, r.updated, u.kind, r.website, r.is_archived, r.options, r.fork_of";
 
 fn from_row(r: &AnyRow) -> std::result::Result<Repository, sqlx::Error> {
     Ok(Repository {
@@ -151,6 +153,7 @@ fn from_row(r: &AnyRow) -> std::result::Result<Repository, sqlx::Error> {
         // A row that does not parse (written by hand) reads as the
         // defaults rather than hiding the repository.
         options: serde_json::from_str(&r.try_get::<String, _>(12)?).unwrap_or_default(),
+        fork_of: r.try_get(13)?,
     })
 }
 
@@ -250,6 +253,7 @@ pub async fn create(
         website: String::new(),
         is_archived: false,
         options: Options::default(),
+        fork_of: None,
     };
     webhooks::emit(&mut tx, event("repository.created", &repo)).await?;
     init_bare(app, &repo).await?;
@@ -367,6 +371,7 @@ pub async fn edit(app: &App, repo: &Repository, edit: Edit) -> Result<Repository
     // it back.
     let (from, to) = (repo.path(app), moved.path(app));
     if from != to {
+        dissociate_forks(app, repo).await?;
         tokio::fs::rename(&from, &to)
             .await
             .map_err(|e| Error::Git(format!("cannot move the repository: {e}")))?;
@@ -415,6 +420,7 @@ pub async fn transfer(app: &App, repo: &Repository, to: &Owner) -> Result<Reposi
     let mut moved = repo.clone();
     moved.owner_login = to.login.clone();
     let (from, dest) = (repo.path(app), moved.path(app));
+    dissociate_forks(app, repo).await?;
     if let Some(parent) = dest.parent() {
         tokio::fs::create_dir_all(parent)
             .await
@@ -436,6 +442,7 @@ pub async fn transfer(app: &App, repo: &Repository, to: &Owner) -> Result<Reposi
 /// rules and hooks) and its `repository.deleted` event in one transaction,
 /// then its directory.
 pub async fn delete(app: &App, repo: &Repository) -> Result<()> {
+    dissociate_forks(app, repo).await?;
     let mut tx = app.db.begin().await?;
     webhooks::emit(&mut tx, event("repository.deleted", repo)).await?;
     sqlx::query("DELETE FROM repositories WHERE id = $1")
@@ -447,6 +454,79 @@ pub async fn delete(app: &App, repo: &Repository) -> Result<()> {
         tracing::warn!(repo = %repo.full_name(), "the deleted repository's directory stays: {e}");
     }
     Ok(())
+}
+
+/// The forks of a repository, in id order.
+pub async fn forks_of(db: &Db, id: i64) -> Result<Vec<Repository>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM repositories r JOIN users u ON u.id = r.owner_id WHERE r.fork_of = $1 ORDER BY r.id"
+    );
+    let rows = sqlx::query(&sql).bind(id).fetch_all(db.pool()).await?;
+    Ok(rows
+        .iter()
+        .map(from_row)
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// The fork of repository `parent_id` that `owner` (a login) owns.
+pub async fn fork_owned_by(db: &Db, parent_id: i64, owner: &str) -> Result<Option<Repository>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM repositories r JOIN users u ON u.id = r.owner_id \
+         WHERE r.fork_of = $1 AND u.lower_login = $2 ORDER BY r.id"
+    );
+    let row = sqlx::query(&sql)
+        .bind(parent_id)
+        .bind(owner.to_lowercase())
+        .fetch_optional(db.pool())
+        .await?;
+    Ok(row.as_ref().map(from_row).transpose()?)
+}
+
+/// Makes the forks of `repo` independent of its objects, before its
+/// directory is deleted or moved (their alternates name it).
+async fn dissociate_forks(app: &App, repo: &Repository) -> Result<()> {
+    for fork in forks_of(&app.db, repo.id).await? {
+        crate::git::bare::dissociate(&fork.path(app))
+            .await
+            .map_err(Error::Git)?;
+    }
+    Ok(())
+}
+
+/// Forks `parent` into `owner`'s repository `name`: same description,
+/// visibility and default branch; the parent's objects borrowed, its
+/// branches and tags copied. Access to the fork follows its own owner's
+/// roles.
+pub async fn fork(app: &App, parent: &Repository, owner: &Owner, name: &str) -> Result<Repository> {
+    let repo = create(
+        app,
+        owner,
+        name,
+        &parent.description,
+        parent.is_private,
+        &parent.default_branch,
+    )
+    .await?;
+    let made = async {
+        crate::git::bare::borrow_objects(&repo.path(app), &parent.path(app))
+            .await
+            .map_err(Error::Git)?;
+        sqlx::query("UPDATE repositories SET fork_of = $1 WHERE id = $2")
+            .bind(parent.id)
+            .bind(repo.id)
+            .execute(app.db.pool())
+            .await?;
+        Ok::<(), Error>(())
+    }
+    .await;
+    if let Err(e) = made {
+        // No half-made fork stays behind.
+        let _ = delete(app, &repo).await;
+        return Err(e);
+    }
+    Ok(find_by_id(&app.db, repo.id)
+        .await?
+        .expect("the fork was just made"))
 }
 
 async fn init_bare(app: &App, repo: &Repository) -> Result<()> {

@@ -65,8 +65,12 @@ async fn repo_with_team(backend: &postern_tests::Backend) -> (Server, tempfile::
 }
 
 fn remote(s: &Server, user: &str) -> String {
+    remote_of(s, user, "owner/app")
+}
+
+fn remote_of(s: &Server, user: &str, repo: &str) -> String {
     let host = s.base.trim_start_matches("http://");
-    format!("http://{user}:{PW}@{host}/owner/app.git")
+    format!("http://{user}:{PW}@{host}/{repo}.git")
 }
 
 /// Commits `file` with `text` on the current branch.
@@ -194,18 +198,54 @@ async fn ci_and_a_second_writer_gate_the_merge_then_a_squash_lands() {
         .await;
         assert_eq!(st, StatusCode::CREATED, "{b}");
 
-        // A branch with two commits, and its pull request.
+        // The writer works in a fork: private, as its parent is.
+        let (st, fork) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/forks"),
+            "writer",
+            Some(json!({})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::ACCEPTED, "{backend}: {fork}");
+        assert_eq!(fork["full_name"], "writer/app", "{fork}");
+        assert_eq!(fork["private"], true, "{fork}");
+        assert_eq!(fork["fork"], true, "{fork}");
+        let (st, _) = api(&s, Method::GET, "/api/v1/repos/writer/app", "reader", None).await;
+        assert_eq!(
+            st,
+            StatusCode::NOT_FOUND,
+            "the fork's own roles: the parent's reader does not see it"
+        );
+        let to_fork = remote_of(&s, "writer", "writer/app");
+        let push_fork = |spec: &str| {
+            let (ok, out) = git(dir, &["push", "-q", "-f", &to_fork, spec]);
+            assert!(ok, "push {spec}: {out}");
+        };
+
+        // A branch with two commits, and its pull request from the fork.
         assert!(git(dir, &["checkout", "-q", "-b", "feature"]).0);
         commit(dir, "a.txt", "one\n", "add a");
         let first_head = commit(dir, "b.txt", "two\n", "add b");
-        push(&s, dir, "writer", "feature");
-        let pr = open_pull(&s, "writer", "feature", "Add a and b").await;
+        push_fork("feature");
+        // A head in a fork the opener cannot read is not found.
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls"),
+            "second",
+            Some(json!({"head": "writer:feature", "base": "main", "title": "not mine"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "{b}");
+        let pr = open_pull(&s, "writer", "writer:feature", "Add a and b").await;
         let n = pr["number"].as_i64().unwrap();
         assert_eq!(pr["state"], "open", "{pr}");
         assert_eq!(pr["mergeable"], true, "{pr}");
         assert_eq!(pr["merged"], false, "{pr}");
         assert_eq!(pr["head"]["sha"], first_head.as_str(), "{pr}");
         assert_eq!(pr["base"]["ref"], "main", "{pr}");
+        assert_eq!(pr["head"]["repo_id"], fork["id"], "{pr}");
         assert_eq!(pr["changed_files"], 2, "{pr}");
         assert_eq!(pr["additions"], 2, "{pr}");
         assert!(
@@ -219,7 +259,7 @@ async fn ci_and_a_second_writer_gate_the_merge_then_a_squash_lands() {
             Method::POST,
             &format!("{BASE}/pulls"),
             "writer",
-            Some(json!({"head": "feature", "base": "main", "title": "again"})),
+            Some(json!({"head": "writer:feature", "base": "main", "title": "again"})),
         )
         .await;
         assert_eq!(st, StatusCode::CONFLICT, "{b}");
@@ -339,7 +379,7 @@ async fn ci_and_a_second_writer_gate_the_merge_then_a_squash_lands() {
         assert_eq!(st, StatusCode::OK, "{b}");
         assert_eq!(b["official"], true, "{b}");
         let head = commit(dir, "b.txt", "two, better\n", "improve b");
-        push(&s, dir, "writer", "feature");
+        push_fork("feature");
         let mut synced = Value::Null;
         for _ in 0..100 {
             let (_, b) = api(
@@ -549,7 +589,7 @@ async fn each_merge_style_leaves_its_history() {
             ),
             (
                 json!({"head": "someone:main", "base": "main", "title": "t"}),
-                StatusCode::NOT_IMPLEMENTED,
+                StatusCode::NOT_FOUND,
             ),
         ] {
             let (st, b) = api(
@@ -874,5 +914,86 @@ async fn each_merge_style_leaves_its_history() {
         )
         .await;
         assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{b}");
+    }
+}
+
+#[tokio::test]
+async fn a_fork_borrows_its_parents_objects_and_outlives_it() {
+    for backend in backends() {
+        let (s, work) = repo_with_team(&backend).await;
+        let dir = work.path();
+        // Someone who cannot read the parent cannot fork it.
+        s.create_user("stranger", PW, false);
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/forks"),
+            "stranger",
+            Some(json!({})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "{backend}: {b}");
+        // A reader may, under another name.
+        let (st, fork) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/forks"),
+            "reader",
+            Some(json!({"name": "mine"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::ACCEPTED, "{fork}");
+        assert_eq!(fork["full_name"], "reader/mine", "{fork}");
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/forks"),
+            "reader",
+            Some(json!({"name": "mine"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CONFLICT, "{b}");
+        let (_, forks) = api(&s, Method::GET, &format!("{BASE}/forks"), "owner", None).await;
+        // The owner does not see the reader's private fork.
+        assert_eq!(forks.as_array().unwrap().len(), 0, "{forks}");
+        let (_, forks) = api(&s, Method::GET, &format!("{BASE}/forks"), "reader", None).await;
+        assert_eq!(forks[0]["full_name"], "reader/mine", "{forks}");
+        // The parent's branches are the fork's; it borrows the objects.
+        let (_, branches) = api(
+            &s,
+            Method::GET,
+            "/api/v1/repos/reader/mine/branches",
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(branches[0]["name"], "main", "{branches}");
+        let data = s.dir.path().join("data").join("repositories");
+        let alternates =
+            std::fs::read_to_string(data.join("reader/mine.git/objects/info/alternates"));
+        assert!(
+            alternates.is_ok_and(|a| a.contains("owner")),
+            "{backend}: the fork borrows"
+        );
+
+        // The parent moves on and is deleted: the fork keeps what it had.
+        commit(dir, "later.txt", "later\n", "later");
+        push(&s, dir, "owner", "main");
+        let (st, _) = api(&s, Method::DELETE, BASE, "owner", None).await;
+        assert_eq!(st, StatusCode::NO_CONTENT);
+        assert!(
+            !data
+                .join("reader/mine.git/objects/info/alternates")
+                .exists()
+        );
+        let clone = tempfile::tempdir().unwrap();
+        let (ok, out) = git(
+            clone.path(),
+            &["clone", "-q", &remote_of(&s, "reader", "reader/mine"), "c"],
+        );
+        assert!(ok, "{backend}: {out}");
+        let (ok, out) = git(&clone.path().join("c"), &["fsck", "--no-progress"]);
+        assert!(ok, "{out}");
+        assert!(clone.path().join("c/README").exists());
     }
 }

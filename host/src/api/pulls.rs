@@ -38,7 +38,6 @@ impl From<pulls::Error> for ApiError {
             e @ pulls::Error::Unmet(_) => ApiError::Unprocessable(e.to_string()),
             pulls::Error::NotFound(m) => ApiError::NotFound(m),
             pulls::Error::Conflict(m) => ApiError::Conflict(m),
-            pulls::Error::NotImplemented(m) => ApiError::NotImplemented(m),
             pulls::Error::Issues(e) => e.into(),
             e @ (pulls::Error::Git(_) | pulls::Error::Db(_)) => ApiError::internal(e),
         }
@@ -253,14 +252,43 @@ async fn user_ids(app: &App, logins: &[String]) -> Result<Vec<i64>, ApiError> {
     Ok(ids)
 }
 
-/// Opens a pull request from a branch into another. Permission: write.
+/// `owner`'s fork of `repo`, if the caller may read it; else a 404 that
+/// does not tell a hidden fork from none.
+async fn readable_fork(
+    app: &App,
+    caller: &Caller,
+    repo: &Repository,
+    owner: &str,
+) -> Result<Repository, ApiError> {
+    let missing = || {
+        ApiError::NotFound(format!(
+            "{owner} has no fork of {} you can read",
+            repo.full_name()
+        ))
+    };
+    let fork = crate::repos::fork_owned_by(&app.db, repo.id, owner)
+        .await?
+        .ok_or_else(missing)?;
+    let level = crate::access::repo_level(app, caller.user.as_ref(), &fork).await?;
+    if level < Level::Read
+        || caller
+            .token
+            .as_ref()
+            .is_some_and(|t| !t.covers_repo(fork.id))
+    {
+        return Err(missing());
+    }
+    Ok(fork)
+}
+
+/// Opens a pull request from a branch (`branch`, or `owner:branch` for a
+/// branch of `owner`'s fork) into another. Permission: write.
 #[utoipa::path(post, path = "/api/v1/repos/{owner}/{repo}/pulls", tag = "repository", params(RepoPath), request_body = CreatePull, responses(
     (status = 201, description = "The pull request", body = PullView),
     (status = 403, description = "Not allowed to open pull requests here", body = ErrorBody),
     (status = 404, description = "No such repository or branch, or hidden", body = ErrorBody),
     (status = 409, description = "A pull request from head into base is open already", body = ErrorBody),
     (status = 422, description = "Head equals base, nothing to merge, or a bad field", body = ErrorBody),
-    (status = 501, description = "A head in another repository: forks are not implemented yet", body = ErrorBody),
 ))]
 pub(crate) async fn create(
     State(app): State<App>,
@@ -273,10 +301,19 @@ pub(crate) async fn create(
     refuse(rights.create(), "open pull requests")?;
     let mut logins = body.assignees.clone();
     logins.extend(body.assignee.clone());
+    let (head_repo, head) = match body.head.split_once(':') {
+        Some((owner, branch)) if !owner.eq_ignore_ascii_case(&repo.owner_login) => (
+            Some(readable_fork(&app, &who.caller, &repo, owner).await?),
+            branch.to_string(),
+        ),
+        Some((_, branch)) => (None, branch.to_string()),
+        None => (None, body.head.clone()),
+    };
     let open = pulls::Open {
         title: body.title,
         body: body.body,
-        head: body.head,
+        head_repo,
+        head,
         base: body.base,
         labels: body.labels,
         assignees: user_ids(&app, &logins).await?,

@@ -206,7 +206,10 @@ pub(crate) fn view(
         website: repo.website.clone(),
         archived: repo.is_archived,
         options: repo.options.clone(),
-        gitea: GiteaDefaults::default(),
+        gitea: GiteaDefaults {
+            fork: repo.fork_of.is_some(),
+            ..GiteaDefaults::default()
+        },
         permissions: Permissions {
             admin,
             push: level >= Level::Write,

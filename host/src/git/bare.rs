@@ -94,6 +94,60 @@ pub async fn init(path: &Path, default_branch: &str) -> Result<(), String> {
     install(path).map_err(|e| format!("cannot install the hooks: {e}"))
 }
 
+/// Makes the new bare repository `dir` a fork of `parent`: it borrows the
+/// parent's objects (git alternates: a fork of a large repository costs
+/// little disk) and gets the parent's branches and tags.
+pub async fn borrow_objects(dir: &Path, parent: &Path) -> Result<(), String> {
+    let objects = parent.join("objects");
+    let objects = objects
+        .canonicalize()
+        .map_err(|e| format!("the parent's objects: {e}"))?;
+    tokio::fs::write(
+        dir.join("objects").join("info").join("alternates"),
+        format!("{}\n", objects.display()),
+    )
+    .await
+    .map_err(|e| format!("cannot write the alternates: {e}"))?;
+    let from = parent.to_string_lossy();
+    let out = run(
+        dir,
+        &[],
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--end-of-options",
+            &from,
+            "+refs/heads/*:refs/heads/*",
+            "+refs/tags/*:refs/tags/*",
+        ],
+    )
+    .await
+    .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(())
+}
+
+/// Makes a fork hold every object it needs itself (`repack -a -d`), then
+/// drops its alternates: done before its parent is deleted or moved.
+pub async fn dissociate(dir: &Path) -> Result<(), String> {
+    let alternates = dir.join("objects").join("info").join("alternates");
+    if !alternates.exists() {
+        return Ok(());
+    }
+    let out = run(dir, &[], &["repack", "-a", "-d", "-q"])
+        .await
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    tokio::fs::remove_file(&alternates)
+        .await
+        .map_err(|e| format!("cannot remove the alternates: {e}"))
+}
+
 /// Runs `git args` in the bare repository `dir`, with extra environment
 /// (git's quarantine variables while a pre-receive hook runs).
 pub async fn run(

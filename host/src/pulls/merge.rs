@@ -5,7 +5,7 @@
 //! push is never lost; the merge fails and can be retried).
 
 use super::gate::requirements;
-use super::store::{find, synchronize};
+use super::store::{current_head, find, synchronize};
 use super::{Error, Pull, Result, event};
 use crate::db::now;
 use crate::git::merges::{self, Merged as Tree, Who};
@@ -121,12 +121,9 @@ pub async fn merge(
     // yet must not be merged unseen.
     let dir = repo.path(app);
     let mut objects = Objects::new(&dir);
-    let head_now = objects
-        .commit(&format!("refs/heads/{}", pull.head_branch))
-        .await?
-        .map(|c| c.sha);
+    let head_now = current_head(app, repo, pull).await?;
     if head_now.as_deref() != Some(pull.head_sha.as_str()) {
-        synchronize(app, repo, &pull.head_branch, merger).await?;
+        // The push's own hook brings the pull request up to date.
         return Err(Error::Conflict(format!(
             "the head branch {} moved; look at the pull request again before merging",
             pull.head_branch

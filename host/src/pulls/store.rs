@@ -119,7 +119,10 @@ pub async fn list(
 pub struct Open {
     pub title: String,
     pub body: String,
-    /// A branch of the repository.
+    /// The fork the head branch is in (one the author may read); the
+    /// repository itself when `None`.
+    pub head_repo: Option<Repository>,
+    /// A branch of the head repository.
     pub head: String,
     pub base: String,
     pub labels: Vec<i64>,
@@ -148,6 +151,39 @@ async fn branch_head(dir: &Path, branch: &str) -> Result<Option<String>> {
 
 /// Compares head with base: the three git runs at once, so that the
 /// whole takes about as long as the merge alone.
+/// The pull request's head commit now: its branch in the base repository,
+/// or, for a fork's, the branch fetched into `refs/pull/<n>/head`. `None`
+/// when the branch (or the fork) is gone.
+pub(super) async fn current_head(
+    app: &App,
+    base: &Repository,
+    pull: &Pull,
+) -> Result<Option<String>> {
+    let head_repo = match pull.head_repo_id {
+        Some(id) if id == base.id => return branch_head(&base.path(app), &pull.head_branch).await,
+        Some(id) => crate::repos::find_by_id(&app.db, id)
+            .await
+            .map_err(|e| Error::Git(e.to_string()))?,
+        None => None,
+    };
+    let Some(head_repo) = head_repo else {
+        return Ok(None);
+    };
+    let Some(sha) = branch_head(&head_repo.path(app), &pull.head_branch).await? else {
+        return Ok(None);
+    };
+    if sha != pull.head_sha {
+        merges::fetch_branch(
+            &base.path(app),
+            &head_repo.path(app),
+            &pull.head_branch,
+            &pull.head_ref(),
+        )
+        .await?;
+    }
+    Ok(Some(sha))
+}
+
 async fn compare(dir: &Path, base_sha: &str, head_sha: &str) -> Result<Compared> {
     let fork = format!("{base_sha}...");
     let (merge_base, merged, files) = tokio::try_join!(
@@ -179,12 +215,8 @@ fn conflicts(merged: &Merged) -> (i64, String) {
 /// at the head.
 pub async fn create(app: &App, repo: &Repository, author: &User, open: &Open) -> Result<Pull> {
     let (head, base) = (open.head.trim(), open.base.trim());
-    if head.contains(':') {
-        return Err(Error::NotImplemented(
-            "a head in another repository (owner:branch) comes from a fork, and forks are not implemented yet".into(),
-        ));
-    }
-    if head == base {
+    let head_repo = open.head_repo.clone().unwrap_or_else(|| repo.clone());
+    if head_repo.id == repo.id && head == base {
         return Err(Error::Invalid(format!(
             "head and base are the same branch ({head:?})"
         )));
@@ -193,9 +225,54 @@ pub async fn create(app: &App, repo: &Repository, author: &User, open: &Open) ->
     let base_sha = branch_head(&dir, base)
         .await?
         .ok_or_else(|| Error::NotFound(format!("base branch {base:?} does not exist")))?;
-    let head_sha = branch_head(&dir, head)
+    let head_sha = branch_head(&head_repo.path(app), head)
         .await?
-        .ok_or_else(|| Error::NotFound(format!("head branch {head:?} does not exist")))?;
+        .ok_or_else(|| {
+            Error::NotFound(format!(
+                "head branch {head:?} does not exist in {}",
+                head_repo.full_name()
+            ))
+        })?;
+    // A fork's commits are brought into the base repository, where the
+    // comparison, the merge and `refs/pull/<n>/head` are.
+    let incoming = format!("refs/postern/incoming/{}", incoming_id());
+    if head_repo.id != repo.id {
+        merges::fetch_branch(&dir, &head_repo.path(app), head, &incoming).await?;
+    }
+    let opened = open_in(
+        app,
+        repo,
+        author,
+        open,
+        (&head_repo, head, &head_sha),
+        (base, &base_sha),
+    )
+    .await;
+    if head_repo.id != repo.id {
+        let _ = merges::delete_ref(&dir, &incoming, &head_sha).await;
+    }
+    opened
+}
+
+/// A name for a fetched head no other request uses at the same time.
+fn incoming_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}-{nanos}", std::process::id())
+}
+
+/// [`create`] once the head's commit is in the base repository.
+async fn open_in(
+    app: &App,
+    repo: &Repository,
+    author: &User,
+    open: &Open,
+    (head_repo, head, head_sha): (&Repository, &str, &str),
+    (base, base_sha): (&str, &str),
+) -> Result<Pull> {
+    let dir = repo.path(app);
     let new = issues::New {
         title: &open.title,
         body: &open.body,
@@ -206,12 +283,13 @@ pub async fn create(app: &App, repo: &Repository, author: &User, open: &Open) ->
     issues::check(&app.db, repo, &new).await?;
     let existing: Option<i64> = sqlx::query(
         "SELECT i.number FROM pull_requests p JOIN issues i ON i.id = p.issue_id \
-         WHERE p.base_repo_id = $1 AND p.head_repo_id = $1 AND p.head_branch = $2 \
+         WHERE p.base_repo_id = $1 AND p.head_repo_id = $4 AND p.head_branch = $2 \
          AND p.base_branch = $3 AND i.is_closed = 0",
     )
     .bind(repo.id)
     .bind(head)
     .bind(base)
+    .bind(head_repo.id)
     .fetch_optional(app.db.pool())
     .await?
     .map(|r| r.try_get(0))
@@ -221,7 +299,7 @@ pub async fn create(app: &App, repo: &Repository, author: &User, open: &Open) ->
             "pull request #{n} is already open from {head} into {base}"
         )));
     }
-    let c = compare(&dir, &base_sha, &head_sha).await?;
+    let c = compare(&dir, base_sha, head_sha).await?;
     if c.merge_base == c.head_sha {
         return Err(Error::Invalid(format!(
             "there are no changes between {base} and {head}: every commit of {head} is in {base}"
@@ -233,7 +311,7 @@ pub async fn create(app: &App, repo: &Repository, author: &User, open: &Open) ->
     sqlx::query(
         "INSERT INTO pull_requests (issue_id, base_repo_id, base_branch, head_repo_id, head_branch, \
          head_sha, merge_base, mergeable, conflicted_files, additions, deletions, changed_files) \
-         VALUES ($1, $2, $3, $2, $4, $5, $6, $7, $8, $9, $10, $11)",
+         VALUES ($1, $2, $3, $12, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(issue.id)
     .bind(repo.id)
@@ -246,12 +324,13 @@ pub async fn create(app: &App, repo: &Repository, author: &User, open: &Open) ->
     .bind(c.additions)
     .bind(c.deletions)
     .bind(c.changed_files)
+    .bind(head_repo.id)
     .execute(&mut *tx)
     .await?;
     let pull = Pull {
         issue,
         base_branch: base.to_string(),
-        head_repo_id: Some(repo.id),
+        head_repo_id: Some(head_repo.id),
         head_branch: head.to_string(),
         head_sha: c.head_sha,
         merge_base: c.merge_base,
@@ -321,7 +400,7 @@ pub async fn edit(
     }
     if edit.closed == Some(false) && pull.issue.is_closed {
         // Reopening needs the head branch still there.
-        let head = branch_head(&dir, &pull.head_branch).await?;
+        let head = current_head(app, repo, pull).await?;
         if head.is_none() {
             return Err(Error::Invalid(format!(
                 "the head branch {:?} is deleted: the pull request cannot be reopened",
@@ -386,23 +465,34 @@ pub async fn edit(
 /// (its `refs/pull/<n>/head` too) with a `synchronized` event, and every
 /// open pull request whose base it is is compared again.
 pub async fn synchronize(app: &App, repo: &Repository, branch: &str, pusher: &User) -> Result<()> {
-    let dir = repo.path(app);
     let rows = sqlx::query(
-        "SELECT i.number FROM pull_requests p JOIN issues i ON i.id = p.issue_id \
-         WHERE p.base_repo_id = $1 AND i.is_closed = 0 \
-         AND ((p.head_repo_id = $1 AND p.head_branch = $2) OR p.base_branch = $2)",
+        "SELECT i.repo_id, i.number FROM pull_requests p JOIN issues i ON i.id = p.issue_id \
+         WHERE i.is_closed = 0 AND ((p.head_repo_id = $1 AND p.head_branch = $2) \
+         OR (p.base_repo_id = $1 AND p.base_branch = $2))",
     )
     .bind(repo.id)
     .bind(branch)
     .fetch_all(app.db.pool())
     .await?;
     for r in rows {
-        let number: i64 = r.try_get(0)?;
-        let Some(pull) = find(&app.db, repo.id, number).await? else {
+        let (base_id, number): (i64, i64) = (r.try_get(0)?, r.try_get(1)?);
+        let base = if base_id == repo.id {
+            repo.clone()
+        } else {
+            match crate::repos::find_by_id(&app.db, base_id)
+                .await
+                .map_err(|e| Error::Git(e.to_string()))?
+            {
+                Some(b) => b,
+                None => continue,
+            }
+        };
+        let Some(pull) = find(&app.db, base.id, number).await? else {
             continue;
         };
+        let dir = base.path(app);
         let (Some(head_sha), Some(base_sha)) = (
-            branch_head(&dir, &pull.head_branch).await?,
+            current_head(app, &base, &pull).await?,
             branch_head(&dir, &pull.base_branch).await?,
         ) else {
             // A deleted branch: the pull request keeps its last head.
@@ -438,7 +528,7 @@ pub async fn synchronize(app: &App, repo: &Repository, branch: &str, pusher: &Us
             after.merge_base = c.merge_base.clone();
             after.mergeable = mergeable != 0;
             issues::touch(&mut tx, pull.issue.id).await?;
-            webhooks::emit(&mut tx, event("synchronized", repo, &after, pusher)).await?;
+            webhooks::emit(&mut tx, event("synchronized", &base, &after, pusher)).await?;
         }
         tx.commit().await?;
     }
