@@ -184,6 +184,17 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         CLEAN_UP_EVERY,
         clean_up,
     ));
+    // Merges scheduled with merge_when_checks_succeed: each status, review
+    // or push that may complete one tries at once; this sweep finds what
+    // such a try missed (another host took the request, the process
+    // stopped before the try ran).
+    let merger = tokio::spawn(periodic(
+        app.clone(),
+        host.clone(),
+        "auto_merge",
+        AUTO_MERGE_EVERY,
+        crate::pulls::run_every_auto_merge,
+    ));
     let plugins = app.plugins.clone();
     let flusher = tokio::spawn(async move {
         let mut tick = tokio::time::interval(STATS_FLUSH);
@@ -227,9 +238,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     syncer.abort();
     refresher.abort();
     cleaner.abort();
+    merger.abort();
     plugins.flush_stats().await;
     Ok(())
 }
+
+/// How often scheduled merges are looked at again.
+const AUTO_MERGE_EVERY: Duration = Duration::from_secs(60);
 
 /// How often expired sessions and old failed sign-ins are deleted.
 const CLEAN_UP_EVERY: Duration = Duration::from_secs(600);

@@ -20,6 +20,7 @@ mod oauth;
 mod orgs;
 mod page;
 mod panel;
+mod pulls;
 mod repo_settings;
 mod repos;
 mod routes;

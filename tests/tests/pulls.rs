@@ -997,3 +997,269 @@ async fn a_fork_borrows_its_parents_objects_and_outlives_it() {
         assert!(clone.path().join("c/README").exists());
     }
 }
+
+/// The text of the element `id` on the browser's page.
+async fn text_of(c: &fantoccini::Client, id: &str) -> String {
+    c.find(fantoccini::Locator::Id(id))
+        .await
+        .unwrap_or_else(|e| panic!("#{id} on the page: {e}"))
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn click(c: &fantoccini::Client, css: &str) {
+    c.find(fantoccini::Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css} on the page: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+/// The pages, in Chromium: a writer compares a branch and opens the pull
+/// request from the diff; the merge box names the two requirements left;
+/// a second writer comments on a line and approves; CI's status turns the
+/// box into a merge button; the merge lands. A reader sees no merge box,
+/// and a merge posted without the form's CSRF token changes nothing.
+#[tokio::test]
+async fn the_pages_open_review_and_merge_a_pull_request() {
+    use fantoccini::Locator;
+    use postern_tests::browser::Browser;
+    for backend in backends() {
+        let (s, work) = repo_with_team(&backend).await;
+        let dir = work.path();
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/branch_protections"),
+            "owner",
+            Some(json!({
+                "rule_name": "main",
+                "required_approvals": 1,
+                "enable_status_check": true,
+                "status_check_contexts": ["ci/*"],
+            })),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        assert!(git(dir, &["checkout", "-q", "-b", "feature"]).0);
+        let head = commit(dir, "README", "hello\nworld\n", "Say more");
+        push(&s, dir, "writer", "feature");
+
+        let browser = Browser::start().await;
+        let c = &browser.client;
+        let login = s.url("/user/login");
+        browser.sign_in(&login, "writer", PW).await;
+        c.goto(&s.url("/owner/app/pulls")).await.unwrap();
+        click(c, "#new-pull").await;
+        c.goto(&s.url("/owner/app/compare?base=main&head=feature"))
+            .await
+            .unwrap();
+        let files = text_of(c, "files").await;
+        assert!(
+            files.contains("+world"),
+            "the diff shows before creating: {files}"
+        );
+        assert_eq!(
+            c.find(Locator::Id("title"))
+                .await
+                .unwrap()
+                .prop("value")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("Say more"),
+            "one commit's subject is the title"
+        );
+        click(c, "#create-pull").await;
+        assert!(
+            c.current_url()
+                .await
+                .unwrap()
+                .path()
+                .ends_with("/owner/app/pulls/1")
+        );
+        assert_eq!(text_of(c, "requirements-left").await, "2 requirements left");
+        let left = text_of(c, "requirements").await;
+        assert!(left.contains("approval") && left.contains("ci/*"), "{left}");
+        assert!(c.find(Locator::Id("merge-button")).await.is_err());
+
+        // The second writer picks the added line and approves with a note.
+        c.delete_all_cookies().await.unwrap();
+        browser.sign_in(&login, "second", PW).await;
+        c.goto(&s.url("/owner/app/pulls/1")).await.unwrap();
+        click(c, "tr[data-line='RIGHT:2'] a.comment-line").await;
+        c.find(Locator::Id("line-body"))
+            .await
+            .unwrap()
+            .send_keys("Say it louder.")
+            .await
+            .unwrap();
+        click(c, "#event-approve").await;
+        click(c, "#submit-review").await;
+        let files = text_of(c, "files").await;
+        assert!(files.contains("Say it louder."), "{files}");
+        let (st, reviews) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls/1/reviews"),
+            "owner",
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK);
+        assert_eq!(reviews[0]["state"], "APPROVED", "{reviews}");
+        assert_eq!(reviews[0]["user"]["login"], "second", "{reviews}");
+        assert_eq!(reviews[0]["comments_count"], 1, "{reviews}");
+
+        // CI reports; the box is a merge button now.
+        let (st, b) = send(
+            &s,
+            Method::POST,
+            &format!("{BASE}/statuses/{head}"),
+            Some("writer"),
+            Some(json!({"state": "success", "context": "ci/build"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+
+        // A reader sees no merge box; a merge posted without the CSRF
+        // token is refused and merges nothing.
+        let reader = s.signed_in("reader", PW).await;
+        let page = postern_tests::get_text(&reader, &s.url("/owner/app/pulls/1")).await;
+        assert!(page.contains("merge-not-yours") && !page.contains("merge-form"));
+        let writer = s.signed_in("writer", PW).await;
+        let forged = writer
+            .post(s.url("/owner/app/pulls/1/merge"))
+            .form(&[("style", "merge")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            forged.status(),
+            StatusCode::BAD_REQUEST,
+            "the CSRF check refuses"
+        );
+
+        c.delete_all_cookies().await.unwrap();
+        browser.sign_in(&login, "writer", PW).await;
+        c.goto(&s.url("/owner/app/pulls/1")).await.unwrap();
+        assert!(c.find(Locator::Id("requirements-left")).await.is_err());
+        let style = c.find(Locator::Id("merge-style")).await.unwrap();
+        style.select_by_value("squash").await.unwrap();
+        click(c, "#merge-button").await;
+        assert_eq!(text_of(c, "pull-state-badge").await, "merged");
+        browser.close().await;
+
+        let (st, pull) = api(&s, Method::GET, &format!("{BASE}/pulls/1"), "owner", None).await;
+        assert_eq!(st, StatusCode::OK);
+        assert_eq!(pull["merged"], true, "{pull}");
+        assert_eq!(
+            history(&s, dir, "refs/remotes/o/main"),
+            vec!["Say more (#1)|1".to_string(), "first|0".to_string()],
+            "one squashed commit on main"
+        );
+    }
+}
+
+/// A merge and a push to the base branch at the same moment: whichever
+/// answers success is on the branch afterwards, and at least one does;
+/// the base branch only moves forward. Several rounds, as the order of
+/// the two is the scheduler's.
+#[tokio::test]
+async fn a_merge_racing_a_push_loses_neither() {
+    for backend in backends() {
+        let (s, work) = repo_with_team(&backend).await;
+        let dir = work.path().to_path_buf();
+        for round in 0..6 {
+            let branch = format!("topic{round}");
+            history(&s, &dir, "refs/remotes/o/main");
+            assert!(
+                git(
+                    &dir,
+                    &["checkout", "-q", "-B", &branch, "refs/remotes/o/main"]
+                )
+                .0
+            );
+            commit(
+                &dir,
+                &format!("topic{round}"),
+                "t\n",
+                &format!("Topic {round}"),
+            );
+            push(&s, &dir, "writer", &branch);
+            let n = open_pull(&s, "writer", &branch, &format!("Topic {round}")).await["number"]
+                .as_i64()
+                .unwrap();
+            // The pusher's main is the server's main now.
+            history(&s, &dir, "refs/remotes/o/main");
+            assert!(
+                git(
+                    &dir,
+                    &["checkout", "-q", "-B", "main", "refs/remotes/o/main"]
+                )
+                .0
+            );
+            let pushed = commit(
+                &dir,
+                &format!("main{round}"),
+                "m\n",
+                &format!("Main {round}"),
+            );
+            let (d, url) = (dir.clone(), remote(&s, "writer"));
+            let pushing =
+                tokio::task::spawn_blocking(move || git(&d, &["push", "-q", &url, "main"]).0);
+            let merge_path = format!("{BASE}/pulls/{n}/merge");
+            let merging = api(
+                &s,
+                Method::POST,
+                &merge_path,
+                "writer",
+                Some(json!({"Do": "merge"})),
+            );
+            let (push_ok, (st, b)) = tokio::join!(pushing, merging);
+            let push_ok = push_ok.unwrap();
+            let merged = st == StatusCode::OK;
+            assert!(
+                merged || st == StatusCode::CONFLICT || st == StatusCode::UNPROCESSABLE_ENTITY,
+                "{backend} round {round}: {st} {b}"
+            );
+            assert!(push_ok || merged, "{backend} round {round}: both lost");
+            history(&s, &dir, "refs/remotes/o/main");
+            let on_main = |sha: &str| {
+                git(
+                    &dir,
+                    &["merge-base", "--is-ancestor", sha, "refs/remotes/o/main"],
+                )
+                .0
+            };
+            if push_ok {
+                assert!(
+                    on_main(&pushed),
+                    "{backend} round {round}: the push was lost"
+                );
+            }
+            let (_, pull) = api(&s, Method::GET, &format!("{BASE}/pulls/{n}"), "owner", None).await;
+            if merged {
+                let sha = pull["merge_commit_sha"].as_str().unwrap();
+                assert!(
+                    on_main(sha),
+                    "{backend} round {round}: the merge was lost: {pull}"
+                );
+            } else {
+                assert_eq!(pull["merged"], false, "{pull}");
+                // Asked again, the merge goes in on top of the push.
+                let (st, b) = api(
+                    &s,
+                    Method::POST,
+                    &format!("{BASE}/pulls/{n}/merge"),
+                    "writer",
+                    Some(json!({"Do": "merge"})),
+                )
+                .await;
+                assert_eq!(st, StatusCode::OK, "{backend} round {round}: {b}");
+            }
+        }
+    }
+}

@@ -1568,3 +1568,153 @@ async fn every_role_against_every_pull_request_action() {
         );
     }
 }
+
+/// The pull request table over the pages: where the API answers 403 the
+/// pages answer "Not found"; an own approval is refused (422) on the page
+/// as in the API, and whether an approval counts is the same.
+#[tokio::test]
+async fn every_role_against_every_pull_request_page() {
+    for backend in backends() {
+        let (server, _) = setup(&backend).await;
+        let s = &server;
+        let mut mismatches = Vec::new();
+        for (repo, table) in [("private", PULLS_PRIVATE), ("public", PULLS_PUBLIC)] {
+            let mut names = vec!["shared".to_string()];
+            for i in 0..ROLES.len() {
+                names.extend([format!("o-{i}"), format!("m-{i}"), format!("c-{i}")]);
+            }
+            push_branches(s, repo, &names);
+            let status = call(
+                s,
+                Method::POST,
+                &format!("/api/v1/repos/corp/{repo}/branch_protections"),
+                Some("orgowner"),
+                Some(json!({"rule_name": "main", "enable_push": true, "required_approvals": 1})),
+            )
+            .await;
+            assert_eq!(status, StatusCode::CREATED, "{backend}");
+            let shared = pull_from(s, repo, "shared").await;
+            let pages = format!("/corp/{repo}/pulls");
+            for (i, ((role, user), expected)) in ROLES.iter().zip(table.iter()).enumerate() {
+                let expected = expected.map(|c| if c == "403" { "404" } else { c });
+                let http = match user {
+                    Some(u) => s.signed_in(u, PW).await,
+                    None => postern_tests::client(),
+                };
+                let page = postern_tests::get_text(&http, &s.url("/user/login")).await;
+                let csrf = csrf_in(&postern_tests::get_text(&http, &s.url("/")).await)
+                    .or_else(|| csrf_in(&page))
+                    .unwrap_or_else(|| panic!("{role}: no CSRF token on offer"));
+                let post = |path: String, fields: Vec<(&'static str, String)>| {
+                    let (http, csrf) = (http.clone(), csrf.clone());
+                    async move {
+                        let mut form = fields;
+                        form.push(("_csrf", csrf));
+                        http.post(s.url(&path)).form(&form).send().await.unwrap()
+                    }
+                };
+                let refused_or = |res: &reqwest::Response| match res.status() {
+                    StatusCode::UNPROCESSABLE_ENTITY => "422",
+                    _ => web_code(res),
+                };
+                let view = web_code(
+                    &http
+                        .get(s.url(&format!("{pages}/{shared}")))
+                        .send()
+                        .await
+                        .unwrap(),
+                );
+                let open = web_code(
+                    &post(
+                        format!("/corp/{repo}/compare"),
+                        vec![
+                            ("head", format!("o-{i}")),
+                            ("base", "main".into()),
+                            ("title", role.to_string()),
+                        ],
+                    )
+                    .await,
+                );
+                let comment = web_code(
+                    &post(
+                        format!("/corp/{repo}/issues/{shared}/comment"),
+                        vec![("body", format!("from {role}"))],
+                    )
+                    .await,
+                );
+                let approve = refused_or(
+                    &post(
+                        format!("{pages}/{shared}/review"),
+                        vec![("event", "APPROVED".into()), ("body", role.to_string())],
+                    )
+                    .await,
+                );
+                let reviews = call_json(
+                    s,
+                    &format!("/api/v1/repos/corp/{repo}/pulls/{shared}/reviews"),
+                )
+                .await;
+                let counts = match reviews
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .rev()
+                    .find(|r| Some(r["user"]["login"].as_str().unwrap()) == *user)
+                    .and_then(|r| r["official"].as_bool())
+                {
+                    Some(true) => "yes",
+                    Some(false) => "no",
+                    None => "-",
+                };
+                let to_merge = pull_from(s, repo, &format!("m-{i}")).await;
+                let status = call(
+                    s,
+                    Method::POST,
+                    &format!("/api/v1/repos/corp/{repo}/pulls/{to_merge}/reviews"),
+                    Some("writer"),
+                    Some(json!({"event": "APPROVED"})),
+                )
+                .await;
+                assert_eq!(status, StatusCode::OK, "{backend}");
+                let merge = web_code(
+                    &post(
+                        format!("{pages}/{to_merge}/merge"),
+                        vec![("style", "merge".into())],
+                    )
+                    .await,
+                );
+                let to_close = pull_from(s, repo, &format!("c-{i}")).await;
+                let close = web_code(
+                    &post(
+                        format!("{pages}/{to_close}/state"),
+                        vec![("state", "close".into())],
+                    )
+                    .await,
+                );
+                let got = [view, open, comment, approve, counts, merge, close];
+                if got != expected {
+                    mismatches.push(format!(
+                        "{backend} {repo} {role}: expected {expected:?}, got {got:?}"
+                    ));
+                }
+            }
+        }
+        assert!(
+            mismatches.is_empty(),
+            "the pull request pages do not hold the rights:\n{}",
+            mismatches.join("\n")
+        );
+    }
+}
+
+/// A GET of the API as the site administrator, its JSON.
+async fn call_json(server: &Server, path: &str) -> Value {
+    let res = reqwest::Client::new()
+        .get(server.url(path))
+        .basic_auth("siteadmin", Some(PW))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK, "{path}");
+    res.json().await.unwrap()
+}

@@ -29,6 +29,14 @@ pub enum Style {
 }
 
 impl Style {
+    pub const ALL: [Style; 5] = [
+        Style::Merge,
+        Style::Rebase,
+        Style::RebaseMerge,
+        Style::Squash,
+        Style::FastForwardOnly,
+    ];
+
     pub fn parse(s: &str) -> Option<Style> {
         Some(match s {
             "merge" => Style::Merge,
@@ -414,6 +422,34 @@ pub async fn run_auto_merges(app: &App, repo: &Repository) {
     for n in numbers {
         if let Err(e) = auto_merge_one(app, repo, n).await {
             tracing::info!(repo = %repo.full_name(), pull = n, "scheduled merge not made yet: {e}");
+        }
+    }
+}
+
+/// [`run_auto_merges`] for every repository with a merge scheduled: the
+/// periodic job that catches what a missed trigger left waiting.
+pub async fn run_every_auto_merge(app: App) {
+    let rows = sqlx::query(
+        "SELECT DISTINCT p.base_repo_id FROM pull_requests p JOIN issues i ON i.id = p.issue_id \
+         WHERE i.is_closed = 0 AND p.auto_merge_style IS NOT NULL",
+    )
+    .fetch_all(app.db.pool())
+    .await;
+    let ids: Vec<i64> = match rows {
+        Ok(rows) => rows
+            .iter()
+            .filter_map(|r| sqlx::Row::try_get(r, 0).ok())
+            .collect(),
+        Err(e) => {
+            tracing::warn!("scheduled merges not read: {e}");
+            return;
+        }
+    };
+    for id in ids {
+        match crate::repos::find_by_id(&app.db, id).await {
+            Ok(Some(repo)) => run_auto_merges(&app, &repo).await,
+            Ok(None) => {}
+            Err(e) => tracing::warn!(repo = id, "scheduled merges not read: {e}"),
         }
     }
 }

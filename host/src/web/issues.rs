@@ -26,13 +26,14 @@ pub(crate) use labels::{create_label, delete_label, labels};
 
 const PER_PAGE: usize = 20;
 
-/// The repository and the viewer's rights on its issues.
-async fn open(
+/// The repository, the viewer's level on it and their rights on its
+/// issues (and pull requests, which are issues).
+pub(super) async fn open(
     app: &App,
     viewer: &Viewer,
     owner: &str,
     name: &str,
-) -> Result<(Repository, Rights), WebError> {
+) -> Result<(Repository, Level, Rights), WebError> {
     let repo = access::require_repo(
         app,
         &viewer.caller,
@@ -46,7 +47,7 @@ async fn open(
     let level = access::repo_level(app, viewer.user(), &repo)
         .await
         .map_err(WebError::internal)?;
-    Ok((repo, Rights::new(level, viewer.user().map(|u| u.id))))
+    Ok((repo, level, Rights::new(level, viewer.user().map(|u| u.id))))
 }
 
 pub(crate) struct IssueLine {
@@ -82,6 +83,39 @@ pub(crate) struct ListQuery {
     page: Option<usize>,
 }
 
+impl ListQuery {
+    /// Closed or open, the page number, and that page's span.
+    pub(super) fn window(&self) -> (bool, usize, Span) {
+        let page = self.page.unwrap_or(1).max(1);
+        let span = Span::Range {
+            limit: PER_PAGE as i64,
+            offset: ((page - 1).saturating_mul(PER_PAGE)).min(i64::MAX as usize) as i64,
+        };
+        (self.state == "closed", page, span)
+    }
+}
+
+/// The previous and next pages of a list (`issues` or `pulls`) of
+/// `total` entries.
+pub(super) fn pager(
+    repo: &Repository,
+    kind: &str,
+    closed: bool,
+    page: usize,
+    total: u64,
+) -> (Option<String>, Option<String>) {
+    let base = format!(
+        "/{}/{kind}?state={}",
+        repo.full_name(),
+        if closed { "closed" } else { "open" }
+    );
+    (
+        (page > 1).then(|| format!("{base}&page={}", page - 1)),
+        ((page.saturating_mul(PER_PAGE) as u64) < total)
+            .then(|| format!("{base}&page={}", page + 1)),
+    )
+}
+
 /// `GET /{owner}/{repo}/issues`.
 pub(crate) async fn list(
     State(app): State<App>,
@@ -89,30 +123,20 @@ pub(crate) async fn list(
     Path((owner, name)): Path<(String, String)>,
     Query(query): Query<ListQuery>,
 ) -> Result<Response, WebError> {
-    let (repo, rights) = open(&app, &viewer, &owner, &name).await?;
-    let closed = query.state == "closed";
+    let (repo, _, rights) = open(&app, &viewer, &owner, &name).await?;
     let (open_count, closed_count) = issues::counts(&app.db, repo.id, false)
         .await
         .map_err(WebError::internal)?;
-    let page = query.page.unwrap_or(1).max(1);
+    let (closed, page, span) = query.window();
     let filter = issues::Filter {
         closed: Some(closed),
         pulls: Some(false),
         ..Default::default()
     };
-    let span = Span::Range {
-        limit: PER_PAGE as i64,
-        offset: ((page - 1).saturating_mul(PER_PAGE)).min(i64::MAX as usize) as i64,
-    };
     let (total, shown) = issues::list(&app.db, repo.id, &filter, span)
         .await
         .map_err(WebError::internal)?;
-    let total = total as usize;
-    let base = format!(
-        "/{}/issues?state={}",
-        repo.full_name(),
-        if closed { "closed" } else { "open" }
-    );
+    let (previous, next) = pager(&repo, "issues", closed, page, total);
     let (csrf, jar) = viewer.csrf(&app);
     let list = ListPage {
         user: viewer.who(),
@@ -133,8 +157,8 @@ pub(crate) async fn list(
                 when: when(i.created),
             })
             .collect(),
-        previous: (page > 1).then(|| format!("{base}&page={}", page - 1)),
-        next: (page.saturating_mul(PER_PAGE) < total).then(|| format!("{base}&page={}", page + 1)),
+        previous,
+        next,
         may_create: rights.create(),
     };
     Ok((jar, render(StatusCode::OK, list)?).into_response())
@@ -158,7 +182,7 @@ pub(crate) async fn new_form(
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<Response, WebError> {
     viewer.signed_in()?;
-    let (repo, rights) = open(&app, &viewer, &owner, &name).await?;
+    let (repo, _, rights) = open(&app, &viewer, &owner, &name).await?;
     if !rights.create() {
         return Err(nothing_here(&viewer, &app));
     }
@@ -189,7 +213,7 @@ pub(crate) async fn create(
     Posted { viewer, form }: Posted<NewForm>,
 ) -> Result<Response, WebError> {
     let user = viewer.signed_in()?.clone();
-    let (repo, rights) = open(&app, &viewer, &owner, &name).await?;
+    let (repo, _, rights) = open(&app, &viewer, &owner, &name).await?;
     if !rights.create() {
         return Err(nothing_here(&viewer, &app));
     }
@@ -317,14 +341,24 @@ async fn issue_page(
     Ok((jar, render(status, page)?).into_response())
 }
 
+/// The page of an issue, or of a pull request.
+pub(super) fn page_of(repo: &Repository, issue: &Issue) -> String {
+    let kind = if issue.is_pull { "pulls" } else { "issues" };
+    format!("/{}/{kind}/{}", repo.full_name(), issue.number)
+}
+
 /// `GET /{owner}/{repo}/issues/{index}`.
 pub(crate) async fn show(
     State(app): State<App>,
     viewer: Viewer,
     Path((owner, name, number)): Path<(String, String, i64)>,
 ) -> Result<Response, WebError> {
-    let (repo, rights) = open(&app, &viewer, &owner, &name).await?;
+    let (repo, _, rights) = open(&app, &viewer, &owner, &name).await?;
     let issue = issue_of(&app, &viewer, &repo, number).await?;
+    if issue.is_pull {
+        // As Gitea: a pull request's page is under /pulls.
+        return Ok(Redirect::to(&page_of(&repo, &issue)).into_response());
+    }
     issue_page(&app, &viewer, &repo, rights, issue, StatusCode::OK, None).await
 }
 
@@ -362,7 +396,7 @@ async fn act(
     action: Action,
 ) -> Result<Response, WebError> {
     let user = viewer.signed_in()?.clone();
-    let (repo, rights) = open(&app, &viewer, &owner, &name).await?;
+    let (repo, _, rights) = open(&app, &viewer, &owner, &name).await?;
     let issue = issue_of(&app, &viewer, &repo, number).await?;
     let allowed = match action {
         Action::Comment => rights.comment(&issue),
@@ -431,9 +465,7 @@ async fn act(
         }
     };
     match done {
-        Ok(()) => Ok(
-            Redirect::to(&format!("/{}/issues/{}", repo.full_name(), issue.number)).into_response(),
-        ),
+        Ok(()) => Ok(Redirect::to(&page_of(&repo, &issue)).into_response()),
         Err(issues::Error::Invalid(why)) => {
             issue_page(
                 &app,

@@ -14,6 +14,7 @@ use super::settings::capital;
 use super::{Viewer, WebError, Who, nothing_here, render};
 use crate::access::{self, Level};
 use crate::protection::{self, Rule};
+use crate::pulls::Style;
 use crate::repos::{self, Repository};
 use crate::state::App;
 use crate::users;
@@ -51,6 +52,10 @@ struct SettingsPage {
     private: bool,
     collaborators: Vec<(String, &'static str)>,
     rules: Vec<String>,
+    /// Each merge style and whether it is allowed.
+    styles: Vec<(&'static str, bool)>,
+    default_style: String,
+    delete_branch_after_merge: bool,
 }
 
 async fn page(
@@ -82,6 +87,12 @@ async fn page(
         private: repo.is_private,
         collaborators,
         rules,
+        styles: Style::ALL
+            .into_iter()
+            .map(|s| (s.name(), s.allowed(repo)))
+            .collect(),
+        default_style: repo.options.default_merge_style.clone(),
+        delete_branch_after_merge: repo.options.default_delete_branch_after_merge,
     };
     Ok((jar, render(status, page)?).into_response())
 }
@@ -122,6 +133,71 @@ pub(crate) async fn save_options(
         form.private.is_some(),
     )
     .await?;
+    Ok(Redirect::to(&settings_url(&repo)).into_response())
+}
+
+#[derive(Deserialize)]
+pub(crate) struct MergesForm {
+    /// The styles allowed: one field per checked box.
+    #[serde(default)]
+    merge: Option<String>,
+    #[serde(default)]
+    rebase: Option<String>,
+    #[serde(default, rename = "rebase-merge")]
+    rebase_merge: Option<String>,
+    #[serde(default)]
+    squash: Option<String>,
+    #[serde(default, rename = "fast-forward-only")]
+    fast_forward_only: Option<String>,
+    #[serde(default)]
+    default_style: String,
+    #[serde(default)]
+    delete_branch_after_merge: Option<String>,
+}
+
+/// `POST /{owner}/{repo}/settings/merges`: the merge styles pull requests
+/// may use, and the one the merge box offers first.
+pub(crate) async fn save_merges(
+    State(app): State<App>,
+    Path((owner, name)): Path<(String, String)>,
+    Posted { viewer, form }: Posted<MergesForm>,
+) -> Result<Response, WebError> {
+    let repo = administered(&app, &viewer, &owner, &name).await?;
+    let mut options = repo.options.clone();
+    options.allow_merge_commits = form.merge.is_some();
+    options.allow_rebase = form.rebase.is_some();
+    options.allow_rebase_explicit = form.rebase_merge.is_some();
+    options.allow_squash_merge = form.squash.is_some();
+    options.allow_fast_forward_only_merge = form.fast_forward_only.is_some();
+    options.default_delete_branch_after_merge = form.delete_branch_after_merge.is_some();
+    options.default_merge_style = form.default_style;
+    let mut chosen = repo.clone();
+    chosen.options = options.clone();
+    let refusal = match Style::parse(&options.default_merge_style) {
+        None => Some(format!(
+            "There is no merge style {:?}.",
+            options.default_merge_style
+        )),
+        Some(s) if !s.allowed(&chosen) => {
+            Some("The default merge style must be one of those allowed.".to_string())
+        }
+        Some(_) => None,
+    };
+    if let Some(why) = refusal {
+        return page(
+            &app,
+            &viewer,
+            &repo,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some(why),
+        )
+        .await;
+    }
+    let edit = repos::Edit {
+        options: Some(options),
+        ..Default::default()
+    };
+    repos::edit(&app, &repo, edit).await?;
     Ok(Redirect::to(&settings_url(&repo)).into_response())
 }
 

@@ -11,7 +11,7 @@ use super::sign_up::{sign_up, sign_up_form};
 use super::signin::{login, login_form, logout};
 use super::{
     admin, admin_config, admin_users, applications, assets, create, error, external, hooks, issues,
-    oauth, orgs, panel, repo_settings, repos, security, settings, webauthn,
+    oauth, orgs, panel, pulls, repo_settings, repos, security, settings, webauthn,
 };
 use crate::state::App;
 
@@ -302,6 +302,19 @@ pub(crate) fn routes() -> Router<App> {
         .route(
             "/{owner}/{repo}/issues/{index}/assignees",
             post(issues::assign),
+        )
+        .route("/{owner}/{repo}/pulls", get(pulls::list))
+        .route(
+            "/{owner}/{repo}/compare",
+            get(pulls::compare).post(pulls::create),
+        )
+        .route("/{owner}/{repo}/pulls/{index}", get(pulls::show))
+        .route("/{owner}/{repo}/pulls/{index}/review", post(pulls::review))
+        .route("/{owner}/{repo}/pulls/{index}/merge", post(pulls::merge))
+        .route("/{owner}/{repo}/pulls/{index}/state", post(pulls::state))
+        .route(
+            "/{owner}/{repo}/settings/merges",
+            post(repo_settings::save_merges),
         )
         .route("/{owner}", get(repos::owner_page))
         .route("/{owner}/{repo}", get(repos::repo_page))

@@ -59,7 +59,7 @@ pub(crate) async fn labels(
     viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<Response, WebError> {
-    let (repo, rights) = open(&app, &viewer, &owner, &name).await?;
+    let (repo, _, rights) = open(&app, &viewer, &owner, &name).await?;
     labels_page(&app, &viewer, &repo, rights, StatusCode::OK, None).await
 }
 
@@ -81,7 +81,7 @@ async fn managed(
     name: &str,
 ) -> Result<(Repository, Rights), WebError> {
     viewer.signed_in()?;
-    let (repo, rights) = open(app, viewer, owner, name).await?;
+    let (repo, _, rights) = open(app, viewer, owner, name).await?;
     if !rights.manage() {
         return Err(nothing_here(viewer, app));
     }
