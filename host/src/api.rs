@@ -210,7 +210,7 @@ fn operations() -> Operations {
         .add(routes!(pulls::commits))
         .add(routes!(pulls::files))
         .add(routes!(pulls::is_merged, pulls::merge))
-        .add(routes!(pulls::request_reviewers))
+        .add(routes!(pulls::request_reviewers, pulls::withdraw_reviewers))
         .add(routes!(pulls::reviews::list, pulls::reviews::create))
         .add(routes!(pulls::reviews::get, pulls::reviews::submit))
         .add(routes!(pulls::reviews::comments))

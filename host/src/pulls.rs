@@ -25,7 +25,7 @@ pub use gate::requirements;
 pub use merge::{MergeAsk, Merged, Style, merge, run_auto_merges, run_every_auto_merge};
 pub use reviews::{
     LineComment, NewLine, NewReview, Review, ReviewState, create_review, dismiss_review,
-    find_review, line_comments, reviews, submit_review,
+    find_review, line_comments, request_reviews, reviews, submit_review, withdraw_requests,
 };
 pub use store::{Edit, Open, create, edit, find, list, synchronize};
 
@@ -49,6 +49,8 @@ pub struct Pull {
     pub merged: Option<MergeRecord>,
     /// The style `merge_when_checks_succeed` asked for, and by whom.
     pub auto_merge: Option<(String, i64)>,
+    /// Reviewers asked for a review not given yet: (id, login).
+    pub requested: Vec<(i64, String)>,
 }
 
 /// How a pull request was merged.

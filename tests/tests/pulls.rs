@@ -998,9 +998,11 @@ async fn a_fork_borrows_its_parents_objects_and_outlives_it() {
     }
 }
 
-/// The text of the element `id` on the browser's page.
+/// The text of the element `id` on the browser's page, once it is there.
 async fn text_of(c: &fantoccini::Client, id: &str) -> String {
-    c.find(fantoccini::Locator::Id(id))
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(fantoccini::Locator::Id(id))
         .await
         .unwrap_or_else(|e| panic!("#{id} on the page: {e}"))
         .text()
@@ -1008,13 +1010,27 @@ async fn text_of(c: &fantoccini::Client, id: &str) -> String {
         .unwrap()
 }
 
+/// Clicks `css` and, as a click that submits a form or follows a link
+/// returns before the next page is there, waits until the clicked element
+/// is gone with its page.
 async fn click(c: &fantoccini::Client, css: &str) {
-    c.find(fantoccini::Locator::Css(css))
+    let element = c
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(fantoccini::Locator::Css(css))
         .await
-        .unwrap_or_else(|e| panic!("{css} on the page: {e}"))
-        .click()
-        .await
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{css} on the page: {e}"));
+    element.clone().click().await.unwrap();
+    if element.attr("type").await.ok().flatten().as_deref() == Some("radio") {
+        return;
+    }
+    for _ in 0..400 {
+        if element.is_displayed().await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{css}: the click led nowhere");
 }
 
 /// The pages, in Chromium: a writer compares a branch and opens the pull
@@ -1090,7 +1106,8 @@ async fn the_pages_open_review_and_merge_a_pull_request() {
         browser.sign_in(&login, "second", PW).await;
         c.goto(&s.url("/owner/app/pulls/1")).await.unwrap();
         click(c, "tr[data-line='RIGHT:2'] a.comment-line").await;
-        c.find(Locator::Id("line-body"))
+        c.wait()
+            .for_element(Locator::Id("line-body"))
             .await
             .unwrap()
             .send_keys("Say it louder.")
@@ -1262,4 +1279,146 @@ async fn a_merge_racing_a_push_loses_neither() {
             }
         }
     }
+}
+
+/// Review requests: asked of users who may read the repository, never of
+/// the author nor of teams; a request of someone whose review would count
+/// blocks the merge under `block_on_official_review_requests` until they
+/// review or the request is withdrawn; a reader's request does not block.
+#[tokio::test]
+async fn an_official_review_request_blocks_the_merge_until_it_is_answered() {
+    for backend in backends() {
+        let (s, work) = repo_with_team(&backend).await;
+        let dir = work.path();
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/branch_protections"),
+            "owner",
+            Some(json!({"rule_name": "main", "block_on_official_review_requests": true})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        assert!(git(dir, &["checkout", "-q", "-b", "topic"]).0);
+        commit(dir, "topic", "t\n", "Topic");
+        push(&s, dir, "writer", "topic");
+        let n = open_pull(&s, "writer", "topic", "Topic").await["number"]
+            .as_i64()
+            .unwrap();
+        let requests = format!("{BASE}/pulls/{n}/requested_reviewers");
+        // What the rules refuse asks no one.
+        for (user, body, want) in [
+            (
+                "writer",
+                json!({"reviewers": ["writer"]}),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+            (
+                "writer",
+                json!({"reviewers": ["nobody"]}),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+            (
+                "writer",
+                json!({"team_reviewers": ["core"]}),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+            (
+                "writer",
+                json!({"reviewers": ["second", "writer"]}),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            ),
+            (
+                "reader",
+                json!({"reviewers": ["second"]}),
+                StatusCode::FORBIDDEN,
+            ),
+        ] {
+            let (st, b) = api(&s, Method::POST, &requests, user, Some(body.clone())).await;
+            assert_eq!(st, want, "{backend} {user} {body}: {b}");
+            assert!(b["error"].is_string(), "{b}");
+        }
+        assert!(
+            requested(&s, n).await.is_empty(),
+            "{backend}: nothing was asked"
+        );
+
+        let (st, made) = api(
+            &s,
+            Method::POST,
+            &requests,
+            "writer",
+            Some(json!({"reviewers": ["second", "reader"]})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{made}");
+        assert_eq!(made.as_array().unwrap().len(), 2, "{made}");
+        assert!(
+            made.as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["state"] == "REQUEST_REVIEW"),
+            "{made}"
+        );
+        assert_eq!(requested(&s, n).await, ["second", "reader"]);
+        let why = merge_refusal(&s, "writer", n, "merge").await;
+        assert!(why.contains("requested from second"), "{why}");
+        assert!(
+            !why.contains("reader"),
+            "a reader's review would not count: {why}"
+        );
+
+        // Withdrawn, the request blocks nothing; asked again, it does, until
+        // answered.
+        let (st, b) = api(
+            &s,
+            Method::DELETE,
+            &requests,
+            "writer",
+            Some(json!({"reviewers": ["second"]})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::NO_CONTENT, "{b}");
+        assert_eq!(requested(&s, n).await, ["reader"]);
+        let (st, _) = api(
+            &s,
+            Method::POST,
+            &requests,
+            "writer",
+            Some(json!({"reviewers": ["second"]})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED);
+        merge_refusal(&s, "writer", n, "merge").await;
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/reviews"),
+            "second",
+            Some(json!({"event": "COMMENT", "body": "Fine by me."})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+        assert_eq!(requested(&s, n).await, ["reader"]);
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/pulls/{n}/merge"),
+            "writer",
+            Some(json!({"Do": "merge"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{backend}: {b}");
+    }
+}
+
+/// The logins a pull request's review requests name, in request order.
+async fn requested(s: &Server, n: i64) -> Vec<String> {
+    let (_, pull) = api(s, Method::GET, &format!("{BASE}/pulls/{n}"), "owner", None).await;
+    pull["requested_reviewers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["login"].as_str().unwrap().to_string())
+        .collect()
 }

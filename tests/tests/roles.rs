@@ -1435,6 +1435,26 @@ fn push_branches(server: &Server, repo: &str, names: &[String]) {
     assert!(ok, "{out}");
 }
 
+/// The branches the pull request tables open pull requests from (a
+/// shared one, and per role one to open, one to merge and one to close),
+/// and a rule on main asking one approval that counts.
+async fn pull_branches(s: &Server, repo: &str) {
+    let mut names = vec!["shared".to_string()];
+    for i in 0..ROLES.len() {
+        names.extend([format!("o-{i}"), format!("m-{i}"), format!("c-{i}")]);
+    }
+    push_branches(s, repo, &names);
+    let status = call(
+        s,
+        Method::POST,
+        &format!("/api/v1/repos/corp/{repo}/branch_protections"),
+        Some("orgowner"),
+        Some(json!({"rule_name": "main", "enable_push": true, "required_approvals": 1})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{}", s.backend);
+}
+
 /// Opens a pull request from `head` into main as the site administrator.
 async fn pull_from(server: &Server, repo: &str, head: &str) -> i64 {
     let res = reqwest::Client::new()
@@ -1457,21 +1477,7 @@ async fn every_role_against_every_pull_request_action() {
         let s = &server;
         let mut mismatches = Vec::new();
         for (repo, table) in [("private", PULLS_PRIVATE), ("public", PULLS_PUBLIC)] {
-            let mut names = vec!["shared".to_string()];
-            for i in 0..ROLES.len() {
-                names.extend([format!("o-{i}"), format!("m-{i}"), format!("c-{i}")]);
-            }
-            push_branches(s, repo, &names);
-            // Merging needs one approval that counts.
-            let status = call(
-                s,
-                Method::POST,
-                &format!("/api/v1/repos/corp/{repo}/branch_protections"),
-                Some("orgowner"),
-                Some(json!({"rule_name": "main", "enable_push": true, "required_approvals": 1})),
-            )
-            .await;
-            assert_eq!(status, StatusCode::CREATED, "{backend}");
+            pull_branches(s, repo).await;
             let base = format!("/api/v1/repos/corp/{repo}/pulls");
             let shared = pull_from(s, repo, "shared").await;
             for (i, ((role, user), expected)) in ROLES.iter().zip(table.iter()).enumerate() {
@@ -1579,20 +1585,7 @@ async fn every_role_against_every_pull_request_page() {
         let s = &server;
         let mut mismatches = Vec::new();
         for (repo, table) in [("private", PULLS_PRIVATE), ("public", PULLS_PUBLIC)] {
-            let mut names = vec!["shared".to_string()];
-            for i in 0..ROLES.len() {
-                names.extend([format!("o-{i}"), format!("m-{i}"), format!("c-{i}")]);
-            }
-            push_branches(s, repo, &names);
-            let status = call(
-                s,
-                Method::POST,
-                &format!("/api/v1/repos/corp/{repo}/branch_protections"),
-                Some("orgowner"),
-                Some(json!({"rule_name": "main", "enable_push": true, "required_approvals": 1})),
-            )
-            .await;
-            assert_eq!(status, StatusCode::CREATED, "{backend}");
+            pull_branches(s, repo).await;
             let shared = pull_from(s, repo, "shared").await;
             let pages = format!("/corp/{repo}/pulls");
             for (i, ((role, user), expected)) in ROLES.iter().zip(table.iter()).enumerate() {

@@ -81,8 +81,9 @@ pub struct BranchProtectionOptions {
     pub protected_file_patterns: Option<String>,
     /// Teams whose members may force-push when the allow-list is enabled.
     pub force_push_allowlist_teams: Option<Vec<String>>,
-    // Gitea's pull-request, review and deploy-key fields: stored and shown
-    // back, not enforced (docs/api.md).
+    // Gitea's pull-request, review and deploy-key fields: the merge gate
+    // enforces some, the rest are stored and shown back (docs/api.md lists
+    // which is which).
     pub merge_whitelist_teams: Option<Vec<String>>,
     pub enable_approvals_whitelist: Option<bool>,
     pub approvals_whitelist_username: Option<Vec<String>>,

@@ -596,18 +596,87 @@ pub(crate) async fn merge(
     }
 }
 
-/// Requested reviewers: not implemented yet.
-#[utoipa::path(post, path = "/api/v1/repos/{owner}/{repo}/pulls/{index}/requested_reviewers", tag = "repository", params(PullPath), responses(
-    (status = 501, description = "Not implemented yet", body = ErrorBody),
+/// Gitea's `PullReviewRequestOptions`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ReviewRequests {
+    /// Logins to ask for a review.
+    #[serde(default)]
+    pub reviewers: Vec<String>,
+    /// Teams to ask: not supported, name the users.
+    #[serde(default)]
+    pub team_reviewers: Vec<String>,
+}
+
+/// The users a request names, each one that exists; teams are refused.
+async fn reviewers_of(app: &App, body: &ReviewRequests) -> Result<Vec<users::User>, ApiError> {
+    if !body.team_reviewers.is_empty() {
+        return Err(ApiError::Unprocessable(
+            "team_reviewers: review requests to teams are not supported; name the reviewers".into(),
+        ));
+    }
+    let mut found = Vec::new();
+    for login in body.reviewers.iter().filter(|l| !l.trim().is_empty()) {
+        found.push(
+            users::find_by_login(&app.db, login.trim())
+                .await?
+                .ok_or_else(|| {
+                    ApiError::Unprocessable(format!("reviewers: no user named {login:?}"))
+                })?,
+        );
+    }
+    Ok(found)
+}
+
+/// Asks users for a review (Gitea's `REQUEST_REVIEW` reviews). Permission:
+/// the pull request's author or a writer. Under a rule with
+/// `block_on_official_review_requests`, a request of someone whose review
+/// would count blocks the merge until they review.
+#[utoipa::path(post, path = "/api/v1/repos/{owner}/{repo}/pulls/{index}/requested_reviewers", tag = "repository", params(PullPath), request_body = ReviewRequests, responses(
+    (status = 201, description = "The requests", body = Vec<views::ReviewView>),
+    (status = 403, description = "Neither the author nor a writer", body = ErrorBody),
+    (status = 404, description = "No such pull request or repository, or hidden", body = ErrorBody),
+    (status = 422, description = "An unknown user, one who cannot read the repository, the author, or teams", body = ErrorBody),
 ))]
 pub(crate) async fn request_reviewers(
     State(app): State<App>,
     who: Principal,
     Path(path): Path<PullPath>,
+    ApiJson(body): ApiJson<ReviewRequests>,
+) -> Result<(StatusCode, Json<Vec<views::ReviewView>>), ApiError> {
+    let (repo, _, rights) = opened(&app, &who.caller, &path.owner, &path.repo, true).await?;
+    let pull = pull_of(&app, &repo, path.index).await?;
+    refuse(rights.edit(&pull.issue), "request reviews")?;
+    let asked = reviewers_of(&app, &body).await?;
+    let made = pulls::request_reviews(&app, &repo, &pull, &asked).await?;
+    let views = made
+        .into_iter()
+        .map(|r| views::review_view(&app, &repo, &pull, r))
+        .collect();
+    Ok((StatusCode::CREATED, Json(views)))
+}
+
+/// Withdraws review requests. Permission: the pull request's author or a
+/// writer.
+#[utoipa::path(delete, path = "/api/v1/repos/{owner}/{repo}/pulls/{index}/requested_reviewers", tag = "repository", params(PullPath), request_body = ReviewRequests, responses(
+    (status = 204, description = "Withdrawn"),
+    (status = 403, description = "Neither the author nor a writer", body = ErrorBody),
+    (status = 404, description = "No such pull request or repository, or hidden", body = ErrorBody),
+    (status = 422, description = "An unknown user, or teams", body = ErrorBody),
+))]
+pub(crate) async fn withdraw_reviewers(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<PullPath>,
+    ApiJson(body): ApiJson<ReviewRequests>,
 ) -> Result<StatusCode, ApiError> {
-    let (repo, _, _) = opened(&app, &who.caller, &path.owner, &path.repo, true).await?;
-    pull_of(&app, &repo, path.index).await?;
-    Err(ApiError::NotImplemented(
-        "requested reviewers are not implemented yet".into(),
-    ))
+    let (repo, _, rights) = opened(&app, &who.caller, &path.owner, &path.repo, true).await?;
+    let pull = pull_of(&app, &repo, path.index).await?;
+    refuse(rights.edit(&pull.issue), "withdraw review requests")?;
+    let ids: Vec<i64> = reviewers_of(&app, &body)
+        .await?
+        .iter()
+        .map(|u| u.id)
+        .collect();
+    pulls::withdraw_requests(&app.db, &pull, &ids).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -36,9 +36,10 @@ pub struct Rule {
     /// Teams whose members may force-push when the allow-list is enabled.
     pub force_push_allowlist_teams: Vec<String>,
 
-    // Gitea's fields that concern pull requests, reviews and deploy keys,
-    // which Postern does not have: stored and shown back so that tools
-    // written for Gitea round-trip them, and not enforced (docs/api.md).
+    // Gitea's fields that concern pull requests, reviews and deploy keys:
+    // the merge gate (`pulls::requirements`) enforces the approval, review
+    // and whitelist ones; the rest are stored and shown back so that tools
+    // written for Gitea round-trip them (docs/api.md lists which is which).
     pub merge_whitelist_teams: Vec<String>,
     pub enable_approvals_whitelist: bool,
     pub approvals_whitelist_username: Vec<String>,

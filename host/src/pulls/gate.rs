@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::reviews::{ReviewState, reviews};
+use super::reviews::{ReviewState, is_official, reviews};
 use super::{Error, Pull, Result};
 use crate::protection::{self, Rule};
 use crate::repos::Repository;
@@ -64,6 +64,9 @@ pub async fn requirements(
     }
     if let Some(rule) = rule {
         reviews_unmet(app, pull, rule, &mut unmet).await?;
+        if rule.block_on_official_review_requests {
+            requests_unmet(app, repo, pull, &mut unmet).await?;
+        }
         if rule.enable_status_check {
             let all = statuses::list(
                 &app.db,
@@ -119,6 +122,41 @@ async fn reviews_unmet(app: &App, pull: &Pull, rule: &Rule, unmet: &mut Vec<Stri
         if !rejecting.is_empty() {
             unmet.push(format!("changes requested by {}", rejecting.join(", ")));
         }
+    }
+    Ok(())
+}
+
+/// Reviews requested of reviewers whose review would count (official)
+/// and not given yet.
+async fn requests_unmet(
+    app: &App,
+    repo: &Repository,
+    pull: &Pull,
+    unmet: &mut Vec<String>,
+) -> Result<()> {
+    let mut waiting = Vec::new();
+    for r in reviews(&app.db, pull, None).await? {
+        if r.state != ReviewState::Requested {
+            continue;
+        }
+        let Some(user) = crate::users::find_by_id(&app.db, r.reviewer.0)
+            .await
+            .map_err(|e| Error::Git(e.to_string()))?
+        else {
+            continue;
+        };
+        let level = crate::access::repo_level(app, Some(&user), repo)
+            .await
+            .map_err(|e| Error::Git(e.to_string()))?;
+        if is_official(app, repo, pull, &user, level).await? {
+            waiting.push(user.login);
+        }
+    }
+    if !waiting.is_empty() {
+        unmet.push(format!(
+            "official reviews requested from {} are not given yet",
+            waiting.join(", ")
+        ));
     }
     Ok(())
 }

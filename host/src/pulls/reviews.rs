@@ -24,6 +24,9 @@ pub enum ReviewState {
     Comment,
     /// Written, not yet submitted: seen by its author only.
     Pending,
+    /// A review asked of this reviewer and not given yet (Gitea's
+    /// `REQUEST_REVIEW`): made by a request, never by a reviewer.
+    Requested,
 }
 
 impl ReviewState {
@@ -46,6 +49,15 @@ impl ReviewState {
             ReviewState::RequestChanges => "REQUEST_CHANGES",
             ReviewState::Comment => "COMMENT",
             ReviewState::Pending => "PENDING",
+            ReviewState::Requested => "REQUEST_REVIEW",
+        }
+    }
+
+    /// A stored state: what [`parse`](Self::parse) takes, and requests.
+    fn stored(s: &str) -> Option<ReviewState> {
+        match s {
+            "REQUEST_REVIEW" => Some(ReviewState::Requested),
+            other => ReviewState::parse(other),
         }
     }
 
@@ -122,7 +134,7 @@ fn from_row(r: &AnyRow) -> sqlx::Result<Review> {
         issue_id: r.try_get(1)?,
         reviewer: (r.try_get(2)?, r.try_get(3)?),
         // Stored states were checked on the way in.
-        state: ReviewState::parse(&state).unwrap_or(ReviewState::Comment),
+        state: ReviewState::stored(&state).unwrap_or(ReviewState::Comment),
         body: r.try_get(5)?,
         commit_id: r.try_get(6)?,
         official: r.try_get::<i64, _>(7)? != 0,
@@ -188,7 +200,7 @@ pub async fn line_comments(db: &Db, review_id: i64) -> Result<Vec<LineComment>> 
 /// Whether `reviewer` (at `level` on the base repository) counts toward
 /// approvals under the base branch's rule: on the rule's approvals list
 /// when it has one, else any writer.
-async fn is_official(
+pub(super) async fn is_official(
     app: &App,
     repo: &Repository,
     pull: &Pull,
@@ -340,6 +352,9 @@ pub async fn create_review(
         .execute(&mut *tx)
         .await?;
     }
+    if new.state != ReviewState::Pending {
+        answered(&mut tx, pull, reviewer).await?;
+    }
     let review = Review {
         id,
         issue_id: pull.issue.id,
@@ -399,13 +414,96 @@ pub async fn submit_review(
     .bind(review.id)
     .execute(&mut *tx)
     .await?;
+    answered(&mut tx, pull, reviewer).await?;
     webhooks::emit(&mut tx, event(repo, pull, &after, reviewer)).await?;
     tx.commit().await?;
     Ok(after)
 }
 
+/// A submitted review answers the request made of its reviewer.
+async fn answered(conn: &mut sqlx::AnyConnection, pull: &Pull, reviewer: &User) -> Result<()> {
+    sqlx::query(
+        "DELETE FROM pull_reviews WHERE issue_id = $1 AND reviewer_id = $2 AND state = 'REQUEST_REVIEW'",
+    )
+    .bind(pull.issue.id)
+    .bind(reviewer.id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Asks each of `reviewers` for a review (once: asking again keeps the
+/// first request). Each must be able to read the repository and not be
+/// the pull request's author. Returns the requests.
+pub async fn request_reviews(
+    app: &App,
+    repo: &Repository,
+    pull: &Pull,
+    reviewers: &[User],
+) -> Result<Vec<Review>> {
+    for r in reviewers {
+        if r.id == pull.issue.author_id {
+            return Err(Error::Invalid(format!(
+                "reviewers: {} opened the pull request and cannot review it",
+                r.login
+            )));
+        }
+        let level = crate::access::repo_level(app, Some(r), repo)
+            .await
+            .map_err(|e| Error::Git(e.to_string()))?;
+        if level < Level::Read {
+            return Err(Error::Invalid(format!(
+                "reviewers: {} cannot read {}",
+                r.login,
+                repo.full_name()
+            )));
+        }
+    }
+    let t = now();
+    let mut tx = app.db.begin().await?;
+    for r in reviewers {
+        sqlx::query(
+            "INSERT INTO pull_reviews (issue_id, reviewer_id, state, body, commit_id, official, created, updated) \
+             SELECT $1, $2, 'REQUEST_REVIEW', '', $3, 0, $4, $4 WHERE NOT EXISTS \
+             (SELECT 1 FROM pull_reviews WHERE issue_id = $1 AND reviewer_id = $2 AND state = 'REQUEST_REVIEW')",
+        )
+        .bind(pull.issue.id)
+        .bind(r.id)
+        .bind(&pull.head_sha)
+        .bind(t)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    let asked: Vec<i64> = reviewers.iter().map(|r| r.id).collect();
+    Ok(reviews(&app.db, pull, None)
+        .await?
+        .into_iter()
+        .filter(|r| r.state == ReviewState::Requested && asked.contains(&r.reviewer.0))
+        .collect())
+}
+
+/// Withdraws the review requests made of `reviewers`.
+pub async fn withdraw_requests(db: &Db, pull: &Pull, reviewers: &[i64]) -> Result<()> {
+    for id in reviewers {
+        sqlx::query(
+            "DELETE FROM pull_reviews WHERE issue_id = $1 AND reviewer_id = $2 AND state = 'REQUEST_REVIEW'",
+        )
+        .bind(pull.issue.id)
+        .bind(id)
+        .execute(db.pool())
+        .await?;
+    }
+    Ok(())
+}
+
 /// Dismisses a review: it no longer counts toward approvals or blocks.
 pub async fn dismiss_review(db: &Db, review: &Review) -> Result<Review> {
+    if review.state == ReviewState::Requested {
+        return Err(Error::Invalid(
+            "a review request is withdrawn (DELETE requested_reviewers), not dismissed".into(),
+        ));
+    }
     sqlx::query("UPDATE pull_reviews SET dismissed = 1, updated = $1 WHERE id = $2")
         .bind(now())
         .bind(review.id)

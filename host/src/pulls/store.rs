@@ -53,6 +53,7 @@ fn from_row(issue: Issue, r: &AnyRow) -> sqlx::Result<Pull> {
         changed_files: r.try_get(10)?,
         merged,
         auto_merge: style.zip(by),
+        requested: Vec::new(),
     })
 }
 
@@ -72,12 +73,25 @@ async fn attach(db: &Db, issues: Vec<Issue>) -> Result<Vec<Pull>> {
     ))
     .fetch_all(db.pool())
     .await?;
+    // The reviews asked for and not given yet, for the whole page at once.
+    let requests = sqlx::query(&format!(
+        "SELECT r.issue_id, u.id, u.login FROM pull_reviews r JOIN users u ON u.id = r.reviewer_id \
+         WHERE r.issue_id IN ({ids}) AND r.state = 'REQUEST_REVIEW' ORDER BY r.id"
+    ))
+    .fetch_all(db.pool())
+    .await?;
     let mut pulls = Vec::with_capacity(issues.len());
     for issue in issues {
         let id = issue.id;
         for r in &rows {
             if r.try_get::<i64, _>(0)? == id {
-                pulls.push(from_row(issue, r)?);
+                let mut pull = from_row(issue, r)?;
+                for q in &requests {
+                    if q.try_get::<i64, _>(0)? == id {
+                        pull.requested.push((q.try_get(1)?, q.try_get(2)?));
+                    }
+                }
+                pulls.push(pull);
                 break;
             }
         }
@@ -341,6 +355,7 @@ async fn open_in(
         changed_files: c.changed_files,
         merged: None,
         auto_merge: None,
+        requested: Vec::new(),
     };
     // The ref before the row is visible: a number whose commit failed
     // leaves a ref the next pull request of that number overwrites.

@@ -491,6 +491,7 @@ async fn pull_page(
         let what = match r.state {
             ReviewState::Approved => "approved",
             ReviewState::RequestChanges => "requested changes",
+            ReviewState::Requested => "was asked for a review",
             _ => "reviewed",
         };
         let entry = Entry {

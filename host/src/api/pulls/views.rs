@@ -170,7 +170,11 @@ pub fn pull_view(
         milestone: None,
         assignee: assignees.first().cloned(),
         assignees,
-        requested_reviewers: Vec::new(),
+        requested_reviewers: pull
+            .requested
+            .iter()
+            .map(|(id, login)| UserRef::new(app, *id, login))
+            .collect(),
         comments: pull.issue.comments,
         review_comments: 0,
         additions: pull.additions,
