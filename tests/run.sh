@@ -73,6 +73,8 @@ fi
 bash tests/gitea/install.sh
 # The SAML tests' second identity provider, PyPI's pysaml2.
 bash tests/peers/pysaml2/install.sh
+# Renovate, a Gitea-ecosystem client, for the pull request tests.
+bash tests/peers/renovate/install.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

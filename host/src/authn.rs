@@ -1,6 +1,7 @@
 //! Who is calling: from the `Authorization` header (`token …`, `Bearer …`,
-//! or Basic with a password or a token as the password) or the session
-//! cookie. Used by the API and by git over HTTP alike.
+//! or Basic with a password or a token as the password, or a token as the
+//! user name with no password) or the session cookie. Used by the API and
+//! by git over HTTP alike.
 
 use axum::http::{HeaderMap, header};
 use axum_extra::extract::CookieJar;
@@ -214,6 +215,12 @@ pub async fn authenticate(
                 let decoded = STANDARD.decode(rest).map_err(|_| Error::Malformed)?;
                 let decoded = String::from_utf8(decoded).map_err(|_| Error::Malformed)?;
                 let (login, password) = decoded.split_once(':').ok_or(Error::Malformed)?;
+                // A token as the user name with no password (or Gitea's
+                // `x-oauth-basic`), as git URLs of the form
+                // `https://<token>@host/…` send it (Renovate's do).
+                if matches!(password, "" | "x-oauth-basic") && looks_like_token(login) {
+                    return by_token(app, login).await;
+                }
                 by_password(app, login, password, from).await
             }
             _ => Err(Error::Malformed),

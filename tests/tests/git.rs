@@ -345,11 +345,26 @@ async fn tokens_are_scoped_limited_and_expire() {
             &url(&s.server, Some(("owner", &writer)), "owner/alpha"),
         );
         assert!(ok, "{backend}: {out}");
-        let head = {
-            let now = s.remote_head("owner/alpha");
-            assert_ne!(now, head);
-            now
-        };
+        assert_ne!(s.remote_head("owner/alpha"), head);
+
+        // The token as the user name with no password (or Gitea's
+        // `x-oauth-basic`), as Renovate's URLs carry it, pushes too; a
+        // made-up token in that place is refused and pushes nothing.
+        let dir = s.commit("wc", "token-as-user");
+        let (ok, out) = push(&dir, &url(&s.server, Some((&writer, "")), "owner/alpha"));
+        assert!(ok, "{backend}: {out}");
+        let dir = s.commit("wc", "token-as-user-oauth-basic");
+        let (ok, out) = push(
+            &dir,
+            &url(&s.server, Some((&writer, "x-oauth-basic")), "owner/alpha"),
+        );
+        assert!(ok, "{backend}: {out}");
+        let head = s.remote_head("owner/alpha");
+        let forged = "0123456789abcdef0123456789abcdef01234567";
+        let dir = s.commit("wc", "forged");
+        let (ok, out) = push(&dir, &url(&s.server, Some((forged, "")), "owner/alpha"));
+        assert!(!ok, "{backend}: a made-up token pushed: {out}");
+        assert_eq!(s.remote_head("owner/alpha"), head);
 
         // A read-scoped token clones but cannot push.
         let reader = s
@@ -373,6 +388,11 @@ async fn tokens_are_scoped_limited_and_expire() {
         assert!(
             !ok && out.contains("the token lacks the scope write:repository"),
             "{backend}: {out}"
+        );
+        let (ok, out) = push(&dir, &url(&s.server, Some((&reader, "")), "owner/alpha"));
+        assert!(
+            !ok && out.contains("the token lacks the scope write:repository"),
+            "{backend}: as the user name too: {out}"
         );
         assert_eq!(s.remote_head("owner/alpha"), head);
         let (st, b) = s

@@ -26,6 +26,7 @@ mod plugin_kit;
 mod protection;
 mod provisioning;
 mod pulls;
+mod renovate;
 mod repo_settings;
 mod roles;
 mod saml;
