@@ -1455,6 +1455,31 @@ async fn pull_branches(s: &Server, repo: &str) {
     assert_eq!(status, StatusCode::CREATED, "{}", s.backend);
 }
 
+/// Whether an approval counts, as the tables write it.
+fn counted(official: Option<bool>) -> &'static str {
+    match official {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "-",
+    }
+}
+
+/// A pull request from `head` that a writer has approved: one approval
+/// that counts, which is all the rule asks.
+async fn approved_pull(s: &Server, repo: &str, head: &str) -> i64 {
+    let n = pull_from(s, repo, head).await;
+    let status = call(
+        s,
+        Method::POST,
+        &format!("/api/v1/repos/corp/{repo}/pulls/{n}/reviews"),
+        Some("writer"),
+        Some(json!({"event": "APPROVED"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{}", s.backend);
+    n
+}
+
 /// Opens a pull request from `head` into main as the site administrator.
 async fn pull_from(server: &Server, repo: &str, head: &str) -> i64 {
     let res = reqwest::Client::new()
@@ -1521,21 +1546,8 @@ async fn every_role_against_every_pull_request_action() {
                 } else {
                     code(st, &[StatusCode::OK])
                 };
-                let counts = match review["official"].as_bool() {
-                    Some(true) => "yes",
-                    Some(false) => "no",
-                    None => "-",
-                };
-                let to_merge = pull_from(s, repo, &format!("m-{i}")).await;
-                let status = call(
-                    s,
-                    Method::POST,
-                    &format!("{base}/{to_merge}/reviews"),
-                    Some("writer"),
-                    Some(json!({"event": "APPROVED"})),
-                )
-                .await;
-                assert_eq!(status, StatusCode::OK, "{backend}");
+                let counts = counted(review["official"].as_bool());
+                let to_merge = approved_pull(s, repo, &format!("m-{i}")).await;
                 let merge = code(
                     call(
                         s,
@@ -1647,28 +1659,15 @@ async fn every_role_against_every_pull_request_page() {
                     &format!("/api/v1/repos/corp/{repo}/pulls/{shared}/reviews"),
                 )
                 .await;
-                let counts = match reviews
+                let official = reviews
                     .as_array()
                     .unwrap()
                     .iter()
                     .rev()
                     .find(|r| Some(r["user"]["login"].as_str().unwrap()) == *user)
-                    .and_then(|r| r["official"].as_bool())
-                {
-                    Some(true) => "yes",
-                    Some(false) => "no",
-                    None => "-",
-                };
-                let to_merge = pull_from(s, repo, &format!("m-{i}")).await;
-                let status = call(
-                    s,
-                    Method::POST,
-                    &format!("/api/v1/repos/corp/{repo}/pulls/{to_merge}/reviews"),
-                    Some("writer"),
-                    Some(json!({"event": "APPROVED"})),
-                )
-                .await;
-                assert_eq!(status, StatusCode::OK, "{backend}");
+                    .and_then(|r| r["official"].as_bool());
+                let counts = counted(official);
+                let to_merge = approved_pull(s, repo, &format!("m-{i}")).await;
                 let merge = web_code(
                     &post(
                         format!("{pages}/{to_merge}/merge"),
