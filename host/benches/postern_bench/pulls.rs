@@ -59,11 +59,12 @@ fn fill(repo: &Path) -> anyhow::Result<()> {
             "committer Bench <bench@example.com> {} +0000",
             1_800_000_000 + i
         )?;
+        // fast-import wants the message before `from`.
+        let message = format!("topic {i}");
+        writeln!(input, "data {}\n{message}", message.len())?;
         if i == 0 {
             writeln!(input, "from :{}", COMMITS - 100)?;
         }
-        let message = format!("topic {i}");
-        writeln!(input, "data {}\n{message}", message.len())?;
         let line = format!("{i}\n");
         writeln!(input, "M 644 inline topic.txt\ndata {}\n{line}", line.len())?;
     }
