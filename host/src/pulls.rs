@@ -22,7 +22,9 @@ use crate::users::User;
 use crate::webhooks;
 
 pub use gate::requirements;
-pub use merge::{MergeAsk, Merged, Style, merge, run_auto_merges, run_every_auto_merge};
+pub use merge::{
+    MergeAsk, Merged, Style, merge, run_auto_merges, run_every_auto_merge, try_auto_merges,
+};
 pub use reviews::{
     LineComment, NewLine, NewReview, Review, ReviewState, create_review, dismiss_review,
     find_review, line_comments, request_reviews, reviews, submit_review, withdraw_requests,

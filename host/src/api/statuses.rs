@@ -208,8 +208,7 @@ pub(crate) async fn create(
         .and_then(|t| t.oauth_client.as_deref());
     let status = statuses::create(&app.db, &reading.repo, &sha, &report, &who.user, client).await?;
     // A green check may be what a scheduled merge waits for.
-    let (waiting, repo) = (app.clone(), reading.repo.clone());
-    tokio::spawn(async move { crate::pulls::run_auto_merges(&waiting, &repo).await });
+    crate::pulls::try_auto_merges(&app, &reading.repo);
     Ok((StatusCode::CREATED, Json(view(&app, &reading, status))))
 }
 

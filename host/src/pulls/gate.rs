@@ -135,11 +135,9 @@ async fn requests_unmet(
     unmet: &mut Vec<String>,
 ) -> Result<()> {
     let mut waiting = Vec::new();
-    for r in reviews(&app.db, pull, None).await? {
-        if r.state != ReviewState::Requested {
-            continue;
-        }
-        let Some(user) = crate::users::find_by_id(&app.db, r.reviewer.0)
+    // The requests not answered yet came with the pull request.
+    for (id, _) in &pull.requested {
+        let Some(user) = crate::users::find_by_id(&app.db, *id)
             .await
             .map_err(|e| Error::Git(e.to_string()))?
         else {

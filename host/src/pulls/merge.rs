@@ -426,6 +426,14 @@ pub async fn run_auto_merges(app: &App, repo: &Repository) {
     }
 }
 
+/// [`run_auto_merges`] in the background, after a change (a status, a
+/// review) that may be what a scheduled merge waits for; the caller's
+/// answer does not wait for it.
+pub fn try_auto_merges(app: &App, repo: &Repository) {
+    let (app, repo) = (app.clone(), repo.clone());
+    tokio::spawn(async move { run_auto_merges(&app, &repo).await });
+}
+
 /// [`run_auto_merges`] for every repository with a merge scheduled: the
 /// periodic job that catches what a missed trigger left waiting.
 pub async fn run_every_auto_merge(app: App) {

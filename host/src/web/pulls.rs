@@ -663,12 +663,6 @@ pub(crate) struct ReviewForm {
     line_body: String,
 }
 
-/// After a change that may be what a scheduled merge waits for.
-fn after_change(app: &App, repo: &Repository) {
-    let (app, repo) = (app.clone(), repo.clone());
-    tokio::spawn(async move { pulls::run_auto_merges(&app, &repo).await });
-}
-
 /// Shows the page again with a refusal, or goes back to it.
 async fn answer(
     app: &App,
@@ -730,7 +724,7 @@ pub(crate) async fn review(
             };
             pulls::create_review(&app, &seen.repo, &pull, &user, seen.level, &new)
                 .await
-                .map(|_| after_change(&app, &seen.repo))
+                .map(|_| pulls::try_auto_merges(&app, &seen.repo))
         }
     };
     answer(&app, &viewer, &seen, pull, done).await

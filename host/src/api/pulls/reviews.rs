@@ -13,7 +13,6 @@ use crate::access::Level;
 use crate::api::pagination::{Listed, PageQuery, Paged, Paging};
 use crate::api::{ApiError, ApiJson, ErrorBody, MaybePrincipal, Principal};
 use crate::pulls::{self, NewLine, NewReview, Pull, Review, ReviewState};
-use crate::repos::Repository;
 use crate::state::App;
 
 #[derive(Deserialize, IntoParams)]
@@ -124,12 +123,6 @@ fn line_comments(comments: Vec<CreateLineComment>) -> Result<Vec<NewLine>, ApiEr
         .collect()
 }
 
-async fn after_review(app: &App, repo: &Repository) {
-    // An approval may be what a scheduled merge waits for.
-    let (app, repo) = (app.clone(), repo.clone());
-    tokio::spawn(async move { crate::pulls::run_auto_merges(&app, &repo).await });
-}
-
 /// Reviews a pull request. Permission: read; only an official review (a
 /// writer's, or one on the rule's approvals list) counts toward required
 /// approvals, and no one approves their own.
@@ -157,7 +150,8 @@ pub(crate) async fn create(
         comments: line_comments(body.comments)?,
     };
     let review = pulls::create_review(&app, &repo, &pull, &who.user, level, &new).await?;
-    after_review(&app, &repo).await;
+    // An approval may be what a scheduled merge waits for.
+    pulls::try_auto_merges(&app, &repo);
     Ok(Json(review_view(&app, &repo, &pull, review)))
 }
 
@@ -216,7 +210,8 @@ pub(crate) async fn submit(
         body.body.as_deref(),
     )
     .await?;
-    after_review(&app, &repo).await;
+    // An approval may be what a scheduled merge waits for.
+    pulls::try_auto_merges(&app, &repo);
     Ok(Json(review_view(&app, &repo, &pull, review)))
 }
 
