@@ -218,49 +218,62 @@ pub struct FileChange {
 
 /// The files that differ from `from` to `to`, renames found. `from` may
 /// be `base...` (three dots, no space) to diff from the merge base of
-/// `base` and `to`, as a pull request shows its changes.
+/// `base` and `to`, as a pull request shows its changes. One git run
+/// gives both the kinds of change and the line counts.
 pub async fn files(dir: &Path, from: &str, to: &str) -> Result<Vec<FileChange>> {
     let span = if from.ends_with("...") {
         format!("{from}{to}")
     } else {
         format!("{from}..{to}")
     };
-    let raw_args = ["diff", "--no-color", "-M", "-z", "--raw", &span];
-    let numstat_args = ["diff", "--no-color", "-M", "-z", "--numstat", &span];
-    let (raw, numstat) = tokio::try_join!(run(dir, &raw_args, &[]), run(dir, &numstat_args, &[]))?;
-    let mut changes = parse_raw(&raw.1);
-    for (path, added, deleted) in parse_numstat(&numstat.1) {
+    let args = [
+        "diff",
+        "--no-color",
+        "-M",
+        "-z",
+        "--raw",
+        "--numstat",
+        &span,
+    ];
+    let (_, out) = run(dir, &args, &[]).await?;
+    Ok(parse_changes(&out))
+}
+
+/// `diff -z --raw --numstat`: every raw entry, then every numstat entry.
+fn parse_changes(out: &[u8]) -> Vec<FileChange> {
+    let text = String::from_utf8_lossy(out);
+    let fields: Vec<&str> = text.split('\0').collect();
+    let (mut changes, rest) = parse_raw(&fields);
+    for (path, added, deleted) in parse_numstat(rest) {
         if let Some(c) = changes.iter_mut().find(|c| c.path == path) {
             c.added = added;
             c.deleted = deleted;
         }
     }
-    Ok(changes)
+    changes
 }
 
-/// `diff-tree -z --raw`: `:modes ids status NUL path NUL [path NUL]`.
-fn parse_raw(out: &[u8]) -> Vec<FileChange> {
-    let text = String::from_utf8_lossy(out);
-    let mut fields = text.split('\0');
+/// Raw entries, `:modes ids status NUL path NUL [path NUL]`, for as long
+/// as the fields hold them; the fields after them.
+fn parse_raw<'a, 'b>(fields: &'b [&'a str]) -> (Vec<FileChange>, &'b [&'a str]) {
     let mut changes = Vec::new();
-    while let Some(meta) = fields.next() {
-        let Some(meta) = meta.strip_prefix(':') else {
-            continue;
-        };
+    let mut i = 0;
+    while let Some(meta) = fields.get(i).and_then(|f| f.strip_prefix(':')) {
         let status = meta
             .rsplit(' ')
             .next()
             .and_then(|s| s.chars().next())
             .unwrap_or('M');
-        let Some(first) = fields.next() else { break };
-        let (path, previous) = if matches!(status, 'R' | 'C') {
-            match fields.next() {
-                Some(to) => (to.to_string(), Some(first.to_string())),
-                None => break,
-            }
-        } else {
-            (first.to_string(), None)
+        let renamed = matches!(status, 'R' | 'C');
+        let (Some(first), second) = (fields.get(i + 1), fields.get(i + 2)) else {
+            break;
         };
+        let (path, previous) = match (renamed, second) {
+            (true, Some(to)) => (to.to_string(), Some(first.to_string())),
+            (true, None) => break,
+            (false, _) => (first.to_string(), None),
+        };
+        i += if renamed { 3 } else { 2 };
         changes.push(FileChange {
             path,
             previous,
@@ -269,14 +282,13 @@ fn parse_raw(out: &[u8]) -> Vec<FileChange> {
             deleted: 0,
         });
     }
-    changes
+    (changes, &fields[i.min(fields.len())..])
 }
 
-/// `diff-tree -z --numstat`: `added TAB deleted TAB path NUL`, or for a
-/// rename `added TAB deleted TAB NUL from NUL to NUL`.
-fn parse_numstat(out: &[u8]) -> Vec<(String, u64, u64)> {
-    let text = String::from_utf8_lossy(out);
-    let mut fields = text.split('\0');
+/// Numstat entries: `added TAB deleted TAB path NUL`, or for a rename
+/// `added TAB deleted TAB NUL from NUL to NUL`.
+fn parse_numstat(fields: &[&str]) -> Vec<(String, u64, u64)> {
+    let mut fields = fields.iter();
     let mut all = Vec::new();
     while let Some(entry) = fields.next() {
         let mut parts = entry.splitn(3, '\t');
@@ -409,7 +421,7 @@ pub async fn delete_ref(dir: &Path, name: &str, old: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use crate::git::merges::{parse_hunk_header, parse_numstat, parse_raw};
+    use crate::git::merges::{parse_changes, parse_hunk_header};
 
     #[test]
     fn hunk_headers_and_changes_parse() {
@@ -419,15 +431,22 @@ mod tests {
         );
         assert_eq!(parse_hunk_header("@@ -0,0 +1 @@"), Some([0, 0, 1, 1]));
         assert_eq!(parse_hunk_header("+@@ -1 +1 @@"), None);
-        let raw = b":100644 100644 aaa bbb M\0a.txt\0:100644 100644 aaa bbb R100\0old\0new\0";
-        let changes = parse_raw(raw);
+        // What `diff -z --raw --numstat` prints for a change, a rename and a
+        // file whose name starts with the raw entries' colon.
+        let out = b":100644 100644 aaa bbb M\0:x\0:100644 100644 aaa bbb R100\0old\0new\0\
+            3\t1\t:x\x000\t0\t\0old\0new\0";
+        let changes = parse_changes(out);
         assert_eq!(changes.len(), 2);
+        assert_eq!(
+            (
+                changes[0].path.as_str(),
+                changes[0].added,
+                changes[0].deleted
+            ),
+            (":x", 3, 1)
+        );
         assert_eq!(changes[1].path, "new");
         assert_eq!(changes[1].previous.as_deref(), Some("old"));
-        let numstat = b"1\t2\ta.txt\x000\t0\t\0old\0new\0";
-        assert_eq!(
-            parse_numstat(numstat),
-            vec![("a.txt".into(), 1, 2), ("new".into(), 0, 0)]
-        );
+        assert_eq!((changes[1].added, changes[1].deleted), (0, 0));
     }
 }

@@ -153,18 +153,17 @@ struct Compared {
     changed_files: i64,
 }
 
-/// The commit branch `branch` points at.
-async fn branch_head(dir: &Path, branch: &str) -> Result<Option<String>> {
+/// The commit branch `branch` of `repo` points at, asked of the server's
+/// kept object reader: no process is started once one runs.
+async fn branch_head(app: &App, repo: &Repository, branch: &str) -> Result<Option<String>> {
     objects::check_rev(branch)?;
-    let mut objects = Objects::new(dir);
+    let mut objects = Objects::kept(&repo.path(app), repo.id, &app.objects);
     Ok(objects
-        .commit(&format!("refs/heads/{branch}"))
+        .info(&format!("refs/heads/{branch}^{{commit}}"))
         .await?
-        .map(|c| c.sha))
+        .map(|i| i.sha))
 }
 
-/// Compares head with base: the three git runs at once, so that the
-/// whole takes about as long as the merge alone.
 /// The pull request's head commit now: its branch in the base repository,
 /// or, for a fork's, the branch fetched into `refs/pull/<n>/head`. `None`
 /// when the branch (or the fork) is gone.
@@ -174,7 +173,7 @@ pub(super) async fn current_head(
     pull: &Pull,
 ) -> Result<Option<String>> {
     let head_repo = match pull.head_repo_id {
-        Some(id) if id == base.id => return branch_head(&base.path(app), &pull.head_branch).await,
+        Some(id) if id == base.id => return branch_head(app, base, &pull.head_branch).await,
         Some(id) => crate::repos::find_by_id(&app.db, id)
             .await
             .map_err(|e| Error::Git(e.to_string()))?,
@@ -183,7 +182,7 @@ pub(super) async fn current_head(
     let Some(head_repo) = head_repo else {
         return Ok(None);
     };
-    let Some(sha) = branch_head(&head_repo.path(app), &pull.head_branch).await? else {
+    let Some(sha) = branch_head(app, &head_repo, &pull.head_branch).await? else {
         return Ok(None);
     };
     if sha != pull.head_sha {
@@ -198,6 +197,8 @@ pub(super) async fn current_head(
     Ok(Some(sha))
 }
 
+/// Compares head with base: the three git runs at once, so that the
+/// whole takes about as long as the merge alone.
 async fn compare(dir: &Path, base_sha: &str, head_sha: &str) -> Result<Compared> {
     let fork = format!("{base_sha}...");
     let (merge_base, merged, files) = tokio::try_join!(
@@ -236,17 +237,15 @@ pub async fn create(app: &App, repo: &Repository, author: &User, open: &Open) ->
         )));
     }
     let dir = repo.path(app);
-    let base_sha = branch_head(&dir, base)
+    let base_sha = branch_head(app, repo, base)
         .await?
         .ok_or_else(|| Error::NotFound(format!("base branch {base:?} does not exist")))?;
-    let head_sha = branch_head(&head_repo.path(app), head)
-        .await?
-        .ok_or_else(|| {
-            Error::NotFound(format!(
-                "head branch {head:?} does not exist in {}",
-                head_repo.full_name()
-            ))
-        })?;
+    let head_sha = branch_head(app, &head_repo, head).await?.ok_or_else(|| {
+        Error::NotFound(format!(
+            "head branch {head:?} does not exist in {}",
+            head_repo.full_name()
+        ))
+    })?;
     // A fork's commits are brought into the base repository, where the
     // comparison, the merge and `refs/pull/<n>/head` are.
     let incoming = format!("refs/postern/incoming/{}", incoming_id());
@@ -407,7 +406,7 @@ pub async fn edit(
                 "head and base are the same branch ({base:?})"
             )));
         }
-        let base_sha = branch_head(&dir, base)
+        let base_sha = branch_head(app, repo, base)
             .await?
             .ok_or_else(|| Error::NotFound(format!("base branch {base:?} does not exist")))?;
         compared = Some(compare(&dir, &base_sha, &pull.head_sha).await?);
@@ -508,7 +507,7 @@ pub async fn synchronize(app: &App, repo: &Repository, branch: &str, pusher: &Us
         let dir = base.path(app);
         let (Some(head_sha), Some(base_sha)) = (
             current_head(app, &base, &pull).await?,
-            branch_head(&dir, &pull.base_branch).await?,
+            branch_head(app, &base, &pull.base_branch).await?,
         ) else {
             // A deleted branch: the pull request keeps its last head.
             continue;
@@ -520,6 +519,16 @@ pub async fn synchronize(app: &App, repo: &Repository, branch: &str, pusher: &Us
             Err(e) => return Err(e),
         };
         let (mergeable, conflicted) = conflicts(&c.merged);
+        let same = !moved
+            && c.merge_base == pull.merge_base
+            && (mergeable != 0) == pull.mergeable
+            && conflicted == pull.conflicted_files.join("\n")
+            && (c.additions, c.deletions, c.changed_files)
+                == (pull.additions, pull.deletions, pull.changed_files);
+        if same {
+            // Nothing to write: the comparison stands as stored.
+            continue;
+        }
         let mut tx = app.db.begin().await?;
         sqlx::query(
             "UPDATE pull_requests SET head_sha = $1, merge_base = $2, mergeable = $3, \
