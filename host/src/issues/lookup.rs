@@ -59,14 +59,20 @@ impl Order {
         })
     }
 
+    /// The ORDER BY over `issues i` alone, so that a page can be chosen
+    /// before its rows' other columns are computed.
     fn sql(self) -> &'static str {
         match self {
             Order::Newest => "i.number DESC",
             Order::Oldest => "i.number",
             Order::RecentUpdate => "i.updated DESC, i.number DESC",
             Order::LeastUpdate => "i.updated, i.number",
-            Order::MostComment => "comment_count DESC, i.number DESC",
-            Order::LeastComment => "comment_count, i.number",
+            Order::MostComment => {
+                "(SELECT COUNT(*) FROM issue_comments c WHERE c.issue_id = i.id) DESC, i.number DESC"
+            }
+            Order::LeastComment => {
+                "(SELECT COUNT(*) FROM issue_comments c WHERE c.issue_id = i.id), i.number"
+            }
         }
     }
 }
@@ -91,6 +97,12 @@ fn like_pattern(q: &str) -> String {
 }
 
 impl Filter {
+    /// Whether the clause names the author (`users u`), which a query then
+    /// joins; without it, counting and paging read `issues` alone.
+    fn names_author(&self) -> bool {
+        self.created_by.is_some()
+    }
+
     /// The WHERE clause over `issues i` and its values, from `$1`.
     fn clause(&self, repo_id: i64) -> (String, Vec<Bind>) {
         let mut binds = vec![Bind::Int(repo_id)];
@@ -174,7 +186,7 @@ fn bind_all<'q>(
 
 const COLUMNS: &str = "i.id, i.repo_id, i.number, i.author_id, u.login, i.title, i.body, \
      i.is_closed, i.is_locked, i.created, i.updated, i.closed, \
-     (SELECT COUNT(*) FROM issue_comments c WHERE c.issue_id = i.id) AS comment_count, i.is_pull, \
+     (SELECT COUNT(*) FROM issue_comments c WHERE c.issue_id = i.id), i.is_pull, \
      (SELECT p.merged FROM pull_requests p WHERE p.issue_id = i.id)";
 
 fn from_row(r: &AnyRow) -> sqlx::Result<Issue> {
@@ -242,7 +254,11 @@ async fn complete(db: &Db, mut issues: Vec<Issue>) -> Result<Vec<Issue>> {
 /// `span` (by id for the cursor style), and how many pass in all.
 pub async fn list(db: &Db, repo_id: i64, filter: &Filter, span: Span) -> Result<(u64, Vec<Issue>)> {
     let (clause, binds) = filter.clause(repo_id);
-    let from = "FROM issues i JOIN users u ON u.id = i.author_id";
+    let from = if filter.names_author() {
+        "FROM issues i JOIN users u ON u.id = i.author_id"
+    } else {
+        "FROM issues i"
+    };
     let count_sql = format!("SELECT COUNT(*) {from} WHERE {clause}");
     let total: i64 = bind_all(sqlx::query(&count_sql), &binds)
         .fetch_one(db.pool())
@@ -250,19 +266,29 @@ pub async fn list(db: &Db, repo_id: i64, filter: &Filter, span: Span) -> Result<
         .try_get(0)?;
     let n = binds.len();
     let order = filter.order.sql();
-    let page_sql = match span {
-        Span::All => format!("SELECT {COLUMNS} {from} WHERE {clause} ORDER BY {order}"),
+    // The page's rows are chosen first, by `issues` alone; only those get
+    // their author and counts (PostgreSQL would otherwise compute them for
+    // every row that OFFSET skips).
+    let chosen = match span {
+        Span::All => format!("SELECT i.* {from} WHERE {clause}"),
         Span::Range { .. } => format!(
-            "SELECT {COLUMNS} {from} WHERE {clause} ORDER BY {order} LIMIT ${} OFFSET ${}",
+            "SELECT i.* {from} WHERE {clause} ORDER BY {order} LIMIT ${} OFFSET ${}",
             n + 1,
             n + 2
         ),
         Span::After { .. } => format!(
-            "SELECT {COLUMNS} {from} WHERE {clause} AND i.id > ${} ORDER BY i.id LIMIT ${}",
+            "SELECT i.* {from} WHERE {clause} AND i.id > ${} ORDER BY i.id LIMIT ${}",
             n + 1,
             n + 2
         ),
     };
+    let order = match span {
+        Span::After { .. } => "i.id",
+        _ => order,
+    };
+    let page_sql = format!(
+        "SELECT {COLUMNS} FROM ({chosen}) i JOIN users u ON u.id = i.author_id ORDER BY {order}"
+    );
     let mut page = bind_all(sqlx::query(&page_sql), &binds);
     match span {
         Span::All => {}
