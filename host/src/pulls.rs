@@ -21,7 +21,7 @@ use crate::repos::Repository;
 use crate::users::User;
 use crate::webhooks;
 
-pub use gate::requirements;
+pub use gate::{requirements, requirements_under};
 pub use merge::{
     MergeAsk, Merged, Style, merge, run_auto_merges, run_every_auto_merge, try_auto_merges,
 };

@@ -246,6 +246,21 @@ async fn ci_and_a_second_writer_gate_the_merge_then_a_squash_lands() {
         assert_eq!(pr["head"]["sha"], first_head.as_str(), "{pr}");
         assert_eq!(pr["base"]["ref"], "main", "{pr}");
         assert_eq!(pr["head"]["repo_id"], fork["id"], "{pr}");
+        assert_eq!(pr["head"]["repo"]["full_name"], "writer/app", "{pr}");
+        assert_eq!(pr["base"]["repo"]["full_name"], "owner/app", "{pr}");
+        // The parent's reader may not see the private fork: its head
+        // branch shows no repository.
+        let (st, seen) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls/{n}"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{seen}");
+        assert!(seen["head"]["repo"].is_null(), "{seen}");
+        assert_eq!(seen["head"]["ref"], "feature", "{seen}");
         assert_eq!(pr["changed_files"], 2, "{pr}");
         assert_eq!(pr["additions"], 2, "{pr}");
         assert!(
@@ -839,6 +854,109 @@ async fn each_merge_style_leaves_its_history() {
             .map(|p| p["number"].as_i64().unwrap())
             .collect();
         assert_eq!(open, vec![c2n], "only the conflicting one is open");
+        // The author filter, the orders by comment count and the cursor
+        // style each choose the page before the rest of a row is read.
+        let (st, _) = api(
+            &s,
+            Method::POST,
+            &format!("/api/v1/repos/owner/app/issues/{c2n}/comments"),
+            "writer",
+            Some(json!({"body": "Conflicts with c1; rebasing."})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED);
+        let numbers = |list: &Value| -> Vec<i64> {
+            list.as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["number"].as_i64().unwrap())
+                .collect()
+        };
+        let (_, all) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls?state=all&limit=50"),
+            "reader",
+            None,
+        )
+        .await;
+        let poster = all[0]["user"]["login"].as_str().unwrap().to_string();
+        let theirs: Vec<i64> = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["user"]["login"] == poster.as_str())
+            .map(|p| p["number"].as_i64().unwrap())
+            .collect();
+        let (_, by) = api(
+            &s,
+            Method::GET,
+            &format!(
+                "{BASE}/pulls?state=all&limit=50&poster={}",
+                poster.to_uppercase()
+            ),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(numbers(&by), theirs, "{backend}: {by}");
+        let (_, nobody) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls?state=all&poster=nobody"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(numbers(&nobody), Vec::<i64>::new(), "{nobody}");
+        let (_, most) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls?state=all&sort=mostcomment&limit=1"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(numbers(&most), vec![c2n], "{backend}: {most}");
+        assert_eq!(most[0]["comments"], 1, "{most}");
+        let (_, least) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/pulls?state=all&sort=leastcomment&limit=50"),
+            "reader",
+            None,
+        )
+        .await;
+        assert_eq!(numbers(&least).last(), Some(&c2n), "{backend}: {least}");
+        let (_, first) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/issues?type=pulls&state=all&cursor=0&limit=4"),
+            "reader",
+            None,
+        )
+        .await;
+        let cursor = match &first["pagination"]["next_cursor"] {
+            Value::String(c) => c.clone(),
+            other => other.to_string(),
+        };
+        assert_eq!(first["pagination"]["has_more"], true, "{first}");
+        let (_, rest) = api(
+            &s,
+            Method::GET,
+            &format!("{BASE}/issues?type=pulls&state=all&cursor={cursor}&limit=4"),
+            "reader",
+            None,
+        )
+        .await;
+        let mut paged = numbers(&first["data"]);
+        paged.extend(numbers(&rest["data"]));
+        let mut expected = numbers(&all);
+        expected.sort();
+        assert_eq!(
+            paged, expected,
+            "{backend}: cursor pages in id order: {first} {rest}"
+        );
         // The issue list tells pull requests apart.
         let (_, issues) = api(
             &s,

@@ -22,13 +22,15 @@ use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, MaybePrincipal, Principal};
 use crate::access::{Caller, Level};
 use crate::api::paths::RepoPath;
+use crate::api::repos::RepositoryView;
 use crate::git::merges;
 use crate::issues::{self, Rights};
+use crate::protection::{self, Protection};
 use crate::pulls::{self, MergeAsk, Merged, Pull, Style};
 use crate::repos::Repository;
 use crate::state::App;
 use crate::users;
-use views::{Allowed, pull_view};
+use views::{Allowed, Sides, pull_view};
 pub use views::{ChangedFileView, PullView};
 
 impl From<pulls::Error> for ApiError {
@@ -86,12 +88,116 @@ pub(super) async fn pull_of(app: &App, repo: &Repository, index: i64) -> Result<
         .ok_or_else(|| ApiError::NotFound(format!("no pull request #{index}")))
 }
 
-/// The base branch's commit now; empty when the branch is gone.
-async fn base_sha(app: &App, repo: &Repository, branch: &str) -> String {
-    let mut objects = crate::git::objects::Objects::kept(&repo.path(app), repo.id, &app.objects);
-    match objects.commit(&format!("refs/heads/{branch}")).await {
-        Ok(Some(c)) => c.sha,
-        _ => String::new(),
+/// What the views of one repository's pull requests share, read once per
+/// response however many pull requests it holds: the repository's own
+/// view, each base branch's commit, each fork's view.
+struct Shared<'a> {
+    app: &'a App,
+    version: ApiVersion,
+    caller: &'a Caller,
+    repo: &'a Repository,
+    level: Level,
+    rights: Rights,
+    view: RepositoryView,
+    bases: Vec<(String, String)>,
+    forks: Vec<(i64, Option<RepositoryView>)>,
+    /// The repository's protection rules, once a writer's merge link asks.
+    rules: Option<Vec<Protection>>,
+}
+
+impl<'a> Shared<'a> {
+    fn new(
+        app: &'a App,
+        version: ApiVersion,
+        caller: &'a Caller,
+        (repo, level, rights): (&'a Repository, Level, Rights),
+    ) -> Self {
+        Shared {
+            app,
+            version,
+            caller,
+            repo,
+            level,
+            rights,
+            view: crate::api::repos::view(app, version, repo, level),
+            bases: Vec::new(),
+            forks: Vec::new(),
+            rules: None,
+        }
+    }
+
+    /// A base branch's commit now; empty when the branch is gone.
+    async fn base_sha(&mut self, branch: &str) -> String {
+        if let Some((_, sha)) = self.bases.iter().find(|(b, _)| b == branch) {
+            return sha.clone();
+        }
+        let (app, repo) = (self.app, self.repo);
+        let mut objects =
+            crate::git::objects::Objects::kept(&repo.path(app), repo.id, &app.objects);
+        let sha = match objects
+            .info(&format!("refs/heads/{branch}^{{commit}}"))
+            .await
+        {
+            Ok(Some(info)) => info.sha,
+            _ => String::new(),
+        };
+        self.bases.push((branch.to_string(), sha.clone()));
+        sha
+    }
+
+    /// The view of the repository a head branch is in: this one, or a fork
+    /// the caller may read (`None` for one they may not, or one deleted).
+    async fn head_view(&mut self, id: i64) -> Result<Option<RepositoryView>, ApiError> {
+        if id == self.repo.id {
+            return Ok(Some(self.view.clone()));
+        }
+        if let Some((_, view)) = self.forks.iter().find(|(f, _)| *f == id) {
+            return Ok(view.clone());
+        }
+        let view = match crate::repos::find_by_id(&self.app.db, id).await? {
+            Some(fork) => {
+                let level =
+                    crate::access::repo_level(self.app, self.caller.user.as_ref(), &fork).await?;
+                (level >= Level::Read)
+                    .then(|| crate::api::repos::view(self.app, self.version, &fork, level))
+            }
+            None => None,
+        };
+        self.forks.push((id, view.clone()));
+        Ok(view)
+    }
+
+    /// The view of `pull`, its merge link asked of the gate.
+    async fn pull(&mut self, pull: Pull) -> Result<PullView, ApiError> {
+        let (app, repo, level) = (self.app, self.repo, self.level);
+        let merge = match &self.caller.user {
+            Some(user) if level >= Level::Write && !pull.issue.is_closed => {
+                if self.rules.is_none() {
+                    self.rules = Some(protection::list(&app.db, repo.id).await?);
+                }
+                let rules = self.rules.as_deref().unwrap_or_default();
+                pulls::requirements_under(app, repo, rules, &pull, (user, level))
+                    .await?
+                    .is_empty()
+            }
+            _ => false,
+        };
+        let allowed = Allowed {
+            rights: self.rights,
+            review: self.caller.user.is_some() && level >= Level::Read,
+            merge,
+        };
+        let base_sha = self.base_sha(&pull.base_branch).await;
+        let head = match pull.head_repo_id {
+            Some(id) => self.head_view(id).await?,
+            None => None,
+        };
+        let sides = Sides {
+            base: &self.view,
+            base_sha: &base_sha,
+            head,
+        };
+        Ok(pull_view(app, repo, sides, allowed, pull))
     }
 }
 
@@ -100,24 +206,10 @@ pub(super) async fn full_view(
     app: &App,
     version: ApiVersion,
     caller: &Caller,
-    (repo, level, rights): (&Repository, Level, Rights),
+    seen: (&Repository, Level, Rights),
     pull: Pull,
 ) -> Result<PullView, ApiError> {
-    let merge = match &caller.user {
-        Some(user) if level >= Level::Write && !pull.issue.is_closed => {
-            pulls::requirements(app, repo, &pull, user, level)
-                .await?
-                .is_empty()
-        }
-        _ => false,
-    };
-    let allowed = Allowed {
-        rights,
-        review: caller.user.is_some() && level >= Level::Read,
-        merge,
-    };
-    let sha = base_sha(app, repo, &pull.base_branch).await;
-    Ok(pull_view(app, version, repo, level, &sha, allowed, pull))
+    Shared::new(app, version, caller, seen).pull(pull).await
 }
 
 /// Gitea's pull request list filters.
@@ -213,9 +305,10 @@ pub(crate) async fn list(
         None => (0, Vec::new()),
     };
     let slice = window.fetched(count, page, |p| p.issue.id);
+    let mut shared = Shared::new(&app, version, &caller, (&repo, level, rights));
     let mut views = Vec::with_capacity(slice.items.len());
     for pull in slice.items.iter().cloned() {
-        views.push(full_view(&app, version, &caller, (&repo, level, rights), pull).await?);
+        views.push(shared.pull(pull).await?);
     }
     Ok(paging.answer(slice.with(views)))
 }

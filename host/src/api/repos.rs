@@ -87,7 +87,7 @@ impl UserRef {
 }
 
 /// What the caller may do (Gitea's `permissions`).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Permissions {
     pub admin: bool,
     pub push: bool,
@@ -95,7 +95,7 @@ pub struct Permissions {
 }
 
 /// A repository, with Gitea's field names.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RepositoryView {
     pub id: i64,
     pub owner: UserRef,
@@ -130,7 +130,7 @@ pub struct RepositoryView {
 /// The fields of Gitea's `Repository` for what Postern does not have
 /// (forks, mirrors, templates, stars, topics): Gitea's values for a
 /// repository without them.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct GiteaDefaults {
     pub fork: bool,
     pub mirror: bool,

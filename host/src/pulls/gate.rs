@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::reviews::{ReviewState, is_official, reviews};
 use super::{Error, Pull, Result};
-use crate::protection::{self, Rule};
+use crate::protection::{self, Protection, Rule};
 use crate::repos::Repository;
 use crate::roles::Level;
 use crate::state::App;
@@ -24,11 +24,23 @@ pub async fn requirements(
     merger: &User,
     level: Level,
 ) -> Result<Vec<String>> {
-    let mut unmet = Vec::new();
     let rules = protection::list(&app.db, repo.id)
         .await
         .map_err(|e| Error::Git(e.to_string()))?;
-    let rule = protection::governing(&rules, &pull.base_branch);
+    requirements_under(app, repo, &rules, pull, (merger, level)).await
+}
+
+/// [`requirements`] under the repository's protection `rules`, already
+/// read (a page of pull requests reads them once).
+pub async fn requirements_under(
+    app: &App,
+    repo: &Repository,
+    rules: &[Protection],
+    pull: &Pull,
+    (merger, level): (&User, Level),
+) -> Result<Vec<String>> {
+    let mut unmet = Vec::new();
+    let rule = protection::governing(rules, &pull.base_branch);
     let whitelisted = match rule {
         Some(r) if r.enable_merge_whitelist => Some(
             r.merge_whitelist_usernames

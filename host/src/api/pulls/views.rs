@@ -8,11 +8,10 @@ use utoipa::ToSchema;
 use crate::api::issues::views::{LabelView, label_view};
 use crate::api::links::{Links, LinksBuilder};
 use crate::api::repos::{RepositoryView, UserRef};
-use crate::api::{ApiVersion, rfc3339};
+use crate::api::rfc3339;
 use crate::issues::Rights;
 use crate::pulls::{LineComment, Pull, Review};
 use crate::repos::Repository;
-use crate::roles::Level;
 use crate::state::App;
 
 /// Gitea's `PRBranchInfo`.
@@ -88,12 +87,21 @@ pub struct Allowed {
     pub merge: bool,
 }
 
+/// The two branches' repositories as a pull request's view shows them.
+pub struct Sides<'a> {
+    /// The base repository's view, made once for a whole page.
+    pub base: &'a RepositoryView,
+    /// The base branch's commit now.
+    pub base_sha: &'a str,
+    /// The head branch's repository (the base one, or a fork), when the
+    /// caller may see it.
+    pub head: Option<RepositoryView>,
+}
+
 pub fn pull_view(
     app: &App,
-    version: ApiVersion,
     repo: &Repository,
-    level: Level,
-    base_sha: &str,
+    sides: Sides<'_>,
     allowed: Allowed,
     pull: Pull,
 ) -> PullView {
@@ -143,10 +151,6 @@ pub fn pull_view(
             format!("{href}/merge"),
         )
         .build();
-    let repo_view = crate::api::repos::view(app, version, repo, level);
-    let head_repo = pull
-        .head_repo_id
-        .map(|_| crate::api::repos::view(app, version, repo, level));
     let assignees: Vec<UserRef> = pull
         .issue
         .assignees
@@ -193,16 +197,16 @@ pub fn pull_view(
         base: BranchInfo {
             label: pull.base_branch.clone(),
             r#ref: pull.base_branch.clone(),
-            sha: base_sha.to_string(),
+            sha: sides.base_sha.to_string(),
             repo_id: repo.id,
-            repo: Some(repo_view),
+            repo: Some(sides.base.clone()),
         },
         head: BranchInfo {
             label: pull.head_branch.clone(),
             r#ref: pull.head_branch.clone(),
             sha: pull.head_sha.clone(),
             repo_id: pull.head_repo_id.unwrap_or(0),
-            repo: head_repo,
+            repo: sides.head,
         },
         merge_base: pull.merge_base.clone(),
         due_date: None,
