@@ -144,7 +144,9 @@ impl From<crate::git::objects::Error> for Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// A `pull_request` event (Gitea's `PullRequestPayload`): `action` is
-/// `opened`, `edited`, `closed`, `reopened`, `synchronized` or `merged`.
+/// `opened`, `edited`, `closed`, `reopened`, `synchronized`, `merged`,
+/// `review_requested` or `review_request_removed` (these two add
+/// [`with_reviewer`]).
 fn event(action: &str, repo: &Repository, pull: &Pull, sender: &User) -> webhooks::Event {
     webhooks::Event {
         event_type: "pull_request",
@@ -159,6 +161,14 @@ fn event(action: &str, repo: &Repository, pull: &Pull, sender: &User) -> webhook
         org_id: Some(repo.owner_id),
         branch: Some(pull.base_branch.clone()),
     }
+}
+
+/// `event` with the user a review was asked of (or no longer is), as
+/// Gitea's `requested_reviewer`.
+fn with_reviewer(mut event: webhooks::Event, reviewer: &User) -> webhooks::Event {
+    event.data["requested_reviewer"] =
+        serde_json::json!({ "id": reviewer.id.to_string(), "login": reviewer.login });
+    event
 }
 
 /// The pull request as events carry it.

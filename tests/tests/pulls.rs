@@ -1417,6 +1417,21 @@ async fn an_official_review_request_blocks_the_merge_until_it_is_answered() {
         )
         .await;
         assert_eq!(st, StatusCode::CREATED, "{b}");
+        let r = Receiver::start().await;
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/hooks"),
+            "owner",
+            Some(json!({
+                "type": "gitea",
+                "config": {"url": r.url, "content_type": "json", "secret": SECRET},
+                "events": ["pull_request"],
+                "active": true,
+            })),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
         assert!(git(dir, &["checkout", "-q", "-b", "topic"]).0);
         commit(dir, "topic", "t\n", "Topic");
         push(&s, dir, "writer", "topic");
@@ -1486,6 +1501,17 @@ async fn an_official_review_request_blocks_the_merge_until_it_is_answered() {
             "a reader's review would not count: {why}"
         );
 
+        // Asking again keeps the first request, and tells no one.
+        let (st, _) = api(
+            &s,
+            Method::POST,
+            &requests,
+            "writer",
+            Some(json!({"reviewers": ["reader"]})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED);
+
         // Withdrawn, the request blocks nothing; asked again, it does, until
         // answered.
         let (st, b) = api(
@@ -1527,6 +1553,50 @@ async fn an_official_review_request_blocks_the_merge_until_it_is_answered() {
         )
         .await;
         assert_eq!(st, StatusCode::OK, "{backend}: {b}");
+
+        // Each request made or withdrawn was told, once, naming whom and
+        // by whom; refused and repeated requests told nothing.
+        let got = r
+            .wait_for(&s, "the review request events delivered", 30, |g| {
+                g.iter()
+                    .filter(|g| g.status == 200)
+                    .any(|g| body_of(g)["data"]["action"] == "merged")
+            })
+            .await;
+        // Deliveries may arrive in any order: compared sorted.
+        let mut asked: Vec<(String, String, String)> = got
+            .iter()
+            .map(body_of)
+            .filter(|b| {
+                b["data"]["action"]
+                    .as_str()
+                    .is_some_and(|a| a.starts_with("review_request"))
+            })
+            .map(|b| {
+                let d = &b["data"];
+                assert_eq!(d["number"], n, "{b}");
+                (
+                    d["action"].as_str().unwrap().to_string(),
+                    d["requested_reviewer"]["login"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                    d["sender"]["login"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let mut want: Vec<(String, String, String)> = [
+            ("review_requested", "second"),
+            ("review_requested", "reader"),
+            ("review_request_removed", "second"),
+            ("review_requested", "second"),
+        ]
+        .iter()
+        .map(|(a, who)| (a.to_string(), who.to_string(), "writer".to_string()))
+        .collect();
+        asked.sort();
+        want.sort();
+        assert_eq!(asked, want, "{backend}");
     }
 }
 

@@ -740,7 +740,7 @@ pub(crate) async fn request_reviewers(
     let pull = pull_of(&app, &repo, path.index).await?;
     refuse(rights.edit(&pull.issue), "request reviews")?;
     let asked = reviewers_of(&app, &body).await?;
-    let made = pulls::request_reviews(&app, &repo, &pull, &asked).await?;
+    let made = pulls::request_reviews(&app, &repo, &pull, &asked, &who.user).await?;
     let views = made
         .into_iter()
         .map(|r| views::review_view(&app, &repo, &pull, r))
@@ -765,11 +765,7 @@ pub(crate) async fn withdraw_reviewers(
     let (repo, _, rights) = opened(&app, &who.caller, &path.owner, &path.repo, true).await?;
     let pull = pull_of(&app, &repo, path.index).await?;
     refuse(rights.edit(&pull.issue), "withdraw review requests")?;
-    let ids: Vec<i64> = reviewers_of(&app, &body)
-        .await?
-        .iter()
-        .map(|u| u.id)
-        .collect();
-    pulls::withdraw_requests(&app.db, &pull, &ids).await?;
+    let reviewers = reviewers_of(&app, &body).await?;
+    pulls::withdraw_requests(&app.db, &repo, &pull, &reviewers, &who.user).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -433,13 +433,15 @@ async fn answered(conn: &mut sqlx::AnyConnection, pull: &Pull, reviewer: &User) 
 }
 
 /// Asks each of `reviewers` for a review (once: asking again keeps the
-/// first request). Each must be able to read the repository and not be
-/// the pull request's author. Returns the requests.
+/// first request), with a `review_requested` event for each new request.
+/// Each must be able to read the repository and not be the pull
+/// request's author. Returns the requests.
 pub async fn request_reviews(
     app: &App,
     repo: &Repository,
     pull: &Pull,
     reviewers: &[User],
+    asker: &User,
 ) -> Result<Vec<Review>> {
     for r in reviewers {
         if r.id == pull.issue.author_id {
@@ -462,7 +464,7 @@ pub async fn request_reviews(
     let t = now();
     let mut tx = app.db.begin().await?;
     for r in reviewers {
-        sqlx::query(
+        let made = sqlx::query(
             "INSERT INTO pull_reviews (issue_id, reviewer_id, state, body, commit_id, official, created, updated) \
              SELECT $1, $2, 'REQUEST_REVIEW', '', $3, 0, $4, $4 WHERE NOT EXISTS \
              (SELECT 1 FROM pull_reviews WHERE issue_id = $1 AND reviewer_id = $2 AND state = 'REQUEST_REVIEW')",
@@ -472,7 +474,12 @@ pub async fn request_reviews(
         .bind(&pull.head_sha)
         .bind(t)
         .execute(&mut *tx)
-        .await?;
+        .await?
+        .rows_affected();
+        if made > 0 {
+            let asked = super::event("review_requested", repo, pull, asker);
+            webhooks::emit(&mut tx, super::with_reviewer(asked, r)).await?;
+        }
     }
     tx.commit().await?;
     let asked: Vec<i64> = reviewers.iter().map(|r| r.id).collect();
@@ -483,17 +490,31 @@ pub async fn request_reviews(
         .collect())
 }
 
-/// Withdraws the review requests made of `reviewers`.
-pub async fn withdraw_requests(db: &Db, pull: &Pull, reviewers: &[i64]) -> Result<()> {
-    for id in reviewers {
-        sqlx::query(
+/// Withdraws the review requests made of `reviewers`, with a
+/// `review_request_removed` event for each request there was.
+pub async fn withdraw_requests(
+    db: &Db,
+    repo: &Repository,
+    pull: &Pull,
+    reviewers: &[User],
+    withdrawer: &User,
+) -> Result<()> {
+    let mut tx = db.begin().await?;
+    for r in reviewers {
+        let gone = sqlx::query(
             "DELETE FROM pull_reviews WHERE issue_id = $1 AND reviewer_id = $2 AND state = 'REQUEST_REVIEW'",
         )
         .bind(pull.issue.id)
-        .bind(id)
-        .execute(db.pool())
-        .await?;
+        .bind(r.id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if gone > 0 {
+            let removed = super::event("review_request_removed", repo, pull, withdrawer);
+            webhooks::emit(&mut tx, super::with_reviewer(removed, r)).await?;
+        }
     }
+    tx.commit().await?;
     Ok(())
 }
 
