@@ -182,21 +182,7 @@ async fn ci_and_a_second_writer_gate_the_merge_then_a_squash_lands() {
         .await;
         assert_eq!(st, StatusCode::CREATED, "{backend}: {b}");
 
-        let r = Receiver::start().await;
-        let (st, b) = api(
-            &s,
-            Method::POST,
-            &format!("{BASE}/hooks"),
-            "owner",
-            Some(json!({
-                "type": "gitea",
-                "config": {"url": r.url, "content_type": "json", "secret": SECRET},
-                "events": ["pull_request", "pull_request_review", "status"],
-                "active": true,
-            })),
-        )
-        .await;
-        assert_eq!(st, StatusCode::CREATED, "{b}");
+        let r = hooked(&s, &["pull_request", "pull_request_review", "status"]).await;
 
         // The writer works in a fork: private, as its parent is.
         let (st, fork) = api(
@@ -1417,21 +1403,7 @@ async fn an_official_review_request_blocks_the_merge_until_it_is_answered() {
         )
         .await;
         assert_eq!(st, StatusCode::CREATED, "{b}");
-        let r = Receiver::start().await;
-        let (st, b) = api(
-            &s,
-            Method::POST,
-            &format!("{BASE}/hooks"),
-            "owner",
-            Some(json!({
-                "type": "gitea",
-                "config": {"url": r.url, "content_type": "json", "secret": SECRET},
-                "events": ["pull_request"],
-                "active": true,
-            })),
-        )
-        .await;
-        assert_eq!(st, StatusCode::CREATED, "{b}");
+        let r = hooked(&s, &["pull_request"]).await;
         assert!(git(dir, &["checkout", "-q", "-b", "topic"]).0);
         commit(dir, "topic", "t\n", "Topic");
         push(&s, dir, "writer", "topic");
@@ -1598,6 +1570,26 @@ async fn an_official_review_request_blocks_the_merge_until_it_is_answered() {
         want.sort();
         assert_eq!(asked, want, "{backend}");
     }
+}
+
+/// A receiver, and the owner's hook on the repository sending it `events`.
+async fn hooked(s: &Server, events: &[&str]) -> Receiver {
+    let r = Receiver::start().await;
+    let (st, b) = api(
+        s,
+        Method::POST,
+        &format!("{BASE}/hooks"),
+        "owner",
+        Some(json!({
+            "type": "gitea",
+            "config": {"url": r.url, "content_type": "json", "secret": SECRET},
+            "events": events,
+            "active": true,
+        })),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    r
 }
 
 /// The logins a pull request's review requests name, in request order.
