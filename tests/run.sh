@@ -10,6 +10,8 @@
 # workspace tests. The suite runs on SQLite, and
 # on PostgreSQL too when POSTERN_TEST_PG is set
 # (e.g. postgres://postgres@127.0.0.1:5432/test).
+# `bash tests/run.sh --install-only` installs what is missing and stops, so
+# that a build can start on a fresh machine while nothing else runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -75,6 +77,10 @@ bash tests/gitea/install.sh
 bash tests/peers/pysaml2/install.sh
 # Renovate, a Gitea-ecosystem client, for the pull request tests.
 bash tests/peers/renovate/install.sh
+if [ "${1:-}" = "--install-only" ]; then
+  echo "installed; the tests were not run"
+  exit 0
+fi
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
