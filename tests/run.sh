@@ -36,8 +36,8 @@ command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missin
 # The SAML tests' identity provider (tests/src/saml.rs): Debian's
 # simplesamlphp, run by php -S; it needs PHP's xml and mbstring modules.
 command -v php >/dev/null 2>&1 || missing+=(php-cli)
-php -m 2>/dev/null | grep -qix dom || missing+=(php-xml)
-php -m 2>/dev/null | grep -qix mbstring || missing+=(php-mbstring)
+php -m 2>/dev/null | grep -ix dom >/dev/null || missing+=(php-xml)
+php -m 2>/dev/null | grep -ix mbstring >/dev/null || missing+=(php-mbstring)
 # The SAML tests encrypt assertions in each identity provider's layout
 # with Debian's xmlsec1, a second implementation of XML Encryption.
 command -v xmlsec1 >/dev/null 2>&1 || missing+=(xmlsec1)
@@ -51,9 +51,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
-rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-rustup component list --installed | grep -q '^clippy' || rustup component add clippy
-rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
+rustup target list --installed | grep -x wasm32-wasip2 >/dev/null || rustup target add wasm32-wasip2
+rustup component list --installed | grep '^clippy' >/dev/null || rustup component add clippy
+rustup component list --installed | grep '^rustfmt' >/dev/null || rustup component add rustfmt
 # simplesamlphp unpacked with dpkg -x, not installed: the package would
 # pull in Apache.
 ssp="$HOME/.cache/postern/simplesamlphp"
