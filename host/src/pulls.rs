@@ -29,7 +29,7 @@ pub use reviews::{
     LineComment, NewLine, NewReview, Review, ReviewState, create_review, dismiss_review,
     find_review, line_comments, request_reviews, reviews, submit_review, withdraw_requests,
 };
-pub use store::{Edit, Open, create, edit, find, list, synchronize};
+pub use store::{Edit, Open, branch_head, create, edit, find, list, synchronize};
 
 /// A pull request.
 #[derive(Debug, Clone)]

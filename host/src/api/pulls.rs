@@ -131,16 +131,12 @@ impl<'a> Shared<'a> {
         if let Some((_, sha)) = self.bases.iter().find(|(b, _)| b == branch) {
             return sha.clone();
         }
-        let (app, repo) = (self.app, self.repo);
-        let mut objects =
-            crate::git::objects::Objects::kept(&repo.path(app), repo.id, &app.objects);
-        let sha = match objects
-            .info(&format!("refs/heads/{branch}^{{commit}}"))
+        // A name git refuses, or a branch gone, shows as no commit.
+        let sha = pulls::branch_head(self.app, self.repo, branch)
             .await
-        {
-            Ok(Some(info)) => info.sha,
-            _ => String::new(),
-        };
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         self.bases.push((branch.to_string(), sha.clone()));
         sha
     }

@@ -155,7 +155,7 @@ struct Compared {
 
 /// The commit branch `branch` of `repo` points at, asked of the server's
 /// kept object reader: no process is started once one runs.
-async fn branch_head(app: &App, repo: &Repository, branch: &str) -> Result<Option<String>> {
+pub async fn branch_head(app: &App, repo: &Repository, branch: &str) -> Result<Option<String>> {
     objects::check_rev(branch)?;
     let mut objects = Objects::kept(&repo.path(app), repo.id, &app.objects);
     Ok(objects
