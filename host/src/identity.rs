@@ -223,6 +223,75 @@ pub async fn sign_in(
     })
 }
 
+/// How a password sign-in came in, for the audit log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door {
+    /// The sign-in page.
+    Page,
+    /// HTTP Basic on the API or git.
+    Basic,
+}
+
+/// Records a password sign-in in the audit log: every outcome at the
+/// sign-in page, refusals only at HTTP Basic (where each API call signs
+/// in anew). A refusal belongs to the security history of the account its
+/// login names, when there is one.
+pub async fn audit_sign_in(
+    app: &App,
+    login: &str,
+    result: &Result<Outcome>,
+    door: Door,
+    origin: crate::audit::Origin,
+) -> Result<()> {
+    use crate::audit::{Actor, Outcome as Audited};
+    let (actor, subject, outcome, details) = match result {
+        Ok(Outcome::SignedIn(user) | Outcome::SecondStep { user, .. }) => {
+            if door == Door::Basic {
+                return Ok(());
+            }
+            let second = matches!(result, Ok(Outcome::SecondStep { .. }));
+            let details = serde_json::json!({ "second_step": second });
+            (user.actor(), Some(user.id), Audited::Success, details)
+        }
+        // The store failed: nothing was decided, and writing may fail too.
+        Err(Error::Store(_)) => return Ok(()),
+        Err(e) => {
+            // No account's login holds a NUL, which PostgreSQL's text
+            // cannot hold either.
+            let account = if login.contains('\0') {
+                None
+            } else {
+                users::find_by_login_or_email(&app.db, login)
+                    .await
+                    .map_err(Error::Store)?
+            };
+            let details = serde_json::json!({ "login": login, "reason": e.to_string() });
+            (
+                Actor::Anonymous,
+                account.map(|u| u.id),
+                Audited::Refused,
+                details,
+            )
+        }
+    };
+    let mut event = crate::audit::Event::new(
+        actor,
+        match door {
+            Door::Page => "sign_in.password",
+            Door::Basic => "sign_in.basic",
+        },
+        format!("user:{login}"),
+        subject,
+    );
+    event.outcome = outcome;
+    event.details = details;
+    event.origin = origin;
+    crate::audit::record_alone(&app.db, &event)
+        .await
+        .map_err(|e| Error::Store(e.into()))?;
+    Ok(())
+}
+
 /// Weighing the second step failed: the sign-in fails, closed.
 fn second_factor_failed(e: crate::second_factor::Error) -> Error {
     match e {

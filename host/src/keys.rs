@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use crate::audit::{self, Actor, Event};
 use crate::db::{self, Db, now};
 
 /// Why a key could not be stored.
@@ -76,8 +77,9 @@ pub fn parse(line: &str) -> Result<(String, String, String)> {
     Ok((text.trim().to_string(), fingerprint, comment))
 }
 
-/// Adds a key to a user; the title defaults to the key's comment.
-pub async fn add(db: &Db, user_id: i64, title: &str, line: &str) -> Result<SshKey> {
+/// Adds a key to a user; the title defaults to the key's comment. The
+/// audit log records it, with `actor`, in the same transaction.
+pub async fn add(db: &Db, user_id: i64, title: &str, line: &str, actor: &Actor) -> Result<SshKey> {
     let (public_key, fingerprint, comment) = parse(line)?;
     let taken = sqlx::query("SELECT id FROM ssh_keys WHERE fingerprint = $1")
         .bind(&fingerprint)
@@ -94,14 +96,24 @@ pub async fn add(db: &Db, user_id: i64, title: &str, line: &str) -> Result<SshKe
     let sql = format!(
         "INSERT INTO ssh_keys (user_id, title, public_key, fingerprint, created) VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}"
     );
+    let mut tx = db.begin().await?;
     let row = sqlx::query(&sql)
         .bind(user_id)
-        .bind(title)
+        .bind(&title)
         .bind(public_key)
-        .bind(fingerprint)
+        .bind(&fingerprint)
         .bind(now())
-        .fetch_one(db.pool())
+        .fetch_one(&mut *tx)
         .await?;
+    let mut event = Event::new(
+        actor.clone(),
+        "ssh_key.added",
+        format!("ssh_key:{title}"),
+        Some(user_id),
+    );
+    event.details = serde_json::json!({ "fingerprint": fingerprint });
+    audit::record(&mut tx, db.backend(), &event).await?;
+    tx.commit().await?;
     Ok(from_row(&row)?)
 }
 
@@ -143,14 +155,31 @@ pub async fn all_with_logins(db: &Db) -> Result<Vec<(String, String)>> {
         .map_err(Into::into)
 }
 
-/// Deletes one of a user's keys; false when there was none.
-pub async fn delete(db: &Db, user_id: i64, id: i64) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM ssh_keys WHERE user_id = $1 AND id = $2")
-        .bind(user_id)
-        .bind(id)
-        .execute(db.pool())
-        .await?;
-    Ok(done.rows_affected() > 0)
+/// Deletes one of a user's keys; false when there was none. The audit log
+/// records it, with `actor`, in the same transaction.
+pub async fn delete(db: &Db, user_id: i64, id: i64, actor: &Actor) -> Result<bool> {
+    let mut tx = db.begin().await?;
+    let gone = sqlx::query(
+        "DELETE FROM ssh_keys WHERE user_id = $1 AND id = $2 RETURNING title, fingerprint",
+    )
+    .bind(user_id)
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(gone) = gone else {
+        return Ok(false);
+    };
+    let (title, fingerprint): (String, String) = (gone.try_get(0)?, gone.try_get(1)?);
+    let mut event = Event::new(
+        actor.clone(),
+        "ssh_key.deleted",
+        format!("ssh_key:{title}"),
+        Some(user_id),
+    );
+    event.details = serde_json::json!({ "fingerprint": fingerprint });
+    audit::record(&mut tx, db.backend(), &event).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// Makes a user's keys from `source` equal `lines` (OpenSSH one-line keys):

@@ -9,6 +9,7 @@
 
 pub mod access;
 pub mod api;
+pub mod audit;
 pub mod authn;
 pub mod cli;
 pub mod cluster;
@@ -32,6 +33,7 @@ pub mod ratelimit;
 pub mod repos;
 pub mod roles;
 pub mod saml;
+pub mod scim;
 pub mod second_factor;
 pub mod secrets;
 pub mod server;

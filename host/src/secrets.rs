@@ -10,6 +10,8 @@ use std::path::Path;
 
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
 
 /// What goes before the ciphertext: a version byte, then the nonce.
 const VERSION: u8 = 1;
@@ -17,6 +19,9 @@ const NONCE: usize = 24;
 
 pub struct InstanceKey {
     cipher: XChaCha20Poly1305,
+    /// Keys the MACs of [`InstanceKey::mac`], derived from the instance key
+    /// so that no MAC ever uses the sealing key itself.
+    mac_key: [u8; 32],
 }
 
 impl std::fmt::Debug for InstanceKey {
@@ -54,6 +59,11 @@ impl InstanceKey {
         };
         Ok(InstanceKey {
             cipher: XChaCha20Poly1305::new_from_slice(&bytes).expect("the key is 32 bytes"),
+            mac_key: Sha256::new()
+                .chain_update(b"postern mac key\0")
+                .chain_update(&bytes)
+                .finalize()
+                .into(),
         })
     }
 
@@ -75,6 +85,18 @@ impl InstanceKey {
         out.extend_from_slice(&nonce);
         out.extend_from_slice(&sealed);
         out
+    }
+
+    /// HMAC-SHA256 of `data` for `purpose` (which keeps MACs made for one
+    /// purpose from passing for another): what Postern signs to check
+    /// later itself, such as the audit log's checkpoints.
+    pub fn mac(&self, purpose: &str, data: &[u8]) -> [u8; 32] {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.mac_key)
+            .expect("HMAC takes any key length");
+        mac.update(purpose.as_bytes());
+        mac.update(&[0]);
+        mac.update(data);
+        mac.finalize().into_bytes().into()
     }
 
     /// Decrypts a value sealed for `slot`; `None` when it was sealed for

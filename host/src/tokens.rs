@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use crate::audit::{self, Actor, Event};
 use crate::db::{self, Db, now};
 use crate::users::{self, User};
 
@@ -225,7 +226,12 @@ pub struct Request {
 
 /// Checks a request and creates the token for `user_id`; returns the
 /// secret (shown once) and the token.
-pub async fn issue(db: &Db, user_id: i64, request: &Request) -> Result<(String, Token)> {
+pub async fn issue(
+    db: &Db,
+    user_id: i64,
+    request: &Request,
+    actor: &Actor,
+) -> Result<(String, Token)> {
     let name = request.name.trim();
     if name.is_empty() || name.len() > 255 {
         return Err(Error::Invalid("name: 1 to 255 characters".into()));
@@ -247,17 +253,20 @@ pub async fn issue(db: &Db, user_id: i64, request: &Request) -> Result<(String, 
             .ok_or_else(|| Error::Invalid(format!("repositories: no repository {full:?}")))?;
         repositories.push(found.id);
     }
-    create(db, user_id, name, &scopes, &repositories, request.expires).await
+    let restriction = (repositories.as_slice(), request.expires);
+    create(db, user_id, name, &scopes, restriction, actor).await
 }
 
-/// Creates a token; returns the secret (shown once) and the token.
+/// Creates a token limited to `repositories` (all when empty) until
+/// `expires`; returns the secret (shown once) and the token. The audit log
+/// records it, with `actor`, in the same transaction.
 pub async fn create(
     db: &Db,
     user_id: i64,
     name: &str,
     scopes: &Scopes,
-    repositories: &[i64],
-    expires: Option<i64>,
+    (repositories, expires): (&[i64], Option<i64>),
+    actor: &Actor,
 ) -> Result<(String, Token)> {
     let exists = sqlx::query("SELECT id FROM access_tokens WHERE user_id = $1 AND name = $2")
         .bind(user_id)
@@ -277,6 +286,7 @@ pub async fn create(
         "INSERT INTO access_tokens (user_id, name, token_hash, last_eight, scopes, repositories, expires, created) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
     );
+    let mut tx = db.begin().await?;
     let row = sqlx::query(&sql)
         .bind(user_id)
         .bind(name)
@@ -286,9 +296,19 @@ pub async fn create(
         .bind(repos)
         .bind(expires)
         .bind(now())
-        .fetch_one(db.pool())
+        .fetch_one(&mut *tx)
         .await?;
-    Ok((secret, from_row(&row)?))
+    let token = from_row(&row)?;
+    let mut event = Event::new(
+        actor.clone(),
+        "token.created",
+        format!("token:{name}"),
+        Some(user_id),
+    );
+    event.details = serde_json::json!({"scopes": scopes.names(), "last_eight": token.last_eight});
+    audit::record(&mut tx, db.backend(), &event).await?;
+    tx.commit().await?;
+    Ok((secret, token))
 }
 
 /// A user's tokens, newest first.
@@ -302,25 +322,31 @@ pub async fn list(db: &Db, user_id: i64) -> Result<Vec<Token>> {
 }
 
 /// Deletes a user's token by id or by name; false when there was none.
-pub async fn delete(db: &Db, user_id: i64, id_or_name: &str) -> Result<bool> {
-    let done = match id_or_name.parse::<i64>() {
-        Ok(id) => {
-            sqlx::query("DELETE FROM access_tokens WHERE user_id = $1 AND (id = $2 OR name = $3)")
-                .bind(user_id)
-                .bind(id)
-                .bind(id_or_name)
-                .execute(db.pool())
-                .await?
-        }
-        Err(_) => {
-            sqlx::query("DELETE FROM access_tokens WHERE user_id = $1 AND name = $2")
-                .bind(user_id)
-                .bind(id_or_name)
-                .execute(db.pool())
-                .await?
-        }
+/// The audit log records it, with `actor`, in the same transaction.
+pub async fn delete(db: &Db, user_id: i64, id_or_name: &str, actor: &Actor) -> Result<bool> {
+    let mut tx = db.begin().await?;
+    let id = id_or_name.parse::<i64>().unwrap_or(-1);
+    let gone = sqlx::query(
+        "DELETE FROM access_tokens WHERE user_id = $1 AND (id = $2 OR name = $3) RETURNING name",
+    )
+    .bind(user_id)
+    .bind(id)
+    .bind(id_or_name)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(gone) = gone else {
+        return Ok(false);
     };
-    Ok(done.rows_affected() > 0)
+    let name: String = gone.try_get(0)?;
+    let event = Event::new(
+        actor.clone(),
+        "token.deleted",
+        format!("token:{name}"),
+        Some(user_id),
+    );
+    audit::record(&mut tx, db.backend(), &event).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// The token a secret opens. Records its use.

@@ -69,6 +69,13 @@ pub struct User {
     pub updated: i64,
 }
 
+impl User {
+    /// This account as the actor of an audit event.
+    pub fn actor(&self) -> crate::audit::Actor {
+        crate::audit::Actor::User(self.id, self.login.clone())
+    }
+}
+
 /// A user to create.
 #[derive(Debug, Clone)]
 pub struct NewUser {

@@ -39,7 +39,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // applies the rules.
     (
         "domain: shared",
-        &["cluster", "ratelimit", "settings", "webhooks"],
+        &["audit", "cluster", "ratelimit", "settings", "webhooks"],
     ),
     (
         "domain: records",
@@ -53,7 +53,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "domain: sign-in",
-        &["identity", "oauth_provider", "authn", "offboarding"],
+        &["identity", "oauth_provider", "authn", "offboarding", "scim"],
     ),
     ("transports", &["api", "web", "git"]),
     ("top", &["server", "cli"]),

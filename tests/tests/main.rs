@@ -6,6 +6,7 @@
 //! module path: `cargo test -p postern-tests -- ldap::`.
 
 mod api;
+mod audit;
 mod browser;
 mod content;
 mod discovery;
@@ -32,6 +33,7 @@ mod roles;
 mod saml;
 mod saml_pysaml2;
 mod sandbox;
+mod scim;
 mod signin;
 mod ssh;
 mod statuses;

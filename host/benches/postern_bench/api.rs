@@ -45,7 +45,15 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
         .await?
         .ok_or_else(|| anyhow::anyhow!("the user was just made"))?;
     let scopes = tokens::Scopes::parse(&["all".to_string()]).map_err(anyhow::Error::msg)?;
-    let (pat, _) = tokens::create(&app.db, user.id, "bench", &scopes, &[], None).await?;
+    let (pat, _) = tokens::create(
+        &app.db,
+        user.id,
+        "bench",
+        &scopes,
+        (&[], None),
+        &user.actor(),
+    )
+    .await?;
 
     // An OAuth application, codes made beforehand, and one exchanged for
     // the Bearer figure.

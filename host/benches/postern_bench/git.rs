@@ -143,7 +143,7 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
     let ssh_port = ssh.local_addr()?.port();
     tokio::spawn(postern::git::ssh::serve(app.clone(), ssh));
     let (key, public) = postern_tests::ssh_keygen(&instance.dir, "bench-key");
-    postern::keys::add(&app.db, user.id, "bench", &public).await?;
+    postern::keys::add(&app.db, user.id, "bench", &public, &user.actor()).await?;
     let _ = SSH_COMMAND.set(format!(
         "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes",
         key.display()

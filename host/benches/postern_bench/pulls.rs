@@ -200,7 +200,15 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
     )
     .await?;
     let scopes = tokens::Scopes::parse(&["all".to_string()]).map_err(anyhow::Error::msg)?;
-    let (pat, _) = tokens::create(&app.db, user.id, "bench", &scopes, &[], None).await?;
+    let (pat, _) = tokens::create(
+        &app.db,
+        user.id,
+        "bench",
+        &scopes,
+        (&[], None),
+        &user.actor(),
+    )
+    .await?;
     let auth = format!("token {pat}");
 
     // Mergeability, against git merge-tree by hand.

@@ -69,7 +69,14 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<CreateKey>,
 ) -> Result<(StatusCode, Json<KeyView>), ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    let key = keys::add(&app.db, who.user.id, &body.title, &body.key).await?;
+    let key = keys::add(
+        &app.db,
+        who.user.id,
+        &body.title,
+        &body.key,
+        &who.user.actor(),
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(view(version, key))))
 }
 
@@ -130,7 +137,7 @@ pub(crate) async fn delete(
     Path(path): Path<KeyPath>,
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    if keys::delete(&app.db, who.user.id, path.id).await? {
+    if keys::delete(&app.db, who.user.id, path.id, &who.user.actor()).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound("no such key".into()))

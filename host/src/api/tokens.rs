@@ -137,7 +137,7 @@ pub(crate) async fn create(
         repositories: body.repositories.unwrap_or_default(),
         expires,
     };
-    let (secret, token) = tokens::issue(&app.db, owner.id, &request).await?;
+    let (secret, token) = tokens::issue(&app.db, owner.id, &request, &who.user.actor()).await?;
     Ok((
         StatusCode::CREATED,
         Json(view(version, &owner.login, token, Some(secret))),
@@ -181,7 +181,7 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
     let owner = owner(&app, &who, &path.username).await?;
-    if tokens::delete(&app.db, owner.id, &path.token).await? {
+    if tokens::delete(&app.db, owner.id, &path.token, &who.user.actor()).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!("no token {:?}", path.token)))

@@ -15,6 +15,7 @@ use super::{
     AdminPrincipal, ApiError, ApiJson, ApiQuery, ApiVersion, ErrorBody, MaybePrincipal, Principal,
     rfc3339,
 };
+use crate::audit::Actor;
 use crate::identity;
 use crate::state::App;
 use crate::tokens::{Access, Area};
@@ -384,6 +385,7 @@ pub(crate) async fn admin_edit(
         is_active: active,
         is_admin: edit.admin,
         is_restricted: edit.restricted,
+        actor: Some(Actor::User(caller.id, caller.login.clone())),
     };
     if let Some(password) = &edit.password {
         identity::set_local_password(&app, &user, password)

@@ -65,6 +65,19 @@ pub(super) enum UserCmd {
         #[arg(long)]
         source: String,
     },
+    /// Switch a user off: every session, token, OAuth2 grant and SSH key
+    /// is revoked and every sign-in refused (the path the admin API, the
+    /// panel, directory sync and SCIM take).
+    Deactivate {
+        #[arg(long)]
+        username: String,
+    },
+    /// Let a switched-off user sign in again; revoked credentials stay
+    /// revoked.
+    Activate {
+        #[arg(long)]
+        username: String,
+    },
     /// List users.
     List {
         /// Only site administrators.
@@ -73,8 +86,26 @@ pub(super) enum UserCmd {
     },
 }
 
+/// Which way `activate`/`deactivate` switches.
+enum Switch {
+    On,
+    Off,
+}
+
 pub(super) async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
+    let cmd_kind = match cmd {
+        UserCmd::Activate { .. } => Switch::On,
+        _ => Switch::Off,
+    };
     match cmd {
+        UserCmd::Deactivate { username } | UserCmd::Activate { username } => {
+            let active = matches!(cmd_kind, Switch::On);
+            let user = users::find_by_login(&app.db, &username)
+                .await?
+                .with_context(|| format!("no user {username}"))?;
+            users::set_active(&app.db, user.id, active, "").await?;
+            Ok(())
+        }
         UserCmd::Create {
             username,
             email,

@@ -1,5 +1,11 @@
 //! Accounts changed: their fields, password hash, active state (with who
 //! deactivated them) and an organization's two-factor policy.
+//!
+//! Every way of switching an account off (the admin API and panel, the
+//! CLI, directory sync, SCIM) ends in [`switch_off`], in the transaction
+//! that clears `is_active`: the account's credentials are revoked there and
+//! then, so nothing issued before stays usable, on this host or any other
+//! reading the same database.
 
 use sqlx::Row;
 
@@ -7,6 +13,7 @@ use super::create::{lower_email, user_event};
 use super::lookup::find_by_id;
 use super::row::{COLUMNS, from_row};
 use super::{Error, Result, User};
+use crate::audit::{self, Actor};
 use crate::db::{Db, now};
 use crate::webhooks;
 
@@ -18,6 +25,10 @@ pub struct Changes {
     pub is_active: Option<bool>,
     pub is_admin: Option<bool>,
     pub is_restricted: Option<bool>,
+    /// Who asked, for the audit log: an administrator's changes are
+    /// recorded (`user.changed`), as is every change of the active state
+    /// (`user.deactivated`, `user.activated`; Postern itself when `None`).
+    pub actor: Option<Actor>,
 }
 
 /// Applies `changes` and returns the user as stored.
@@ -53,16 +64,63 @@ pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
     .execute(&mut *tx)
     .await?;
     if user.is_active && changes.is_active == Some(false) {
+        switch_off(&mut tx, user.id).await?;
         let after = User {
             email: email.clone(),
             ..user.clone()
         };
         webhooks::emit(&mut tx, user_event("user.deactivated", &after)).await?;
     }
+    if let Some(event) = audited(user, changes, &email) {
+        audit::record(&mut tx, db.backend(), &event).await?;
+    }
     tx.commit().await?;
     Ok(find_by_id(db, user.id)
         .await?
         .expect("the user was just updated"))
+}
+
+/// The audit event of `changes` to `user`, if it is one: a change of the
+/// active state by anyone, any change by an administrator. Field values
+/// are shown old and new; nothing here is secret.
+fn audited(user: &User, changes: &Changes, email: &str) -> Option<audit::Event> {
+    let mut changed = serde_json::Map::new();
+    let mut note = |field: &str, old: serde_json::Value, new: Option<serde_json::Value>| {
+        if let Some(new) = new.filter(|n| *n != old) {
+            changed.insert(field.into(), serde_json::json!({"old": old, "new": new}));
+        }
+    };
+    note(
+        "full_name",
+        user.full_name.clone().into(),
+        changes.full_name.clone().map(Into::into),
+    );
+    note("email", user.email.clone().into(), Some(email.into()));
+    note(
+        "active",
+        user.is_active.into(),
+        changes.is_active.map(Into::into),
+    );
+    note(
+        "admin",
+        user.is_admin.into(),
+        changes.is_admin.map(Into::into),
+    );
+    note(
+        "restricted",
+        user.is_restricted.into(),
+        changes.is_restricted.map(Into::into),
+    );
+    let action = match changes.is_active {
+        Some(false) if user.is_active => "user.deactivated",
+        Some(true) if !user.is_active => "user.activated",
+        _ if changes.actor.is_some() && !changed.is_empty() => "user.changed",
+        _ => return None,
+    };
+    let actor = changes.actor.clone().unwrap_or(Actor::System);
+    let mut event = audit::Event::new(actor, action, format!("user:{}", user.login), Some(user.id));
+    event.details = serde_json::Value::Object(changed);
+    Some(event)
 }
 
 /// Replaces a local account's password hash.
@@ -97,12 +155,75 @@ pub async fn set_active(db: &Db, id: i64, active: bool, by: &str) -> sqlx::Resul
     .fetch_optional(&mut *tx)
     .await?;
     // Only a change from active to inactive is an event.
-    if let (Some(row), true, false) = (row, was_active, active) {
-        let user = from_row(&row)?;
+    if let (Some(row), true, false) = (&row, was_active, active) {
+        switch_off(&mut tx, id).await?;
+        let user = from_row(row)?;
         webhooks::emit(&mut tx, user_event("user.deactivated", &user)).await?;
+    }
+    if let Some(row) = &row
+        && was_active != active
+    {
+        let user = from_row(row)?;
+        let action = if active {
+            "user.activated"
+        } else {
+            "user.deactivated"
+        };
+        let mut event = audit::Event::new(
+            actor_of(by),
+            action,
+            format!("user:{}", user.login),
+            Some(id),
+        );
+        event.details = serde_json::json!({ "by": by });
+        audit::record(&mut tx, db.backend(), &event).await?;
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// What an account holds that lets it in without a fresh sign-in, and
+/// what it started and has not finished: browser sessions, personal access
+/// tokens, OAuth2 grants with their codes, access and refresh tokens (every
+/// family), device-flow approvals, SSH keys, remembered second-factor
+/// devices and pending second-factor steps. Reactivation restores sign-in,
+/// not these: a returning user signs in again and makes new ones. Second
+/// factors and recovery codes stay, being part of how the account signs in.
+const CREDENTIALS: [&str; 10] = [
+    "sessions",
+    "access_tokens",
+    "oauth_codes",
+    "oauth_tokens",
+    "oauth_grants",
+    "oauth_device_codes",
+    "ssh_keys",
+    "remembered_devices",
+    "factor_pending",
+    "factor_challenges",
+];
+
+/// Revokes every credential of account `id` inside `tx`, the transaction
+/// that deactivates it. Returns how many were removed.
+async fn switch_off(tx: &mut sqlx::Transaction<'_, sqlx::Any>, id: i64) -> sqlx::Result<u64> {
+    let mut removed = 0;
+    for table in CREDENTIALS {
+        removed += sqlx::query(&format!("DELETE FROM {table} WHERE user_id = $1"))
+            .bind(id)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected();
+    }
+    Ok(removed)
+}
+
+/// The actor a `deactivated_by` value names: a SCIM source (`scim:okta`),
+/// else Postern itself (directory sync names its source; the command
+/// line names nobody).
+fn actor_of(by: &str) -> Actor {
+    match by.strip_prefix("scim:") {
+        Some(source) => Actor::Scim(source.to_string()),
+        None => Actor::System,
+    }
 }
 
 /// Who deactivated an account (empty when nobody did, or an administrator).

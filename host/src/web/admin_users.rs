@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::admin::admin_only;
 use super::settings::capital;
 use super::{Viewer, WebError, Who, nothing_here, render, when};
+use crate::audit::Actor;
 use crate::db::cursor::Span;
 use crate::identity;
 use crate::state::App;
@@ -350,6 +351,7 @@ pub(crate) async fn edit(
         is_active: Some(form.active.is_some()),
         is_admin: Some(form.admin.is_some()),
         is_restricted: Some(form.restricted.is_some()),
+        actor: viewer.user().map(|u| Actor::User(u.id, u.login.clone())),
     };
     match users::update(&app.db, &subject, &changes).await {
         Ok(updated) => {

@@ -358,7 +358,7 @@ pub(crate) async fn create_token(
 ) -> Result<Response, WebError> {
     let user = viewer.signed_in()?;
     let outcome = match form.request() {
-        Ok(request) => crate::tokens::issue(&app.db, user.id, &request).await,
+        Ok(request) => crate::tokens::issue(&app.db, user.id, &request, &user.actor()).await,
         Err(why) => Err(crate::tokens::Error::Invalid(why)),
     };
     let (status, shown) = match outcome {
@@ -389,7 +389,7 @@ pub(crate) async fn delete_token(
     Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
     let user = viewer.signed_in()?;
-    if !crate::tokens::delete(&app.db, user.id, &id.to_string())
+    if !crate::tokens::delete(&app.db, user.id, &id.to_string(), &user.actor())
         .await
         .map_err(WebError::internal)?
     {

@@ -43,7 +43,22 @@ struct SecurityPage {
     backup_codes: Option<Vec<String>>,
     /// External sign-ins linked to the account.
     linked: Vec<LinkedAccount>,
+    /// The account's latest security events, newest first.
+    activity: Vec<Activity>,
 }
+
+/// One row of "Recent activity".
+struct Activity {
+    time: String,
+    action: String,
+    outcome: String,
+    address: String,
+    /// Why a refusal was refused, when the log says.
+    reason: String,
+}
+
+/// How many events "Recent activity" shows.
+const RECENT: u64 = 20;
 
 /// What a handler changes on the page; the rest is read afresh.
 #[derive(Default)]
@@ -85,8 +100,34 @@ async fn page(
         linked: redirect::linked_accounts(app, user)
             .await
             .map_err(identity_failed)?,
+        activity: recent_activity(app, user).await?,
     };
     Ok((jar, render(status, page)?).into_response())
+}
+
+async fn recent_activity(app: &App, user: &User) -> Result<Vec<Activity>, WebError> {
+    let filter = crate::audit::Filter {
+        subject: Some(user.id),
+        ..Default::default()
+    };
+    let window = crate::db::cursor::CursorWindow::Newest { size: RECENT };
+    let rows = crate::audit::list(&app.db, &filter, &window)
+        .await
+        .map_err(crate::db::Error::from)?;
+    Ok(rows
+        .into_iter()
+        .take(RECENT as usize)
+        .map(|e| {
+            let details: serde_json::Value = serde_json::from_str(&e.details).unwrap_or_default();
+            Activity {
+                time: crate::db::rfc3339(e.at / 1000),
+                action: e.action,
+                outcome: e.outcome,
+                address: e.address,
+                reason: details["reason"].as_str().unwrap_or_default().to_string(),
+            }
+        })
+        .collect())
 }
 
 /// The page after a step that may have made backup codes: shown this once

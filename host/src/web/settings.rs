@@ -247,7 +247,7 @@ pub(crate) async fn add_key(
     let refusal = if title.is_empty() {
         Some("Give the key a title.".to_string())
     } else {
-        match keys::add(&app.db, user.id, title, &form.content).await {
+        match keys::add(&app.db, user.id, title, &form.content, &user.actor()).await {
             Ok(_) => None,
             Err(e @ (keys::Error::Invalid(_) | keys::Error::Taken)) => {
                 Some(capital(&e.to_string()))
@@ -278,7 +278,7 @@ pub(crate) async fn delete_key(
     Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
     let user = viewer.signed_in()?;
-    if !keys::delete(&app.db, user.id, id)
+    if !keys::delete(&app.db, user.id, id, &user.actor())
         .await
         .map_err(WebError::internal)?
     {

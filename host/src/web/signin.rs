@@ -117,7 +117,7 @@ pub(super) async fn login(
         .get(crate::second_factor::DEVICE_COOKIE)
         .map(|c| c.value().to_string());
     let remember = form.remember.is_some();
-    match identity::sign_in(
+    let result = identity::sign_in(
         &app,
         &form.user_name,
         &form.password,
@@ -125,8 +125,22 @@ pub(super) async fn login(
         device.as_deref(),
         from.0,
     )
-    .await
+    .await;
+    let origin = crate::audit::Origin {
+        address: from.0.map(|a| a.to_string()).unwrap_or_default(),
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
+    };
+    let door = identity::Door::Page;
+    if let Err(identity::Error::Store(e)) =
+        identity::audit_sign_in(&app, &form.user_name, &result, door, origin).await
     {
+        return Err(e.into());
+    }
+    match result {
         Ok(Outcome::SignedIn(user)) => start_session(&app, viewer, &headers, &user, remember).await,
         Ok(Outcome::SecondStep { user, factors }) => {
             start_second_step(&app, viewer, &headers, &user, &factors, remember).await

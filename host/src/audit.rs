@@ -1,0 +1,507 @@
+//! The security audit log: one append-only table of events, each written
+//! in the transaction of the change it records, so a change and its record
+//! land together or not at all.
+//!
+//! Tamper evidence: every row carries the SHA-256 of its own contents and
+//! of the row before it (`prev_hash` → `hash`), so editing, removing or
+//! reordering a row breaks the chain at that row. Pruning old rows appends
+//! a checkpoint that names the hash the first kept row continues from,
+//! with a MAC under the instance key, so the chain still verifies after
+//! pruning and a forged checkpoint does not.
+
+use futures_util::TryStreamExt;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+
+use crate::config::DbType;
+use crate::db::Db;
+use crate::db::cursor::CursorWindow;
+use crate::secrets::InstanceKey;
+
+/// Who acted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// A signed-in account, by id and login.
+    User(i64, String),
+    /// A SCIM provisioning source.
+    Scim(String),
+    /// An OAuth2 application, by client id.
+    Application(String),
+    /// Postern itself (sync, retention).
+    System,
+    /// Nobody signed in yet (a refused sign-in).
+    Anonymous,
+}
+
+impl Actor {
+    fn parts(&self) -> (&'static str, &str, Option<i64>) {
+        match self {
+            Actor::User(id, login) => ("user", login, Some(*id)),
+            Actor::Scim(source) => ("scim", source, None),
+            Actor::Application(client) => ("application", client, None),
+            Actor::System => ("system", "", None),
+            Actor::Anonymous => ("anonymous", "", None),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    Refused,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Refused => "refused",
+        }
+    }
+}
+
+/// Where a request came from.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    pub address: String,
+    pub user_agent: String,
+}
+
+/// One event to record.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub actor: Actor,
+    /// Dotted, most general first: `user.deactivated`, `scim.user.created`.
+    pub action: &'static str,
+    /// What was acted on, named for people (`user:jdoe`, `token:ci`).
+    pub target: String,
+    /// The account whose security history the event belongs to.
+    pub subject: Option<i64>,
+    /// The organization whose owners see the event.
+    pub org: Option<i64>,
+    pub outcome: Outcome,
+    /// What else is worth knowing; never a secret.
+    pub details: Value,
+    pub origin: Origin,
+}
+
+impl Event {
+    /// A successful `action` by `actor` on `target`, about account
+    /// `subject`.
+    pub fn new(actor: Actor, action: &'static str, target: String, subject: Option<i64>) -> Self {
+        Event {
+            actor,
+            action,
+            target,
+            subject,
+            org: None,
+            outcome: Outcome::Success,
+            details: json!({}),
+            origin: Origin::default(),
+        }
+    }
+}
+
+/// One stored row.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub id: i64,
+    /// Unix milliseconds.
+    pub at: i64,
+    pub actor_kind: String,
+    pub actor: String,
+    pub actor_id: Option<i64>,
+    pub address: String,
+    pub user_agent: String,
+    pub action: String,
+    pub target: String,
+    pub subject: Option<i64>,
+    pub org: Option<i64>,
+    pub outcome: String,
+    pub details: String,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// The PostgreSQL advisory lock that keeps the chain one line: writers take
+/// it in their transaction, read the last hash, append, and release it at
+/// commit. (SQLite's writers are one at a time already.)
+const CHAIN_LOCK: i64 = 0x706f_7374_6175_6474;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The hash of a row: its contents and the hash it follows.
+fn chain_hash(r: &Entry) -> String {
+    let contents = json!([
+        r.prev_hash,
+        r.at,
+        r.actor_kind,
+        r.actor,
+        r.actor_id,
+        r.address,
+        r.user_agent,
+        r.action,
+        r.target,
+        r.subject,
+        r.org,
+        r.outcome,
+        r.details,
+    ]);
+    hex::encode(Sha256::digest(contents.to_string().as_bytes()))
+}
+
+/// Outside text as a column keeps it: bounded, without the NULs that
+/// PostgreSQL's text refuses (a refused sign-in records what was typed).
+fn clean(text: &str, max: usize) -> String {
+    text.chars().filter(|c| *c != '\0').take(max).collect()
+}
+
+/// Appends `event` inside `tx`, the transaction of the change it records.
+pub async fn record(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    backend: &DbType,
+    event: &Event,
+) -> sqlx::Result<()> {
+    if *backend == DbType::Postgres {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(CHAIN_LOCK)
+            .execute(&mut **tx)
+            .await?;
+    }
+    let prev: Option<String> =
+        sqlx::query("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut **tx)
+            .await?
+            .map(|r| r.try_get(0))
+            .transpose()?;
+    let (kind, actor, actor_id) = event.actor.parts();
+    let mut row = Entry {
+        id: 0,
+        at: now_ms(),
+        actor_kind: kind.into(),
+        actor: clean(actor, 256),
+        actor_id,
+        address: clean(&event.origin.address, 64),
+        user_agent: clean(&event.origin.user_agent, 256),
+        action: event.action.into(),
+        target: clean(&event.target, 512),
+        subject: event.subject,
+        org: event.org,
+        outcome: event.outcome.as_str().into(),
+        details: event.details.to_string(),
+        prev_hash: prev.unwrap_or_default(),
+        hash: String::new(),
+    };
+    row.hash = chain_hash(&row);
+    sqlx::query(
+        "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    )
+    .bind(row.at)
+    .bind(&row.actor_kind)
+    .bind(&row.actor)
+    .bind(row.actor_id)
+    .bind(&row.address)
+    .bind(&row.user_agent)
+    .bind(&row.action)
+    .bind(&row.target)
+    .bind(row.subject)
+    .bind(row.org)
+    .bind(&row.outcome)
+    .bind(&row.details)
+    .bind(&row.prev_hash)
+    .bind(&row.hash)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Records an event that changes nothing else (a refusal), in a
+/// transaction of its own.
+pub async fn record_alone(db: &Db, event: &Event) -> sqlx::Result<()> {
+    let mut tx = db.begin().await?;
+    record(&mut tx, db.backend(), event).await?;
+    tx.commit().await
+}
+
+const COLUMNS: &str = "id, at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash";
+
+fn from_row(r: &sqlx::any::AnyRow) -> sqlx::Result<Entry> {
+    Ok(Entry {
+        id: r.try_get(0)?,
+        at: r.try_get(1)?,
+        actor_kind: r.try_get(2)?,
+        actor: r.try_get(3)?,
+        actor_id: r.try_get(4)?,
+        address: r.try_get(5)?,
+        user_agent: r.try_get(6)?,
+        action: r.try_get(7)?,
+        target: r.try_get(8)?,
+        subject: r.try_get(9)?,
+        org: r.try_get(10)?,
+        outcome: r.try_get(11)?,
+        details: r.try_get(12)?,
+        prev_hash: r.try_get(13)?,
+        hash: r.try_get(14)?,
+    })
+}
+
+/// What checking the chain found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every row checks out.
+    Intact { rows: u64 },
+    /// The first row that does not, and why.
+    Broken { id: i64, reason: String },
+}
+
+/// The MAC a checkpoint carries over what it vouches for.
+fn checkpoint_mac(key: &InstanceKey, pruned_through: i64, anchor: &str) -> String {
+    hex::encode(key.mac(
+        "audit checkpoint",
+        format!("{pruned_through}:{anchor}").as_bytes(),
+    ))
+}
+
+/// Checks the whole chain, oldest row first.
+pub async fn verify(db: &Db, key: &InstanceKey) -> sqlx::Result<Verdict> {
+    // Where the chain may start after pruning: the anchors that checkpoints
+    // vouch for, each with the last id it pruned.
+    let checkpoints = sqlx::query(
+        "SELECT id, details FROM audit_events WHERE action = 'audit.pruned' ORDER BY id",
+    )
+    .fetch_all(db.pool())
+    .await?;
+    let mut anchors = Vec::new();
+    for c in &checkpoints {
+        let details: String = c.try_get(1)?;
+        let d: Value = serde_json::from_str(&details).unwrap_or_default();
+        let (Some(through), Some(anchor), Some(mac)) = (
+            d["pruned_through"].as_i64(),
+            d["anchor"].as_str(),
+            d["mac"].as_str(),
+        ) else {
+            continue;
+        };
+        if checkpoint_mac(key, through, anchor) == mac {
+            anchors.push((through, anchor.to_string()));
+        }
+    }
+    let sql = format!("SELECT {COLUMNS} FROM audit_events ORDER BY id");
+    let mut rows = sqlx::query(&sql).fetch(db.pool());
+    let mut count = 0u64;
+    let mut prev: Option<String> = None;
+    while let Some(r) = rows.try_next().await? {
+        let row = from_row(&r)?;
+        let expected_prev = match &prev {
+            Some(p) => p.clone(),
+            None if row.prev_hash.is_empty() => String::new(),
+            None => match anchors
+                .iter()
+                .find(|(through, anchor)| *through < row.id && *anchor == row.prev_hash)
+            {
+                Some((_, anchor)) => anchor.clone(),
+                None => {
+                    return Ok(Verdict::Broken {
+                        id: row.id,
+                        reason: "the oldest row follows a row no checkpoint vouches for".into(),
+                    });
+                }
+            },
+        };
+        if row.prev_hash != expected_prev {
+            return Ok(Verdict::Broken {
+                id: row.id,
+                reason: "it does not follow the row before it".into(),
+            });
+        }
+        if chain_hash(&row) != row.hash {
+            return Ok(Verdict::Broken {
+                id: row.id,
+                reason: "its contents do not match its hash".into(),
+            });
+        }
+        prev = Some(row.hash);
+        count += 1;
+    }
+    Ok(Verdict::Intact { rows: count })
+}
+
+/// Removes the rows older than `before_ms`, appending a checkpoint first
+/// so that the rows kept still verify. Returns how many were removed.
+pub async fn prune(db: &Db, key: &InstanceKey, before_ms: i64) -> sqlx::Result<u64> {
+    let mut tx = db.begin().await?;
+    if *db.backend() == DbType::Postgres {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(CHAIN_LOCK)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let last = sqlx::query(
+        "SELECT id, hash FROM audit_events WHERE at < $1 AND action <> 'audit.pruned' ORDER BY id DESC LIMIT 1",
+    )
+    .bind(before_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(last) = last else {
+        return Ok(0);
+    };
+    let (through, anchor): (i64, String) = (last.try_get(0)?, last.try_get(1)?);
+    let mut event = Event::new(Actor::System, "audit.pruned", String::new(), None);
+    event.details = json!({
+        "pruned_through": through,
+        "anchor": anchor,
+        "mac": checkpoint_mac(key, through, &anchor),
+    });
+    record(&mut tx, db.backend(), &event).await?;
+    let done = sqlx::query("DELETE FROM audit_events WHERE id <= $1")
+        .bind(through)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(done.rows_affected())
+}
+
+/// Filters of a listing; every one narrows.
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub actor: Option<String>,
+    pub target: Option<String>,
+    /// `user.` matches `user.deactivated` and `user.changed`.
+    pub action_prefix: Option<String>,
+    pub outcome: Option<String>,
+    /// Unix milliseconds, inclusive.
+    pub since: Option<i64>,
+    pub until: Option<i64>,
+    /// Only events about this account.
+    pub subject: Option<i64>,
+    /// Only events of this organization.
+    pub org: Option<i64>,
+}
+
+/// The rows matching `f` in the cursor window, newest first (one more
+/// than the window's size, so the caller knows whether there are more).
+pub async fn list(db: &Db, f: &Filter, window: &CursorWindow) -> sqlx::Result<Vec<Entry>> {
+    let mut q = Query {
+        sql: format!("SELECT {COLUMNS} FROM audit_events WHERE 1 = 1"),
+        binds: Vec::new(),
+    };
+    if let Some(a) = &f.actor {
+        q.and("actor = ?", [Bind::Text(a.clone())]);
+    }
+    if let Some(t) = &f.target {
+        q.and("target = ?", [Bind::Text(t.clone())]);
+    }
+    if let Some(p) = &f.action_prefix {
+        // Compared by prefix without LIKE, whose `_` would match any
+        // character of an action's name.
+        let len = Bind::Int(p.chars().count() as i64);
+        q.and(
+            "SUBSTR(action, 1, CAST(? AS INTEGER)) = ?",
+            [len, Bind::Text(p.clone())],
+        );
+    }
+    if let Some(o) = &f.outcome {
+        q.and("outcome = ?", [Bind::Text(o.clone())]);
+    }
+    for (cond, v) in [
+        ("at >= ?", f.since),
+        ("at <= ?", f.until),
+        ("subject_id = ?", f.subject),
+        ("org_id = ?", f.org),
+    ] {
+        if let Some(v) = v {
+            q.and(cond, [Bind::Int(v)]);
+        }
+    }
+    let (window_filter, order) = window.sql("at", "id", q.binds.len() + 1);
+    if let Some(p) = window.position() {
+        q.binds.push(Bind::Int(p.created));
+        q.binds.push(Bind::Int(p.key));
+    }
+    q.binds.push(Bind::Int(window.size() as i64 + 1));
+    let sql = format!(
+        "{} {window_filter} ORDER BY {order} LIMIT ${}",
+        q.sql,
+        q.binds.len()
+    );
+    let mut query = sqlx::query(&sql);
+    for b in q.binds {
+        query = match b {
+            Bind::Text(t) => query.bind(t),
+            Bind::Int(i) => query.bind(i),
+        };
+    }
+    let rows = query.fetch_all(db.pool()).await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// A statement being built: conditions with `?` for each value, numbered
+/// as they are added.
+struct Query {
+    sql: String,
+    binds: Vec<Bind>,
+}
+
+impl Query {
+    fn and<const N: usize>(&mut self, cond: &str, values: [Bind; N]) {
+        let mut numbered = String::new();
+        for (i, part) in cond.split('?').enumerate() {
+            if i > 0 {
+                numbered += &format!("${}", self.binds.len() + i);
+            }
+            numbered += part;
+        }
+        self.sql += &format!(" AND {numbered}");
+        self.binds.extend(values);
+    }
+}
+
+enum Bind {
+    Text(String),
+    Int(i64),
+}
+
+impl Entry {
+    /// The row as JSON: the shape of the API, the export and the
+    /// `audit.*` system-webhook events.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "time": crate::db::rfc3339(self.at / 1000),
+            "time_ms": self.at,
+            "actor": {"kind": self.actor_kind, "name": self.actor, "id": self.actor_id},
+            "address": self.address,
+            "user_agent": self.user_agent,
+            "action": self.action,
+            "target": self.target,
+            "subject_id": self.subject,
+            "org_id": self.org,
+            "outcome": self.outcome,
+            "details": serde_json::from_str::<Value>(&self.details).unwrap_or(Value::Null),
+            "hash": self.hash,
+        })
+    }
+}
+
+/// Writes every row since `since_ms`, oldest first, as JSON Lines.
+pub async fn export(
+    db: &Db,
+    since_ms: i64,
+    out: &mut (dyn std::io::Write + Send),
+) -> anyhow::Result<u64> {
+    let sql = format!("SELECT {COLUMNS} FROM audit_events WHERE at >= $1 ORDER BY id");
+    let mut rows = sqlx::query(&sql).bind(since_ms).fetch(db.pool());
+    let mut n = 0;
+    while let Some(r) = rows.try_next().await? {
+        writeln!(out, "{}", from_row(&r)?.to_json())?;
+        n += 1;
+    }
+    Ok(n)
+}
