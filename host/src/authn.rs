@@ -67,6 +67,23 @@ async fn by_token(app: &App, secret: &str) -> Result<Caller, Error> {
     let (token, user) = match found {
         Ok(t) => t,
         Err(tokens::Error::Unknown) => {
+            // A provisioning credential offered to the API is worth an
+            // audit row: it was copied where it does not belong.
+            if secret.starts_with(crate::scim::TOKEN_PREFIX) {
+                let event = crate::audit::Event {
+                    outcome: crate::audit::Outcome::Refused,
+                    details: serde_json::json!({"reason": "a SCIM token is not an API token"}),
+                    ..crate::audit::Event::new(
+                        crate::audit::Actor::Anonymous,
+                        "scim.token_misused",
+                        String::new(),
+                        None,
+                    )
+                };
+                crate::audit::record_alone(&app.db, &event)
+                    .await
+                    .map_err(internal)?;
+            }
             return Err(Error::BadToken("the token is not valid".into()));
         }
         Err(tokens::Error::Expired) => return Err(Error::BadToken("the token has expired".into())),

@@ -19,7 +19,7 @@ use crate::audit;
 use crate::db::{self, Db};
 
 pub use listing::{ListQuery, MAX_RESULTS, Page};
-pub use tokens::{ScimToken, authenticate, create_token, list_tokens, revoke_token};
+pub use tokens::{ScimToken, TOKEN_PREFIX, authenticate, create_token, list_tokens, revoke_token};
 pub use users::link;
 
 /// A SCIM refusal: its HTTP status, RFC 7644 `scimType` and the detail

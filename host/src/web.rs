@@ -5,6 +5,7 @@
 //! Secure when ROOT_URL is https.
 
 mod admin;
+mod admin_audit;
 mod admin_config;
 mod admin_users;
 mod applications;

@@ -153,6 +153,23 @@ async fn each_action_leaves_one_row_with_its_actor_and_outcome() {
         }
         expected.push(("scim.user.created", "scim", "okta", "success"));
         expected.push(("scim.user.created", "scim", "okta", "refused"));
+        // A SCIM token on the API, and something else on SCIM.
+        let res = client()
+            .get(s.url("/api/v1/user"))
+            .header("authorization", format!("token {okta}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        expected.push(("scim.token_misused", "anonymous", "", "refused"));
+        let res = client()
+            .get(s.url("/scim/v2/Users"))
+            .bearer_auth("0123456789abcdef0123456789abcdef01234567")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        expected.push(("scim.authentication", "anonymous", "", "refused"));
 
         for (action, kind, actor, outcome) in &expected {
             let found = rows(&s, action).await;
@@ -289,5 +306,86 @@ async fn verify_names_the_row_an_edit_broke_and_pruning_keeps_the_chain() {
             .collect();
         assert_eq!(lines.len(), 2, "{backend}");
         assert_eq!(lines[0]["action"], "audit.pruned", "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn the_panel_makes_scim_tokens_and_shows_the_log_and_users_their_history() {
+    for backend in backends() {
+        let s = Server::start(&backend, Options::default()).await;
+        s.create_user("root", PW, true);
+        s.create_user("alice", PW, false);
+        let res = sign_in(&client(), &s, "alice", "wrong-password").await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        let root = s.signed_in("root", PW).await;
+
+        // Admin › SCIM: a token made, shown once, working, then revoked.
+        let res = postern_tests::submit_form(&root, &s, "/admin/scim", &[("source", "okta")]).await;
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        let page = res.text().await.unwrap();
+        let secret = postern_tests::text_of(&page, "scim-token-secret");
+        assert!(secret.starts_with("scim_"), "{backend}: {page}");
+        let users = |secret: String| {
+            let url = s.url("/scim/v2/Users");
+            async move {
+                client()
+                    .get(url)
+                    .bearer_auth(secret)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+            }
+        };
+        assert_eq!(users(secret.clone()).await, StatusCode::OK, "{backend}");
+        let listed = postern_tests::get_text(&root, &s.url("/admin/scim")).await;
+        assert!(
+            !listed.contains(&secret),
+            "{backend}: the secret is shown once"
+        );
+        let id = listed
+            .split("name=\"id\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap()
+            .to_string();
+        let res = postern_tests::submit_form(&root, &s, "/admin/scim", &[]).await;
+        assert_eq!(
+            res.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{backend}: no source"
+        );
+        let csrf = postern_tests::csrf_of(&listed);
+        let res = root
+            .post(s.url("/admin/scim/revoke"))
+            .form(&[("id", id.as_str()), ("_csrf", csrf.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{backend}");
+        assert_eq!(users(secret).await, StatusCode::UNAUTHORIZED, "{backend}");
+
+        // Admin › Audit log, filtered to refusals.
+        let log = postern_tests::get_text(&root, &s.url("/admin/audit?outcome=refused")).await;
+        assert!(log.contains("sign_in.password"), "{backend}: {log}");
+        assert!(
+            !log.contains("class=\"success\""),
+            "{backend}: only refusals: {log}"
+        );
+        // Not for anyone else.
+        let alice = s.signed_in("alice", PW).await;
+        let res = alice.get(s.url("/admin/audit")).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{backend}");
+        // Alice's own refused attempt, under Settings › Security.
+        let security = postern_tests::get_text(&alice, &s.url("/user/settings/security")).await;
+        let at = security
+            .find("id=\"recent-activity\"")
+            .unwrap_or_else(|| panic!("{backend}: no recent activity: {security}"));
+        let recent = &security[at..];
+        let recent = &recent[..recent.find("</table>").unwrap()];
+        assert!(
+            recent.contains("sign_in.password") && recent.contains("refused"),
+            "{backend}: {recent}"
+        );
     }
 }

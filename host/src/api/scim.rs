@@ -134,7 +134,13 @@ impl FromRequestParts<App> for Source {
             })
             .map(|(_, t)| t.trim().to_string())
             .unwrap_or_default();
-        Ok(Source(scim::authenticate(&app.db, &secret).await?))
+        let address = crate::ratelimit::ClientAddr::from_parts(parts)
+            .0
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        Ok(Source(
+            scim::authenticate(&app.db, &secret, &address).await?,
+        ))
     }
 }
 

@@ -6,6 +6,7 @@
 use sqlx::Row;
 
 use super::{Error, Result, digest};
+use crate::audit::{self, Actor, Event, Outcome};
 use crate::db::{Db, now};
 
 /// A token as listed: never its secret.
@@ -18,7 +19,9 @@ pub struct ScimToken {
     pub last_used: Option<i64>,
 }
 
-const PREFIX: &str = "scim_";
+/// How every SCIM token begins.
+pub const TOKEN_PREFIX: &str = "scim_";
+const PREFIX: &str = TOKEN_PREFIX;
 
 /// Makes a token for `source` (a name such as `okta`: lower-case letters,
 /// digits, `-` and `_`) and returns it with its secret.
@@ -84,17 +87,30 @@ pub async fn revoke_token(db: &Db, id: i64) -> Result<bool> {
     Ok(done.rows_affected() > 0)
 }
 
-/// The provisioning source `secret` speaks for.
-pub async fn authenticate(db: &Db, secret: &str) -> Result<String> {
-    let refused = || Error::unauthorized("a SCIM bearer token is required");
-    if !secret.starts_with(PREFIX) {
-        return Err(refused());
-    }
-    let row = sqlx::query("SELECT id, source, last_used FROM scim_tokens WHERE token_hash = $1")
-        .bind(digest(secret))
-        .fetch_optional(db.pool())
-        .await?
-        .ok_or_else(refused)?;
+/// The provisioning source `secret` speaks for. A token that is offered
+/// and refused (an API token, a revoked one) is in the audit log.
+pub async fn authenticate(db: &Db, secret: &str, address: &str) -> Result<String> {
+    let found = if secret.starts_with(PREFIX) {
+        sqlx::query("SELECT id, source, last_used FROM scim_tokens WHERE token_hash = $1")
+            .bind(digest(secret))
+            .fetch_optional(db.pool())
+            .await?
+    } else {
+        None
+    };
+    let Some(row) = found else {
+        if !secret.is_empty() {
+            let mut event =
+                Event::new(Actor::Anonymous, "scim.authentication", String::new(), None);
+            event.outcome = Outcome::Refused;
+            event.origin.address = address.to_string();
+            event.details = serde_json::json!({
+                "reason": if secret.starts_with(PREFIX) { "an unknown SCIM token" } else { "not a SCIM token" },
+            });
+            audit::record_alone(db, &event).await?;
+        }
+        return Err(Error::unauthorized("a SCIM bearer token is required"));
+    };
     let (id, source, last_used): (i64, String, Option<i64>) =
         (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
     // Written at most once a minute, like personal tokens' last use.

@@ -10,8 +10,8 @@ use super::second_step::{two_factor, two_factor_form};
 use super::sign_up::{sign_up, sign_up_form};
 use super::signin::{login, login_form, logout};
 use super::{
-    admin, admin_config, admin_users, applications, assets, create, error, external, hooks, issues,
-    oauth, orgs, panel, pulls, repo_settings, repos, security, settings, webauthn,
+    admin, admin_audit, admin_config, admin_users, applications, assets, create, error, external,
+    hooks, issues, oauth, orgs, panel, pulls, repo_settings, repos, security, settings, webauthn,
 };
 use crate::state::App;
 
@@ -147,6 +147,12 @@ pub(crate) fn routes() -> Router<App> {
         .route("/admin/plugins", get(panel::plugins))
         .route("/admin/plugins/{id}/switch", post(panel::switch))
         .route("/admin/orgs", get(panel::orgs))
+        .route("/admin/audit", get(admin_audit::audit_log))
+        .route(
+            "/admin/scim",
+            get(admin_audit::scim_tokens).post(admin_audit::create_scim_token),
+        )
+        .route("/admin/scim/revoke", post(admin_audit::revoke_scim_token))
         .route("/admin/repos", get(panel::repos))
         .route("/admin/users", get(admin_users::list))
         .route(
