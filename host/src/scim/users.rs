@@ -305,15 +305,19 @@ async fn store(db: &Db, source: &str, s: &Stored, f: Fields) -> Result<()> {
             f.user_name
         )));
     }
-    if let Some(hash) = password_hash(f.password.as_deref())? {
-        users::set_password_hash(db, s.user.id, &hash).await?;
-    }
+    // What can be refused (the password's hash, a taken address) is
+    // settled before the password is written, so a refused write changes
+    // nothing.
+    let hash = password_hash(f.password.as_deref())?;
     let changes = users::Changes {
         full_name: Some(f.full_name),
         email: Some(f.email),
         ..Default::default()
     };
     users::update(db, &s.user, &changes).await?;
+    if let Some(hash) = hash {
+        users::set_password_hash(db, s.user.id, &hash).await?;
+    }
     sqlx::query(
         "UPDATE scim_users SET user_name = $1, lower_user_name = $2, external_id = $3, attributes = $4, version = version + 1 \
          WHERE user_id = $5",
