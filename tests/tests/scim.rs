@@ -36,18 +36,33 @@ async fn scim(
     body: Option<Value>,
     if_match: Option<&str>,
 ) -> (StatusCode, HeaderMap, Value) {
-    let mut req = client()
-        .request(method, s.url(&format!("/scim/v2{path}")))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req
-            .header("content-type", "application/scim+json")
-            .body(b.to_string());
-    }
-    if let Some(m) = if_match {
-        req = req.header("if-match", m);
-    }
-    let res = req.send().await.unwrap();
+    let body = body.map(|b| b.to_string());
+    // A body larger than the server reads is answered with 413 and the
+    // connection closed while the client may still be sending it, which
+    // the client can see as a reset before it reads the answer: such a
+    // request is sent again on a new connection, a few times at most.
+    let mut tries = 0;
+    let res = loop {
+        let mut req = client()
+            .request(method.clone(), s.url(&format!("/scim/v2{path}")))
+            .bearer_auth(token);
+        if let Some(b) = &body {
+            req = req
+                .header("content-type", "application/scim+json")
+                .body(b.clone());
+        }
+        if let Some(m) = if_match {
+            req = req.header("if-match", m);
+        }
+        match req.send().await {
+            Ok(res) => break res,
+            Err(e) if tries < 4 && body.as_ref().is_some_and(|b| b.len() > 1 << 20) => {
+                tries += 1;
+                eprintln!("{path}: sent again after {e}");
+            }
+            Err(e) => panic!("{path}: {e}"),
+        }
+    };
     let status = res.status();
     let headers = res.headers().clone();
     let text = res.text().await.unwrap();
