@@ -89,6 +89,7 @@ fn operations() -> Operations {
         .add(routes!(sessions::list))
         .add(routes!(audit::admin_list))
         .add(routes!(audit::own_list))
+        .add(routes!(audit::org_list))
         .add(routes!(sessions::get, sessions::revoke))
         .add(routes!(server_info::version))
         .add(routes!(server_info::api_settings))

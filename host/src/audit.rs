@@ -68,6 +68,20 @@ pub struct Origin {
     pub user_agent: String,
 }
 
+impl Origin {
+    /// The client's address and the `User-Agent` it sent.
+    pub fn of(from: Option<std::net::IpAddr>, headers: &axum::http::HeaderMap) -> Self {
+        Origin {
+            address: from.map(|a| a.to_string()).unwrap_or_default(),
+            user_agent: headers
+                .get(axum::http::header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string(),
+        }
+    }
+}
+
 /// One event to record.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -168,58 +182,146 @@ pub async fn record(
     backend: &DbType,
     event: &Event,
 ) -> sqlx::Result<()> {
+    record_many(tx, backend, std::slice::from_ref(event)).await
+}
+
+/// Rows per INSERT of [`record_many`]: 14 columns each, under SQLite's
+/// limit of 32 766 bound values.
+const ROWS_PER_INSERT: usize = 500;
+
+/// Appends `events`, in order, inside `tx`: one chain lock, one read of the
+/// last hash, and an INSERT per 500 rows (a bulk writer's path; [`record`]
+/// is its one-row case).
+pub async fn record_many(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    backend: &DbType,
+    events: &[Event],
+) -> sqlx::Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
     if *backend == DbType::Postgres {
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(CHAIN_LOCK)
             .execute(&mut **tx)
             .await?;
     }
-    let prev: Option<String> =
-        sqlx::query("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut **tx)
-            .await?
-            .map(|r| r.try_get(0))
-            .transpose()?;
-    let (kind, actor, actor_id) = event.actor.parts();
-    let mut row = Entry {
-        id: 0,
-        at: now_ms(),
-        actor_kind: kind.into(),
-        actor: clean(actor, 256),
-        actor_id,
-        address: clean(&event.origin.address, 64),
-        user_agent: clean(&event.origin.user_agent, 256),
-        action: event.action.into(),
-        target: clean(&event.target, 512),
-        subject: event.subject,
-        org: event.org,
-        outcome: event.outcome.as_str().into(),
-        details: event.details.to_string(),
-        prev_hash: prev.unwrap_or_default(),
-        hash: String::new(),
-    };
-    row.hash = chain_hash(&row);
-    sqlx::query(
-        "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-    )
-    .bind(row.at)
-    .bind(&row.actor_kind)
-    .bind(&row.actor)
-    .bind(row.actor_id)
-    .bind(&row.address)
-    .bind(&row.user_agent)
-    .bind(&row.action)
-    .bind(&row.target)
-    .bind(row.subject)
-    .bind(row.org)
-    .bind(&row.outcome)
-    .bind(&row.details)
-    .bind(&row.prev_hash)
-    .bind(&row.hash)
-    .execute(&mut **tx)
-    .await?;
+    let mut prev: String = sqlx::query("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1")
+        .fetch_optional(&mut **tx)
+        .await?
+        .map(|r| r.try_get(0))
+        .transpose()?
+        .unwrap_or_default();
+    let at = now_ms();
+    let mut rows = Vec::with_capacity(events.len());
+    for event in events {
+        let (kind, actor, actor_id) = event.actor.parts();
+        let mut row = Entry {
+            id: 0,
+            at,
+            actor_kind: kind.into(),
+            actor: clean(actor, 256),
+            actor_id,
+            address: clean(&event.origin.address, 64),
+            user_agent: clean(&event.origin.user_agent, 256),
+            action: event.action.into(),
+            target: clean(&event.target, 512),
+            subject: event.subject,
+            org: event.org,
+            outcome: event.outcome.as_str().into(),
+            details: event.details.to_string(),
+            prev_hash: prev,
+            hash: String::new(),
+        };
+        row.hash = chain_hash(&row);
+        prev = row.hash.clone();
+        rows.push(row);
+    }
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash) VALUES {}",
+            crate::db::row_placeholders(tx, chunk.len(), 14)
+        );
+        let mut query = sqlx::query(&sql);
+        for row in chunk {
+            query = query
+                .bind(row.at)
+                .bind(&row.actor_kind)
+                .bind(&row.actor)
+                .bind(row.actor_id)
+                .bind(&row.address)
+                .bind(&row.user_agent)
+                .bind(&row.action)
+                .bind(&row.target)
+                .bind(row.subject)
+                .bind(row.org)
+                .bind(&row.outcome)
+                .bind(&row.details)
+                .bind(&row.prev_hash)
+                .bind(&row.hash);
+        }
+        query.execute(&mut **tx).await?;
+    }
+    if listening(tx).await? {
+        for (event, row) in events.iter().zip(&rows) {
+            announce(tx, event.action, row).await?;
+        }
+    }
     Ok(())
+}
+
+/// Whether a system hook subscribes to the audit log's events.
+async fn listening(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> sqlx::Result<bool> {
+    Ok(sqlx::query(
+        "SELECT 1 FROM webhooks WHERE active = 1 AND scope = 'system' AND events LIKE '%\"audit%'",
+    )
+    .fetch_optional(&mut **tx)
+    .await?
+    .is_some())
+}
+
+/// Hands the row to the system hooks that subscribe to `audit` (or an
+/// `audit.…` family), as event `audit.<action>`, in the same transaction:
+/// a SIEM misses no row, and receives none that did not commit. Without
+/// such a hook ([`listening`]) nothing is written to the outbox.
+async fn announce(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    action: &'static str,
+    row: &Entry,
+) -> sqlx::Result<()> {
+    let event = crate::webhooks::Event {
+        event_type: event_type(action),
+        data: json!({
+            "time": crate::db::rfc3339(row.at / 1000),
+            "actor_kind": row.actor_kind,
+            "actor": row.actor,
+            "address": row.address,
+            "user_agent": row.user_agent,
+            "action": row.action,
+            "target": row.target,
+            "outcome": row.outcome,
+            "details": serde_json::from_str::<Value>(&row.details).unwrap_or_default(),
+            "hash": row.hash,
+        }),
+        repo_id: None,
+        org_id: None,
+        branch: None,
+    };
+    crate::webhooks::emit(tx, event).await?;
+    Ok(())
+}
+
+/// `audit.<action>`, made once per action (there are a few dozen) and
+/// kept for the process's life, as the outbox's event types are static.
+fn event_type(action: &'static str) -> &'static str {
+    use std::collections::HashMap;
+    use std::sync::{LazyLock, Mutex};
+    static TYPES: LazyLock<Mutex<HashMap<&'static str, &'static str>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    let mut types = TYPES.lock().unwrap_or_else(|e| e.into_inner());
+    types.entry(action).or_insert_with(|| {
+        Box::leak(format!("{}{action}", crate::webhooks::AUDIT_PREFIX).into_boxed_str())
+    })
 }
 
 /// Records an event that changes nothing else (a refusal), in a
@@ -331,6 +433,12 @@ pub async fn verify(db: &Db, key: &InstanceKey) -> sqlx::Result<Verdict> {
         count += 1;
     }
     Ok(Verdict::Intact { rows: count })
+}
+
+/// Removes the rows older than `days` days (the CLI's `prune --days`,
+/// `[audit] RETENTION_DAYS`); see [`prune`].
+pub async fn prune_days(db: &Db, key: &InstanceKey, days: i64) -> sqlx::Result<u64> {
+    prune(db, key, now_ms() - days * 86_400_000).await
 }
 
 /// Removes the rows older than `before_ms`, appending a checkpoint first

@@ -21,8 +21,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use sections::{
-    Api, Database, DirectorySource, Log, OAuth2Client, OAuth2Provider, OAuth2Source, OutboundHttp,
-    PluginSection, Repository, Security, Server, Service, SourceSwitches, WebAuthn, Webhook,
+    Api, Audit, Database, DirectorySource, Log, OAuth2Client, OAuth2Provider, OAuth2Source,
+    OutboundHttp, PluginSection, Repository, Security, Server, Service, SourceSwitches, WebAuthn,
+    Webhook,
 };
 pub use values::{AccountLinking, AddressRule, DbType, HostRule, ValueOrigin};
 
@@ -74,6 +75,7 @@ pub struct Config {
     /// `[plugins] ALLOW_NATIVE`: a PATH may name a native library.
     pub allow_native_plugins: bool,
     pub api: Api,
+    pub audit: Audit,
     /// Keys no section knows, as `[section] KEY (origin)`, for the start-up
     /// report.
     pub unknown_keys: Vec<String>,

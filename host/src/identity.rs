@@ -274,15 +274,20 @@ pub async fn audit_sign_in(
             )
         }
     };
-    let mut event = crate::audit::Event::new(
-        actor,
-        match door {
-            Door::Page => "sign_in.password",
-            Door::Basic => "sign_in.basic",
-        },
-        format!("user:{login}"),
-        subject,
-    );
+    // A refusal by the limits is a rate-limit hit: the password was not
+    // even looked at.
+    let (action, door_name) = match door {
+        Door::Page => ("sign_in.password", "page"),
+        Door::Basic => ("sign_in.basic", "basic"),
+    };
+    let action = if matches!(result, Err(Error::TooManyAttempts(_))) {
+        "rate_limit.hit"
+    } else {
+        action
+    };
+    let mut details = details;
+    details["door"] = door_name.into();
+    let mut event = crate::audit::Event::new(actor, action, format!("user:{login}"), subject);
     event.outcome = outcome;
     event.details = details;
     event.origin = origin;

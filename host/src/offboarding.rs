@@ -8,6 +8,7 @@
 
 use sqlx::Row;
 
+use crate::audit::{self, Actor, Event};
 use crate::db::{self, now};
 use crate::orgs;
 use crate::repos;
@@ -35,8 +36,9 @@ impl From<sqlx::Error> for Error {
     }
 }
 
-/// Deletes `user`; with `purge`, the repositories it owns first.
-pub async fn delete(app: &App, user: &User, purge: bool) -> Result<(), Error> {
+/// Deletes `user`; with `purge`, the repositories it owns first. The audit
+/// log records it (and each purged repository) with `actor`.
+pub async fn delete(app: &App, user: &User, purge: bool, actor: &Actor) -> Result<(), Error> {
     let owned = repos::list_for_owner(&app.db, user.id).await?;
     if !owned.is_empty() && !purge {
         let names: Vec<String> = owned.iter().map(|r| r.full_name()).collect();
@@ -75,7 +77,7 @@ pub async fn delete(app: &App, user: &User, purge: bool) -> Result<(), Error> {
         )));
     }
     for repo in &owned {
-        repos::delete(app, repo).await?;
+        repos::delete(app, repo, actor).await?;
     }
     let mut tx = app.db.begin().await?;
     sqlx::query("DELETE FROM issue_assignees WHERE user_id = $1")
@@ -86,6 +88,14 @@ pub async fn delete(app: &App, user: &User, purge: bool) -> Result<(), Error> {
         .bind(user.id)
         .execute(&mut *tx)
         .await?;
+    let mut event = Event::new(
+        actor.clone(),
+        "user.deleted",
+        format!("user:{}", user.login),
+        None,
+    );
+    event.details = serde_json::json!({"purge": purge});
+    audit::record(&mut tx, app.db.backend(), &event).await?;
     tx.commit().await?;
     tracing::warn!(target: "audit", user = %user.login, purge, at = now(), "account deleted");
     Ok(())

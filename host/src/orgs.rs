@@ -9,6 +9,7 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use crate::audit::{self, Actor, Event};
 use crate::db::{self, Db, now};
 use crate::roles::Level;
 use crate::users::User;
@@ -130,10 +131,51 @@ pub fn may_create(service: &crate::config::Service, user: &User) -> Result<()> {
     Ok(())
 }
 
+/// Creates an organization with `creator` in its Owners team; the audit
+/// log records it.
 pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Result<Org> {
     let (org, owners) = create_unowned(db, name, full_name).await?;
-    add_member(db, owners.id, creator.id).await?;
+    add_member(db, owners.id, creator.id, None).await?;
+    let mut event = Event::new(
+        creator.actor(),
+        "org.created",
+        format!("org:{}", org.name),
+        Some(creator.id),
+    );
+    event.org = Some(org.id);
+    audit::record_alone(db, &event).await?;
     Ok(org)
+}
+
+/// The audit row of a change to a team's members made by a person (SCIM
+/// and directory sync record their own), inside the change's transaction.
+async fn audit_member(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    db: &Db,
+    actor: &Actor,
+    action: &'static str,
+    team_id: i64,
+    user_id: i64,
+) -> sqlx::Result<()> {
+    let row = sqlx::query(
+        "SELECT o.id, o.login, t.name, u.login FROM teams t JOIN users o ON o.id = t.org_id, users u \
+         WHERE t.id = $1 AND u.id = $2",
+    )
+    .bind(team_id)
+    .bind(user_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    let (org, team, login): (String, String, String) =
+        (row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
+    let mut event = Event::new(
+        actor.clone(),
+        action,
+        format!("team:{org}:{team}"),
+        Some(user_id),
+    );
+    event.org = Some(row.try_get(0)?);
+    event.details = serde_json::json!({"member": login});
+    audit::record(tx, db.backend(), &event).await
 }
 
 /// Creates an organization with an empty Owners team (site administrators
@@ -303,7 +345,9 @@ pub async fn team(db: &Db, id: i64) -> Result<Option<Team>> {
     Ok(row.as_ref().map(team_row).transpose()?)
 }
 
-pub async fn add_member(db: &Db, team_id: i64, user_id: i64) -> Result<()> {
+/// Adds a member to a team; `actor`, when a person acts, is recorded in
+/// the audit log.
+pub async fn add_member(db: &Db, team_id: i64, user_id: i64, actor: Option<&Actor>) -> Result<()> {
     let mut tx = db.begin().await?;
     let was_member = in_org_of_team(&mut tx, team_id, user_id).await?;
     let done = sqlx::query("INSERT INTO team_members (team_id, user_id) VALUES ($1, $2) ON CONFLICT (team_id, user_id) DO NOTHING")
@@ -318,6 +362,10 @@ pub async fn add_member(db: &Db, team_id: i64, user_id: i64) -> Result<()> {
         }
         let e = member_event(&mut tx, "team.member_added", team_id, user_id).await?;
         webhooks::emit(&mut tx, e).await?;
+        if let Some(actor) = actor {
+            let action = "org.team.member_added";
+            audit_member(&mut tx, db, actor, action, team_id, user_id).await?;
+        }
     }
     tx.commit().await?;
     Ok(())
@@ -379,7 +427,13 @@ async fn member_event(
 }
 
 /// Removes a member from a team; the last owner cannot leave the Owners team.
-pub async fn remove_member(db: &Db, team: &Team, user_id: i64) -> Result<bool> {
+/// `actor`, when a person acts, is recorded in the audit log.
+pub async fn remove_member(
+    db: &Db,
+    team: &Team,
+    user_id: i64,
+    actor: Option<&Actor>,
+) -> Result<bool> {
     if team.permission == Level::Owner && members(db, team.id).await?.len() <= 1 {
         return Err(Error::OwnersTeam(
             "the Owners team must keep at least one member".into(),
@@ -388,6 +442,10 @@ pub async fn remove_member(db: &Db, team: &Team, user_id: i64) -> Result<bool> {
     let mut tx = db.begin().await?;
     // Read before the row goes: the event names the team and the user.
     let team_event = member_event(&mut tx, "team.member_removed", team.id, user_id).await;
+    if let Some(actor) = actor {
+        let action = "org.team.member_removed";
+        audit_member(&mut tx, db, actor, action, team.id, user_id).await?;
+    }
     let done = sqlx::query("DELETE FROM team_members WHERE team_id = $1 AND user_id = $2")
         .bind(team.id)
         .bind(user_id)
@@ -528,9 +586,20 @@ pub async fn members_without_second_factor(db: &Db, org_id: i64) -> Result<Vec<S
         .collect::<std::result::Result<Vec<_>, _>>()?)
 }
 
-/// Sets the organization's "Require Two-Factor Authentication" policy.
-pub async fn set_require_two_factor(db: &Db, org_id: i64, on: bool) -> Result<()> {
-    Ok(crate::users::set_require_two_factor(db, org_id, on).await?)
+/// Sets the organization's "Require Two-Factor Authentication" policy; the
+/// audit log records it with `actor`.
+pub async fn set_require_two_factor(db: &Db, org: &Org, on: bool, actor: &Actor) -> Result<()> {
+    crate::users::set_require_two_factor(db, org.id, on).await?;
+    let mut event = Event::new(
+        actor.clone(),
+        "org.two_factor_policy_changed",
+        format!("org:{}", org.name),
+        None,
+    );
+    event.org = Some(org.id);
+    event.details = serde_json::json!({"require_two_factor": on});
+    audit::record_alone(db, &event).await?;
+    Ok(())
 }
 
 /// Sets the organization's display name.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use crate::audit::{self, Actor, Event};
 use crate::db::{self, Db, now};
 use crate::roles::Level;
 use crate::state::App;
@@ -317,10 +318,45 @@ pub struct Edit {
     pub options: Option<Options>,
 }
 
+/// Records `action` by `actor` on repository `repo_id` in the audit log,
+/// inside `tx`: the target is the repository's full name, and an
+/// organization's repository belongs to that organization's view.
+pub async fn audit_change(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    db: &Db,
+    actor: &Actor,
+    action: &'static str,
+    repo_id: i64,
+    details: serde_json::Value,
+) -> sqlx::Result<()> {
+    let row = sqlx::query(
+        "SELECT u.login, r.name, u.kind, r.owner_id FROM repositories r JOIN users u ON u.id = r.owner_id WHERE r.id = $1",
+    )
+    .bind(repo_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    let (owner, name): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+    let is_org = row.try_get::<i64, _>(2)? == 1;
+    let subject = match actor {
+        Actor::User(id, _) => Some(*id),
+        _ => None,
+    };
+    let mut event = Event::new(
+        actor.clone(),
+        action,
+        format!("repo:{owner}/{name}"),
+        subject,
+    );
+    event.org = is_org.then(|| row.try_get(3)).transpose()?;
+    event.details = details;
+    audit::record(tx, db.backend(), &event).await
+}
+
 /// Applies an edit: a new name moves the directory (refused when the owner
 /// has a repository of that name), a new default branch moves `HEAD`.
-/// Checked whole before anything changes.
-pub async fn edit(app: &App, repo: &Repository, edit: Edit) -> Result<Repository> {
+/// Checked whole before anything changes. A change of visibility is an
+/// audit row by `actor`.
+pub async fn edit(app: &App, repo: &Repository, edit: Edit, actor: &Actor) -> Result<Repository> {
     let name = edit.name.as_deref().map(str::trim).unwrap_or(&repo.name);
     let renamed = name != repo.name;
     if renamed {
@@ -365,6 +401,19 @@ pub async fn edit(app: &App, repo: &Repository, edit: Edit) -> Result<Repository
     .bind(repo.id)
     .execute(&mut *tx)
     .await?;
+    if let Some(private) = edit.private.filter(|p| *p != repo.is_private) {
+        let details =
+            serde_json::json!({"old": {"private": repo.is_private}, "new": {"private": private}});
+        audit_change(
+            &mut tx,
+            &app.db,
+            actor,
+            "repo.visibility_changed",
+            repo.id,
+            details,
+        )
+        .await?;
+    }
     let mut moved = repo.clone();
     moved.name = name.to_string();
     // The directory moves before the record commits; a failed commit moves
@@ -440,11 +489,20 @@ pub async fn transfer(app: &App, repo: &Repository, to: &Owner) -> Result<Reposi
 
 /// Deletes a repository: its record (with its collaborators, protection
 /// rules and hooks) and its `repository.deleted` event in one transaction,
-/// then its directory.
-pub async fn delete(app: &App, repo: &Repository) -> Result<()> {
+/// then its directory. The audit log records it with `actor`.
+pub async fn delete(app: &App, repo: &Repository, actor: &Actor) -> Result<()> {
+    remove(app, repo, Some(actor)).await
+}
+
+/// [`delete`]; without `actor`, unaudited: a fork that was never finished.
+async fn remove(app: &App, repo: &Repository, actor: Option<&Actor>) -> Result<()> {
     dissociate_forks(app, repo).await?;
     let mut tx = app.db.begin().await?;
     webhooks::emit(&mut tx, event("repository.deleted", repo)).await?;
+    if let Some(actor) = actor {
+        let details = serde_json::json!({"private": repo.is_private});
+        audit_change(&mut tx, &app.db, actor, "repo.deleted", repo.id, details).await?;
+    }
     sqlx::query("DELETE FROM repositories WHERE id = $1")
         .bind(repo.id)
         .execute(&mut *tx)
@@ -521,7 +579,7 @@ pub async fn fork(app: &App, parent: &Repository, owner: &Owner, name: &str) -> 
     .await;
     if let Err(e) = made {
         // No half-made fork stays behind.
-        let _ = delete(app, &repo).await;
+        let _ = remove(app, &repo, None).await;
         return Err(e);
     }
     Ok(find_by_id(&app.db, repo.id)
@@ -653,8 +711,17 @@ pub async fn collaborator_level(db: &Db, repo_id: i64, user_id: i64) -> Result<O
         .and_then(|p| Level::parse_permission(&p)))
 }
 
-/// Adds a collaborator or changes their permission.
-pub async fn set_collaborator(db: &Db, repo_id: i64, user_id: i64, level: Level) -> Result<()> {
+/// Adds a collaborator or changes their permission; the audit log records
+/// it with `actor`.
+pub async fn set_collaborator(
+    db: &Db,
+    repo_id: i64,
+    user: &User,
+    level: Level,
+    actor: &Actor,
+) -> Result<()> {
+    let user_id = user.id;
+    let mut tx = db.begin().await?;
     sqlx::query(
         "INSERT INTO collaborators (repo_id, user_id, permission, created) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (repo_id, user_id) DO UPDATE SET permission = excluded.permission",
@@ -663,18 +730,50 @@ pub async fn set_collaborator(db: &Db, repo_id: i64, user_id: i64, level: Level)
     .bind(user_id)
     .bind(level.permission_name())
     .bind(now())
-    .execute(db.pool())
+    .execute(&mut *tx)
     .await?;
+    let details =
+        serde_json::json!({"collaborator": user.login, "permission": level.permission_name()});
+    audit_change(
+        &mut tx,
+        db,
+        actor,
+        "repo.collaborator_set",
+        repo_id,
+        details,
+    )
+    .await?;
+    tx.commit().await?;
     Ok(())
 }
 
-/// Removes a collaborator; false when they were none.
-pub async fn remove_collaborator(db: &Db, repo_id: i64, user_id: i64) -> Result<bool> {
+/// Removes a collaborator; false when they were none. The audit log
+/// records a removal with `actor`.
+pub async fn remove_collaborator(
+    db: &Db,
+    repo_id: i64,
+    user: &User,
+    actor: &Actor,
+) -> Result<bool> {
+    let mut tx = db.begin().await?;
     let done = sqlx::query("DELETE FROM collaborators WHERE repo_id = $1 AND user_id = $2")
         .bind(repo_id)
-        .bind(user_id)
-        .execute(db.pool())
+        .bind(user.id)
+        .execute(&mut *tx)
         .await?;
+    if done.rows_affected() > 0 {
+        let details = serde_json::json!({"collaborator": user.login});
+        audit_change(
+            &mut tx,
+            db,
+            actor,
+            "repo.collaborator_removed",
+            repo_id,
+            details,
+        )
+        .await?;
+    }
+    tx.commit().await?;
     Ok(done.rows_affected() > 0)
 }
 

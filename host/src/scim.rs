@@ -239,6 +239,16 @@ pub async fn write(
             Kind::Groups => None,
         },
     );
+    // A group that stands for an organization's team belongs to that
+    // organization's view too.
+    if let Ok(group) = &done
+        && kind == Kind::Groups
+        && let Some((org, _)) = group["displayName"]
+            .as_str()
+            .and_then(|n| n.split_once(':'))
+    {
+        event.org = crate::orgs::find(db, org).await?.map(|o| o.id);
+    }
     if let Err(Error::Refused {
         status,
         scim_type,

@@ -32,7 +32,9 @@ pub use limits::{Attempt, HALF_SESSION_FAILURES, limited};
 pub use recovery::{
     BYPASS_LIFETIME, generate_bypass_codes, regenerate_backup_codes, use_recovery_code,
 };
-pub use verification::{begin_verification, finish_verification, second_step, verify_totp};
+pub use verification::{
+    answer_kind, begin_verification, finish_verification, second_step, verify_totp,
+};
 
 /// Why a second-factor step failed. The text is for the user, except
 /// `Unavailable`, whose cause is logged.

@@ -184,6 +184,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         CLEAN_UP_EVERY,
         clean_up,
     ));
+    // [audit] CRON_PRUNE: the rows past RETENTION_DAYS.
+    let pruner = tokio::spawn(periodic(
+        app.clone(),
+        host.clone(),
+        "prune_audit",
+        app.config().audit.cron_prune,
+        prune_audit,
+    ));
     // Merges scheduled with merge_when_checks_succeed: each status, review
     // or push that may complete one tries at once; this sweep finds what
     // such a try missed (another host took the request, the process
@@ -238,6 +246,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     syncer.abort();
     refresher.abort();
     cleaner.abort();
+    pruner.abort();
     merger.abort();
     plugins.flush_stats().await;
     Ok(())
@@ -296,6 +305,19 @@ async fn clean_up(app: App) {
     }
     if let Err(e) = crate::ratelimit::forget_old(&app.db, &app.config().security).await {
         tracing::warn!("clean-up of old failed sign-ins: {e}");
+    }
+}
+
+/// `[audit] RETENTION_DAYS`: rows past it go behind a signed checkpoint.
+async fn prune_audit(app: App) {
+    let days = app.config().audit.retention_days;
+    if days == 0 {
+        return;
+    }
+    match crate::audit::prune_days(&app.db, &app.key, days).await {
+        Ok(n) if n > 0 => tracing::info!("audit log: {n} rows older than {days} days pruned"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("pruning the audit log: {e}"),
     }
 }
 

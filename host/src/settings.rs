@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use sqlx::Row;
 
+use crate::audit::{self, Actor, Event};
 use crate::config::{self, Config, ValueOrigin, schema};
 use crate::db::{self, Db, now};
 use crate::state::App;
@@ -134,10 +135,11 @@ pub struct Change {
 
 /// Sets `key` of `section` to `value` (`None`: back to its default) on
 /// behalf of `actor`, and puts it in force. Returns the audit entry, or
-/// `None` when the value was already that.
+/// `None` when the value was already that. The security audit log records
+/// the change too, a secret's values masked.
 pub async fn set(
     app: &App,
-    actor: &str,
+    who: &Actor,
     section: &str,
     key: &str,
     value: Option<&str>,
@@ -179,6 +181,10 @@ pub async fn set(
     })?;
 
     let name = format!("{section}.{key}");
+    let actor = match who {
+        Actor::User(_, login) => login.as_str(),
+        _ => "cli",
+    };
     let at = now();
     let mut tx = app.db.begin().await?;
     sqlx::query("DELETE FROM settings WHERE key = $1")
@@ -203,6 +209,18 @@ pub async fn set(
     .bind(at)
     .execute(&mut *tx)
     .await?;
+    let shown = |v: &Option<String>| match v {
+        Some(v) if schema::is_secret(&key) && !v.is_empty() => Some(MASK.to_string()),
+        other => other.clone(),
+    };
+    let mut event = Event::new(
+        who.clone(),
+        "settings.changed",
+        format!("setting:{name}"),
+        None,
+    );
+    event.details = serde_json::json!({"old": shown(&old), "new": shown(&value)});
+    audit::record(&mut tx, app.db.backend(), &event).await?;
     tx.commit().await?;
     app.plugins.apply_switches(&next);
     app.replace_config(next);

@@ -20,7 +20,7 @@ pub mod worker;
 
 pub use destinations::{Target, check_target};
 pub use events::{Event, body, emit, emit_alone, emit_many, ping, user_data};
-pub use matching::{branch_matches, subscribed};
+pub use matching::{AUDIT_PREFIX, branch_matches, subscribed};
 pub use registrations::{
     GENERATED_SECRET_LEN, Hook, HookChanges, MAX_URL_LEN, create, delete, find, generate_secret,
     list, update,

@@ -594,3 +594,44 @@ pub fn visible_text(html: &str) -> String {
     }
     unescape(&out)
 }
+
+/// Authorizes application `client_id` for `scope` as the signed-in browser
+/// `http` (consenting on the page when asked) and returns the code from
+/// the redirect to `redirect`.
+pub async fn authorize(
+    http: &reqwest::Client,
+    server: &Server,
+    client_id: &str,
+    redirect: &str,
+    scope: &str,
+) -> String {
+    let params = [
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", redirect),
+        ("state", "st4te"),
+        ("scope", scope),
+    ];
+    let mut res = http
+        .get(server.url("/login/oauth/authorize"))
+        .query(&params)
+        .send()
+        .await
+        .expect("the authorization endpoint answers");
+    if res.status() == StatusCode::OK {
+        let consent = res.text().await.expect("the consent page");
+        let csrf = crate::csrf_of(&consent);
+        let mut form = params.to_vec();
+        form.extend([("granted", "true"), ("_csrf", csrf.as_str())]);
+        res = http
+            .post(server.url("/login/oauth/grant"))
+            .form(&form)
+            .send()
+            .await
+            .expect("the consent is answered");
+    }
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let landing = location(&res);
+    assert!(landing.as_str().starts_with(redirect), "{landing}");
+    query(&landing, "code").unwrap_or_else(|| panic!("no code in {landing}"))
+}

@@ -166,6 +166,99 @@ async fn enrolling_totp_from_the_page_then_signing_in_with_a_code() {
     }
 }
 
+/// The audit pages in a browser: an administrator reaches Admin › Audit
+/// log from the navigation and narrows it to refusals with the form; a
+/// user finds their own refused attempt under Settings › Security.
+#[tokio::test]
+async fn the_audit_pages_filter_in_chromium_and_show_a_user_their_refusals() {
+    for backend in backends() {
+        let server = Server::start(&backend, Options::default()).await;
+        server.create_user("root", "a-long-root-password", true);
+        server.create_user("erin", "a-long-erin-password", false);
+        let browser = Browser::start().await;
+        let c = &browser.client;
+        let wait = |l: Locator<'static>| c.wait().at_most(Duration::from_secs(20)).for_element(l);
+        let login_url = server.url("/user/login");
+        // A wrong password for erin, from the browser itself.
+        browser
+            .sign_in(&login_url, "erin", "not-erins-password")
+            .await;
+        browser
+            .sign_in(&login_url, "root", "a-long-root-password")
+            .await;
+        for link in ["nav-admin", "nav-audit"] {
+            wait(Locator::Id(link))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+        }
+        let table = wait(Locator::Id("audit-events")).await.unwrap();
+        let all = table.text().await.unwrap();
+        assert!(
+            all.contains("sign_in.password") && all.contains("success"),
+            "{backend}: {all}"
+        );
+        c.find(Locator::Id("outcome"))
+            .await
+            .unwrap()
+            .select_by_value("refused")
+            .await
+            .unwrap();
+        c.find(Locator::Css("#audit-filters button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        for _ in 0..200 {
+            if c.current_url().await.unwrap().query().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let rows = c
+            .find_all(Locator::Css("#audit-events tbody tr"))
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1, "{backend}: one refusal");
+        assert_eq!(
+            rows[0].attr("class").await.unwrap().as_deref(),
+            Some("refused")
+        );
+        let text = rows[0].text().await.unwrap();
+        assert!(text.contains("user:erin"), "{backend}: {text}");
+        c.find(Locator::Id("sign-out"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait(Locator::LinkText("Sign in")).await.unwrap();
+
+        browser
+            .sign_in(&login_url, "erin", "a-long-erin-password")
+            .await;
+        for link in ["nav-settings", "security-link"] {
+            wait(Locator::Id(link))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+        }
+        let refused = wait(Locator::Css("#recent-activity tr.refused"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(refused.contains("sign_in.password"), "{backend}: {refused}");
+        browser.close().await;
+    }
+}
+
 /// A server on a known port, reached as `http://localhost:<port>`: Chromium
 /// refuses WebAuthn on an IP origin, and the relying party is `localhost`.
 async fn server_on_localhost(backend: &postern_tests::Backend) -> (Server, String) {
@@ -660,7 +753,7 @@ async fn forged_passkey_answers_count_against_the_address() {
             ),
         ];
         // Kept to the end: the server stops when it is dropped.
-        let _server = Server::start(
+        let server = Server::start(
             &backend,
             Options {
                 env,
@@ -699,5 +792,34 @@ async fn forged_passkey_answers_count_against_the_address() {
             .await
             .unwrap();
         assert_eq!(me.status(), StatusCode::UNAUTHORIZED, "{backend}");
+
+        // Each refusal is an audit row with its reason; the limit's is a
+        // rate-limit hit. (Read with the CLI: this address may not sign in
+        // for a while.)
+        let out = server.cli(&["admin", "audit", "export"]);
+        assert!(out.status.success(), "{backend}: {out:?}");
+        let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let log = |action: &str| {
+            rows.iter()
+                .filter(|r| r["action"] == action)
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let refused = log("sign_in.passkey");
+        assert_eq!(refused.len(), 3, "{backend}: {refused:?}");
+        for row in &refused {
+            assert_eq!(row["outcome"], "refused", "{backend}: {row}");
+            assert_eq!(row["details"]["factor"], "webauthn", "{backend}: {row}");
+            assert_eq!(
+                row["details"]["reason"], "the code is wrong or expired",
+                "{backend}: {row}"
+            );
+        }
+        let limited = log("rate_limit.hit");
+        assert_eq!(limited.len(), 1, "{backend}: {limited:?}");
     }
 }

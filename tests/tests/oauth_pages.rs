@@ -6,7 +6,7 @@
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use postern_tests::oauth::{ClientAuth, PW, api, bearer, location, query, token_request};
+use postern_tests::oauth::{ClientAuth, PW, api, bearer, token_request};
 use postern_tests::{Options, Server, backends, client, csrf_of, flash_error, get_text, text_of};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -54,35 +54,7 @@ async fn api_list(server: &Server, user: &str) -> Vec<Value> {
 /// Authorizes the application as the signed-in browser (consenting on the
 /// page the first time) and returns the code from the redirect.
 async fn authorize(http: &reqwest::Client, server: &Server, client_id: &str) -> String {
-    let params = [
-        ("response_type", "code"),
-        ("client_id", client_id),
-        ("redirect_uri", CALLBACK),
-        ("state", "st4te"),
-        ("scope", "read:user"),
-    ];
-    let mut res = http
-        .get(server.url("/login/oauth/authorize"))
-        .query(&params)
-        .send()
-        .await
-        .unwrap();
-    if res.status() == StatusCode::OK {
-        let consent = res.text().await.unwrap();
-        let csrf = csrf_of(&consent);
-        let mut form = params.to_vec();
-        form.extend([("granted", "true"), ("_csrf", csrf.as_str())]);
-        res = http
-            .post(server.url("/login/oauth/grant"))
-            .form(&form)
-            .send()
-            .await
-            .unwrap();
-    }
-    assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let landing = location(&res);
-    assert!(landing.as_str().starts_with(CALLBACK), "{landing}");
-    query(&landing, "code").unwrap_or_else(|| panic!("no code in {landing}"))
+    postern_tests::oauth::authorize(http, server, client_id, CALLBACK, "read:user").await
 }
 
 /// Exchanges a code with the client's secret (`client_secret_basic`); the
@@ -315,6 +287,38 @@ async fn the_applications_page_creates_regenerates_and_deletes_an_app_and_revoke
             status,
             StatusCode::NOT_FOUND,
             "{backend}: nothing left to revoke"
+        );
+        // Alice's history: one consent (the later authorizations asked for
+        // nothing new), one withdrawal, and the application's changes by
+        // her hand.
+        let (status, history) = api(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/user/audit?page_size=100",
+            "alice",
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{backend}: {history}");
+        let count = |action: &str| {
+            history["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["action"] == action && r["actor"] == "alice")
+                .count()
+        };
+        assert_eq!(count("oauth2.consent"), 1, "{backend}: {history}");
+        assert_eq!(count("oauth2.grant_revoked"), 1, "{backend}: {history}");
+        assert_eq!(
+            count("oauth2.application.created"),
+            1,
+            "{backend}: {history}"
+        );
+        assert_eq!(
+            count("oauth2.application.secret_regenerated"),
+            1,
+            "{backend}: {history}"
         );
 
         // Deleted: the API list is empty.

@@ -1197,6 +1197,27 @@ async fn a_token_clones_a_private_repository_until_revoked_or_the_user_is_deacti
             StatusCode::BAD_REQUEST,
             "invalid_grant",
         );
+        // Each revocation is an audit row by the application.
+        let (s, log) = api(
+            &server,
+            reqwest::Method::GET,
+            "/api/v1/admin/audit?action=oauth2.token_revoked",
+            "root",
+            None,
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{log}");
+        let kinds: Vec<&str> = log["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .inspect(|r| {
+                assert_eq!(r["actor_kind"], "application", "{r}");
+                assert_eq!(r["actor"], app.client_id.as_str(), "{r}");
+            })
+            .map(|r| r["details"]["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["refresh", "access"], "{backend}: {log}");
 
         // A fresh token works until dave is deactivated, then not at all.
         let (challenge, verifier) = pkce();

@@ -136,6 +136,96 @@ fn history(s: &Server, dir: &Path, rev: &str) -> Vec<String> {
         .collect()
 }
 
+/// A merge scheduled with `merge_when_checks_succeed` is work done later
+/// with its writer's authority: switching the writer off drops it, while a
+/// colleague's scheduled merge lands when the check passes.
+#[tokio::test]
+async fn switching_a_writer_off_drops_the_merges_they_scheduled() {
+    for backend in backends() {
+        let (s, work) = repo_with_team(&backend).await;
+        let dir = work.path();
+        let (st, b) = api(
+            &s,
+            Method::POST,
+            &format!("{BASE}/branch_protections"),
+            "owner",
+            Some(json!({
+                "rule_name": "main",
+                "enable_status_check": true,
+                "status_check_contexts": ["ci"],
+            })),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{backend}: {b}");
+        let mut scheduled = Vec::new();
+        for user in ["writer", "second"] {
+            assert!(git(dir, &["checkout", "-q", "-b", user, "main"]).0);
+            let sha = commit(
+                dir,
+                &format!("{user}.txt"),
+                "work\n",
+                &format!("{user}'s work"),
+            );
+            push(&s, dir, user, user);
+            let n = open_pull(&s, user, user, &format!("{user}'s change")).await["number"]
+                .as_i64()
+                .unwrap();
+            let (st, b) = api(
+                &s,
+                Method::POST,
+                &format!("{BASE}/pulls/{n}/merge"),
+                user,
+                Some(json!({"Do": "merge", "merge_when_checks_succeed": true})),
+            )
+            .await;
+            assert_eq!(st, StatusCode::ACCEPTED, "{backend}: {b}");
+            scheduled.push((user, n, sha));
+        }
+        let (st, b) = api(
+            &s,
+            Method::PATCH,
+            "/api/v1/admin/users/writer",
+            "root",
+            Some(json!({"active": false})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{backend}: {b}");
+        for (user, _, sha) in &scheduled {
+            let (st, b) = send(
+                &s,
+                Method::POST,
+                &format!("{BASE}/statuses/{sha}"),
+                Some("owner"),
+                Some(json!({"state": "success", "context": "ci"})),
+            )
+            .await;
+            assert_eq!(st, StatusCode::CREATED, "{backend}: {user}: {b}");
+        }
+        let pull = |n: i64| {
+            let s = &s;
+            async move {
+                api(s, Method::GET, &format!("{BASE}/pulls/{n}"), "owner", None)
+                    .await
+                    .1
+            }
+        };
+        let (_, kept, _) = &scheduled[1];
+        let mut merged = false;
+        for _ in 0..100 {
+            if pull(*kept).await["merged"] == true {
+                merged = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(merged, "{backend}: the colleague's scheduled merge landed");
+        let (_, dropped, _) = &scheduled[0];
+        let p = pull(*dropped).await;
+        assert_eq!(p["merged"], false, "{backend}: {p}");
+        assert_eq!(p["auto_merge"], false, "{backend}: {p}");
+    }
+}
+
 #[tokio::test]
 async fn ci_and_a_second_writer_gate_the_merge_then_a_squash_lands() {
     for backend in backends() {

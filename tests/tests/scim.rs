@@ -153,12 +153,55 @@ async fn token_status(s: &Server, secret: &str) -> StatusCode {
 }
 
 /// What the user holds before being switched off: a personal token, a
-/// signed-in browser, an SSH key that clones their repository.
+/// signed-in browser, an SSH key that clones their repository, an OAuth2
+/// application's access and refresh tokens.
 struct Held {
     token: String,
     browser: reqwest::Client,
     key: std::path::PathBuf,
+    oauth: (postern_tests::oauth::App, String, String),
     _dir: tempfile::TempDir,
+}
+
+const CALLBACK: &str = "https://ci.example.com/authorize";
+
+/// An application of `login`'s, authorized by them in `browser`: its
+/// access and refresh tokens.
+async fn oauth_tokens(
+    s: &Server,
+    login: &str,
+    browser: &reqwest::Client,
+) -> (postern_tests::oauth::App, String, String) {
+    use postern_tests::oauth::{ClientAuth, authorize, register, token_request};
+    let app = register(s, login, "ci", &[CALLBACK], true).await;
+    let code = authorize(browser, s, &app.client_id, CALLBACK, "read:user").await;
+    let (status, _, body) = token_request(
+        s,
+        ClientAuth::basic(&app),
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let access = body["access_token"].as_str().unwrap().to_string();
+    let refresh = body["refresh_token"].as_str().unwrap().to_string();
+    (app, access, refresh)
+}
+
+/// The status of a refresh grant with the held refresh token.
+async fn refresh_status(s: &Server, held: &Held) -> StatusCode {
+    use postern_tests::oauth::{ClientAuth, token_request};
+    let (app, _, refresh) = &held.oauth;
+    token_request(
+        s,
+        ClientAuth::basic(app),
+        &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
+    )
+    .await
+    .0
 }
 
 async fn credentials_of(s: &Server, login: &str) -> Held {
@@ -193,10 +236,12 @@ async fn credentials_of(s: &Server, login: &str) -> Held {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::CREATED);
+    let oauth = oauth_tokens(s, login, &browser).await;
     Held {
         token,
         browser,
         key,
+        oauth,
         _dir: dir,
     }
 }
@@ -247,6 +292,8 @@ async fn assert_in(s: &Server, held: &Held, login: &str, backend: &str) {
         "{backend}"
     );
     assert!(ssh_clone(s, held, login), "{backend}: clone over SSH");
+    let bearer = postern_tests::oauth::bearer(s, "/api/v1/user", &held.oauth.1).await;
+    assert_eq!(bearer.0, StatusCode::OK, "{backend}: the OAuth2 token");
 }
 
 /// Nothing the user held works, and the password is refused.
@@ -267,6 +314,17 @@ async fn assert_out(s: &Server, held: &Held, login: &str, backend: &str) {
         "{backend}: the password"
     );
     assert!(!ssh_clone(s, held, login), "{backend}: clone over SSH");
+    let bearer = postern_tests::oauth::bearer(s, "/api/v1/user", &held.oauth.1).await;
+    assert_eq!(
+        bearer.0,
+        StatusCode::UNAUTHORIZED,
+        "{backend}: the OAuth2 access token"
+    );
+    assert_eq!(
+        refresh_status(s, held).await,
+        StatusCode::BAD_REQUEST,
+        "{backend}: the OAuth2 refresh token"
+    );
 }
 
 #[tokio::test]

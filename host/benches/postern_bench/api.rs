@@ -63,7 +63,8 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
         confidential: true,
         id_token_signed_response_alg: None,
     };
-    let (client, secret) = apps::create(&app.db, Some(user.id), registration, 32).await?;
+    let (client, secret) =
+        apps::create(&app.db, Some(user.id), registration, 32, &user.actor()).await?;
     let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .encode(sha2::Sha256::digest(VERIFIER.as_bytes()));
     let request = codes::AuthorizeRequest {

@@ -17,12 +17,16 @@
 //! requests, posting statuses against a trivial POST handler),
 //! `webhooks` (durable deliveries against plain POSTs; the outbox's cost),
 //! `directory` (a sync of 10 000 users against an `ldapsearch` dump; needs
-//! Debian's slapd and ldap-utils), `start` (start to the first answer, idle
-//! memory), `load` (200 mixed clients for `--load-secs`, 60 by default).
+//! Debian's slapd and ldap-utils), `audit` (a SCIM lookup among 100 000
+//! accounts, switching off a busy account, the audit row's share of a
+//! sign-in and a token's creation, verifying 1 000 000 rows), `start`
+//! (start to the first answer, idle memory), `load` (200 mixed clients for
+//! `--load-secs`, 60 by default).
 //! The figures of a reference machine, and what was done to reach them,
 //! are in docs/performance.md.
 
 mod api;
+mod audit;
 mod common;
 mod content;
 mod git;
@@ -44,6 +48,7 @@ const GROUPS: &[&str] = &[
     "pulls",
     "webhooks",
     "directory",
+    "audit",
     "start",
     "load",
 ];
@@ -58,7 +63,7 @@ struct Args {
     #[arg(long)]
     json: bool,
     /// Only these groups, comma-separated (api, plugin, git, content,
-    /// pulls, webhooks, directory, start, load).
+    /// pulls, webhooks, directory, audit, start, load).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Measure on PostgreSQL: a server URL; a database is made and dropped.
@@ -96,6 +101,7 @@ fn main() -> anyhow::Result<()> {
                 "pulls" => pulls::run(pg).await,
                 "webhooks" => webhooks::run(pg).await,
                 "directory" => ldap::run(pg).await,
+                "audit" => audit::run(pg).await,
                 "start" => start::run(pg).await,
                 "load" => load::run(pg, args.load_secs).await,
                 _ => unreachable!("checked above"),

@@ -12,6 +12,8 @@ pub enum Goal {
     RatioAtMost(f64),
     /// The value itself is at most this (in its unit).
     AtMost(f64),
+    /// The value itself is at least this (in its unit).
+    AtLeast(f64),
     /// The value is exactly this (errors: 0).
     Exactly(f64),
 }
@@ -22,6 +24,7 @@ impl Goal {
             Goal::RatioAtLeast(x) => format!("ratio ≥ {x}"),
             Goal::RatioAtMost(x) => format!("ratio ≤ {x}"),
             Goal::AtMost(x) => format!("≤ {x}"),
+            Goal::AtLeast(x) => format!("≥ {x}"),
             Goal::Exactly(x) => format!("= {x}"),
         }
     }
@@ -86,6 +89,7 @@ impl Figure {
             Goal::RatioAtLeast(x) => self.ratio.is_some_and(|r| r >= x),
             Goal::RatioAtMost(x) => self.ratio.is_some_and(|r| r <= x),
             Goal::AtMost(x) => self.value <= x,
+            Goal::AtLeast(x) => self.value >= x,
             Goal::Exactly(x) => self.value == x,
         });
         self.goal = Some(goal);

@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::links::{Links, LinksBuilder};
 use super::pagination::{Listed, PageQuery, Paged, Paging};
 use super::{ApiError, ApiJson, ApiVersion, ErrorBody, Principal, rfc3339};
+use crate::audit::Actor;
 use crate::oauth_provider::apps::{self, Registration};
 use crate::oauth_provider::keys;
 use crate::state::App;
@@ -112,6 +113,7 @@ async fn create_for(
     app: &App,
     owner_id: Option<i64>,
     body: CreateApplication,
+    actor: &Actor,
 ) -> Result<(apps::Client, String), ApiError> {
     let registration = Registration {
         name: body.name,
@@ -124,6 +126,7 @@ async fn create_for(
         owner_id,
         registration,
         app.config().oauth2.minimal_token_length,
+        actor,
     )
     .await?)
 }
@@ -133,6 +136,7 @@ async fn edit_for(
     owner_id: Option<i64>,
     id: i64,
     body: EditApplication,
+    actor: &Actor,
 ) -> Result<(apps::Client, Option<String>), ApiError> {
     let current = apps::find_owned(&app.db, owner_id, id).await?;
     let registration = Registration {
@@ -143,10 +147,10 @@ async fn edit_for(
         confidential: body.confidential_client.unwrap_or(current.confidential),
         id_token_signed_response_alg: offered_alg(app, body.id_token_signed_response_alg)?,
     };
-    let updated = apps::update(&app.db, &current, registration).await?;
+    let updated = apps::update(&app.db, &current, registration, actor).await?;
     let secret = if body.regenerate_secret {
         let len = app.config().oauth2.minimal_token_length;
-        Some(apps::regenerate_secret(&app.db, &updated, len).await?)
+        Some(apps::regenerate_secret(&app.db, &updated, len, actor).await?)
     } else {
         None
     };
@@ -180,7 +184,8 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<ApplicationView>), ApiError> {
     enabled(&app)?;
     who.require_scope(Access::Write, Area::User)?;
-    let (application, secret) = create_for(&app, Some(who.user.id), body).await?;
+    let (application, secret) =
+        create_for(&app, Some(who.user.id), body, &who.user.actor()).await?;
     Ok((
         StatusCode::CREATED,
         Json(view(&user_base(version), application, Some(secret))),
@@ -249,7 +254,8 @@ pub(crate) async fn edit(
 ) -> Result<Json<ApplicationView>, ApiError> {
     enabled(&app)?;
     who.require_scope(Access::Write, Area::User)?;
-    let (updated, secret) = edit_for(&app, Some(who.user.id), path.id, body).await?;
+    let (updated, secret) =
+        edit_for(&app, Some(who.user.id), path.id, body, &who.user.actor()).await?;
     Ok(Json(view(&user_base(version), updated, secret)))
 }
 
@@ -268,7 +274,7 @@ pub(crate) async fn delete(
     enabled(&app)?;
     who.require_scope(Access::Write, Area::User)?;
     let application = apps::find_owned(&app.db, Some(who.user.id), path.id).await?;
-    apps::delete(&app.db, &application).await?;
+    apps::delete(&app.db, &application, &who.user.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -309,7 +315,7 @@ pub(crate) async fn org_create(
 ) -> Result<(StatusCode, Json<ApplicationView>), ApiError> {
     enabled(&app)?;
     let org = super::orgs::owned_org(&app, &who, &path.org).await?;
-    let (application, secret) = create_for(&app, Some(org.id), body).await?;
+    let (application, secret) = create_for(&app, Some(org.id), body, &who.user.actor()).await?;
     let base = org_base(version, &org.name);
     Ok((
         StatusCode::CREATED,
@@ -355,7 +361,7 @@ pub(crate) async fn org_edit(
 ) -> Result<Json<ApplicationView>, ApiError> {
     enabled(&app)?;
     let org = super::orgs::owned_org(&app, &who, &path.org).await?;
-    let (updated, secret) = edit_for(&app, Some(org.id), path.id, body).await?;
+    let (updated, secret) = edit_for(&app, Some(org.id), path.id, body, &who.user.actor()).await?;
     Ok(Json(view(&org_base(version, &org.name), updated, secret)))
 }
 
@@ -373,6 +379,6 @@ pub(crate) async fn org_delete(
     enabled(&app)?;
     let org = super::orgs::owned_org(&app, &who, &path.org).await?;
     let application = apps::find_owned(&app.db, Some(org.id), path.id).await?;
-    apps::delete(&app.db, &application).await?;
+    apps::delete(&app.db, &application, &who.user.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,9 +1,9 @@
 //! The security audit log on the API: all of it for site administrators,
-//! their own security history for everyone else. Cursor-paged, newest
-//! first.
+//! an organization's events for its owners, their own security history for
+//! everyone else. Cursor-paged, newest first.
 
 use axum::Json;
-use axum::extract::{OriginalUri, State};
+use axum::extract::{OriginalUri, Path, State};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -73,6 +73,20 @@ pub struct AuditQuery {
     pub until: Option<String>,
 }
 
+impl AuditQuery {
+    fn filter(self) -> Result<audit::Filter, ApiError> {
+        Ok(audit::Filter {
+            since: millis("since", self.since.as_deref())?,
+            until: millis("until", self.until.as_deref())?,
+            actor: self.actor,
+            target: self.target,
+            action_prefix: self.action,
+            outcome: self.outcome,
+            ..Default::default()
+        })
+    }
+}
+
 fn millis(name: &str, value: Option<&str>) -> Result<Option<i64>, ApiError> {
     value
         .map(|v| {
@@ -115,16 +129,7 @@ pub(crate) async fn admin_list(
     ApiQuery(paging): ApiQuery<CursorQuery>,
 ) -> Result<Json<CursorPage<AuditEventView>>, ApiError> {
     who.require_scope(Access::Read, Area::Admin)?;
-    let filter = audit::Filter {
-        actor: q.actor,
-        target: q.target,
-        action_prefix: q.action,
-        outcome: q.outcome,
-        since: millis("since", q.since.as_deref())?,
-        until: millis("until", q.until.as_deref())?,
-        ..Default::default()
-    };
-    page(&app, &uri, &filter, &paging).await
+    page(&app, &uri, &q.filter()?, &paging).await
 }
 
 /// The signed-in user's security history: their sign-ins, refused ones
@@ -144,6 +149,40 @@ pub(crate) async fn own_list(
     let filter = audit::Filter {
         subject: Some(who.user.id),
         ..Default::default()
+    };
+    page(&app, &uri, &filter, &paging).await
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(crate) struct OrgAuditPath {
+    /// The organization's name
+    org: String,
+}
+
+/// An organization's events: changes to its repositories' visibility,
+/// collaborators, protection and deletion, and its teams' provisioning,
+/// newest first, filtered as the administrators' listing.
+/// Permission: owners of the organization and site administrators.
+#[utoipa::path(get, path = "/api/v1/orgs/{org}/audit", tag = "organization", params(OrgAuditPath, AuditQuery, CursorQuery), responses(
+    (status = 200, description = "A page of events", body = CursorPage<AuditEventView>),
+    (status = 400, description = "A bad filter, cursor or page size", body = ErrorBody),
+    (status = 403, description = "Not an owner of the organization", body = ErrorBody),
+    (status = 404, description = "No such organization", body = ErrorBody),
+))]
+pub(crate) async fn org_list(
+    State(app): State<App>,
+    who: Principal,
+    Path(path): Path<OrgAuditPath>,
+    OriginalUri(uri): OriginalUri,
+    ApiQuery(q): ApiQuery<AuditQuery>,
+    ApiQuery(paging): ApiQuery<CursorQuery>,
+) -> Result<Json<CursorPage<AuditEventView>>, ApiError> {
+    who.require_scope(Access::Read, Area::Organization)?;
+    let org = super::orgs::org_owned_by(&app, &who, &path.org).await?;
+    let filter = audit::Filter {
+        org: Some(org.id),
+        ..q.filter()?
     };
     page(&app, &uri, &filter, &paging).await
 }

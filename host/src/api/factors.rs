@@ -92,7 +92,8 @@ pub(crate) async fn regenerate(
     if !second_factor::enrolled(&app.db, who.user.id).await? {
         return Err(ApiError::Conflict("enable a second factor first".into()));
     }
-    let codes = second_factor::regenerate_backup_codes(&app.db, who.user.id).await?;
+    let codes =
+        second_factor::regenerate_backup_codes(&app.db, &who.user, &who.user.actor()).await?;
     Ok(Json(BackupCodes {
         backup_codes: codes,
     }))
@@ -151,7 +152,7 @@ pub(crate) async fn remove(
     Path(path): Path<FactorPath>,
 ) -> Result<StatusCode, ApiError> {
     who.require_scope(Access::Write, Area::User)?;
-    second_factor::remove(&app, &who.user, path.id).await?;
+    second_factor::remove(&app, &who.user, path.id, &who.user.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -96,6 +96,12 @@ async fn find_org(app: &App, name: &str) -> Result<Org, ApiError> {
 /// The organization, when the caller owns it (site admins do too).
 pub(super) async fn owned_org(app: &App, who: &Principal, name: &str) -> Result<Org, ApiError> {
     who.require_scope(Access::Write, Area::Organization)?;
+    org_owned_by(app, who, name).await
+}
+
+/// The organization, when the caller owns it or is a site admin; the
+/// token's scope is the caller's to check.
+pub(super) async fn org_owned_by(app: &App, who: &Principal, name: &str) -> Result<Org, ApiError> {
     let org = find_org(app, name).await?;
     if who.user.is_admin || orgs::is_owner(&app.db, org.id, who.user.id).await? {
         Ok(org)
@@ -202,7 +208,7 @@ pub(crate) async fn edit(
 ) -> Result<Json<OrgView>, ApiError> {
     let org = owned_org(&app, &who, &path.org).await?;
     if let Some(on) = body.require_two_factor {
-        orgs::set_require_two_factor(&app.db, org.id, on).await?;
+        orgs::set_require_two_factor(&app.db, &org, on, &who.user.actor()).await?;
     }
     if let Some(full_name) = body.full_name {
         orgs::set_full_name(&app.db, org.id, &full_name).await?;

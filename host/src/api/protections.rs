@@ -248,7 +248,7 @@ pub(crate) async fn create(
     };
     body.apply(&mut rule);
     check_names(&app, &repo, &rule).await?;
-    let p = protection::create(&app.db, repo.id, &rule).await?;
+    let p = protection::create(&app.db, repo.id, &rule, &who.user.actor()).await?;
     Ok((StatusCode::CREATED, Json(view(version, &repo, p))))
 }
 
@@ -320,7 +320,7 @@ pub(crate) async fn edit(
     let mut rule = existing.rule.clone();
     body.apply(&mut rule);
     check_names(&app, &repo, &rule).await?;
-    let p = protection::update(&app.db, &existing, &rule).await?;
+    let p = protection::update(&app.db, &existing, &rule, &who.user.actor()).await?;
     Ok(Json(view(version, &repo, p)))
 }
 
@@ -336,7 +336,7 @@ pub(crate) async fn delete(
     Path(path): Path<RulePath>,
 ) -> Result<StatusCode, ApiError> {
     let repo = admin_repo(&app, &who, &path.owner, &path.repo).await?;
-    if protection::delete(&app.db, repo.id, &path.name).await? {
+    if protection::delete(&app.db, repo.id, &path.name, &who.user.actor()).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!(

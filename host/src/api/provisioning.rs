@@ -145,7 +145,7 @@ pub(crate) async fn delete_user(
             "an administrator cannot delete their own account".into(),
         ));
     }
-    offboarding::delete(&app, &user, query.purge.unwrap_or(false)).await?;
+    offboarding::delete(&app, &user, query.purge.unwrap_or(false), &who.user.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

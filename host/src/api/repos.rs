@@ -411,7 +411,7 @@ pub(crate) async fn delete(
         "deleting",
     )
     .await?;
-    crate::repos::delete(&app, &repo).await?;
+    crate::repos::delete(&app, &repo, &who.user.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -532,6 +532,7 @@ pub(crate) async fn edit(
             archived: body.archived,
             options: Some(options),
         },
+        &who.user.actor(),
     )
     .await?;
     let level = access::repo_level(&app, Some(&who.user), &edited).await?;
@@ -723,7 +724,7 @@ pub(crate) async fn put_collaborator(
     let (repo, user) =
         repo_and_user(&app, &who, &path, Level::Admin, "managing collaborators").await?;
     let level = body.permission.map(Level::from).unwrap_or(Level::Write);
-    repos::set_collaborator(&app.db, repo.id, user.id, level).await?;
+    repos::set_collaborator(&app.db, repo.id, &user, level, &who.user.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -740,7 +741,7 @@ pub(crate) async fn delete_collaborator(
 ) -> Result<StatusCode, ApiError> {
     let (repo, user) =
         repo_and_user(&app, &who, &path, Level::Admin, "managing collaborators").await?;
-    if repos::remove_collaborator(&app.db, repo.id, user.id).await? {
+    if repos::remove_collaborator(&app.db, repo.id, &user, &who.user.actor()).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!(

@@ -96,10 +96,10 @@ pub(crate) async fn sync(
 ))]
 pub(crate) async fn create(
     State(app): State<App>,
-    _: AdminPrincipal,
+    AdminPrincipal(who): AdminPrincipal,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
 ) -> Result<(StatusCode, Json<DirectorySourceView>), ApiError> {
-    let id = identity::add_directory_source(&app, body).await?;
+    let id = identity::add_directory_source(&app, body, &who.user.actor()).await?;
     let view = identity::directory_sources(&app)
         .await?
         .into_iter()
@@ -120,11 +120,11 @@ pub(crate) async fn create(
 ))]
 pub(crate) async fn edit(
     State(app): State<App>,
-    _: AdminPrincipal,
+    AdminPrincipal(who): AdminPrincipal,
     Path(path): Path<SourcePath>,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
 ) -> Result<Json<DirectorySourceView>, ApiError> {
-    identity::update_directory_source(&app, &path.id, body).await?;
+    identity::update_directory_source(&app, &path.id, body, &who.user.actor()).await?;
     identity::directory_sources(&app)
         .await?
         .into_iter()
@@ -142,10 +142,10 @@ pub(crate) async fn edit(
 ))]
 pub(crate) async fn delete(
     State(app): State<App>,
-    _: AdminPrincipal,
+    AdminPrincipal(who): AdminPrincipal,
     Path(path): Path<SourcePath>,
 ) -> Result<StatusCode, ApiError> {
-    identity::remove_directory_source(&app, &path.id).await?;
+    identity::remove_directory_source(&app, &path.id, &who.user.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -222,10 +222,11 @@ pub(crate) struct NewOAuth2Source {
 ))]
 pub(crate) async fn oauth2_create(
     State(app): State<App>,
-    _: AdminPrincipal,
+    AdminPrincipal(who): AdminPrincipal,
     ApiJson(body): ApiJson<NewOAuth2Source>,
 ) -> Result<(StatusCode, Json<RedirectSourceView>), ApiError> {
-    let id = identity::add_redirect_source(&app, &body.name, body.settings).await?;
+    let id =
+        identity::add_redirect_source(&app, &body.name, body.settings, &who.user.actor()).await?;
     Ok((
         StatusCode::CREATED,
         Json(identity::redirect_source(&app, &id).await?),
@@ -245,11 +246,18 @@ pub(crate) async fn oauth2_create(
 ))]
 pub(crate) async fn oauth2_edit(
     State(app): State<App>,
-    _: AdminPrincipal,
+    AdminPrincipal(who): AdminPrincipal,
     Path(path): Path<OAuth2Path>,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
 ) -> Result<Json<RedirectSourceView>, ApiError> {
-    let id = identity::update_redirect_source(&app, &path.name, body, KeysUpdate::Merge).await?;
+    let id = identity::update_redirect_source(
+        &app,
+        &path.name,
+        body,
+        KeysUpdate::Merge,
+        &who.user.actor(),
+    )
+    .await?;
     Ok(Json(identity::redirect_source(&app, &id).await?))
 }
 
@@ -265,11 +273,18 @@ pub(crate) async fn oauth2_edit(
 ))]
 pub(crate) async fn oauth2_replace(
     State(app): State<App>,
-    _: AdminPrincipal,
+    AdminPrincipal(who): AdminPrincipal,
     Path(path): Path<OAuth2Path>,
     ApiJson(body): ApiJson<BTreeMap<String, String>>,
 ) -> Result<Json<RedirectSourceView>, ApiError> {
-    let id = identity::update_redirect_source(&app, &path.name, body, KeysUpdate::Replace).await?;
+    let id = identity::update_redirect_source(
+        &app,
+        &path.name,
+        body,
+        KeysUpdate::Replace,
+        &who.user.actor(),
+    )
+    .await?;
     Ok(Json(identity::redirect_source(&app, &id).await?))
 }
 
@@ -282,10 +297,10 @@ pub(crate) async fn oauth2_replace(
 ))]
 pub(crate) async fn oauth2_delete(
     State(app): State<App>,
-    _: AdminPrincipal,
+    AdminPrincipal(who): AdminPrincipal,
     Path(path): Path<OAuth2Path>,
 ) -> Result<StatusCode, ApiError> {
-    identity::remove_redirect_source(&app, &path.name).await?;
+    identity::remove_redirect_source(&app, &path.name, &who.user.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

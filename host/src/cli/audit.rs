@@ -49,10 +49,7 @@ pub(super) async fn audit(app: App, cmd: AuditCmd) -> anyhow::Result<()> {
             audit::export(&app.db, since_ms, &mut out).await?;
         }
         AuditCmd::Prune { days } => {
-            let now_ms =
-                (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64;
-            let before = now_ms - i64::from(days) * 86_400_000;
-            let n = audit::prune(&app.db, &app.key, before).await?;
+            let n = audit::prune_days(&app.db, &app.key, i64::from(days)).await?;
             println!("pruned {n} rows");
         }
     }

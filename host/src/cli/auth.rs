@@ -311,12 +311,24 @@ pub(super) async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
                 .name
                 .clone()
                 .context("--name is required: the source's name")?;
-            let id = identity::add_redirect_source(&app, &name, args.keys()?).await?;
+            let id = identity::add_redirect_source(
+                &app,
+                &name,
+                args.keys()?,
+                &crate::audit::Actor::System,
+            )
+            .await?;
             println!("Added {id}.");
             Ok(())
         }
         AuthCmd::AddSaml(args) => {
-            let id = identity::add_redirect_source(&app, &args.name, args.keys()?).await?;
+            let id = identity::add_redirect_source(
+                &app,
+                &args.name,
+                args.keys()?,
+                &crate::audit::Actor::System,
+            )
+            .await?;
             println!("Added {id}.");
             Ok(())
         }
@@ -353,28 +365,40 @@ pub(super) async fn auth(app: App, cmd: AuthCmd) -> anyhow::Result<()> {
                 name,
                 args.keys()?,
                 identity::KeysUpdate::Merge,
+                &crate::audit::Actor::System,
             )
             .await?;
             println!("Changed {id}.");
             Ok(())
         }
         AuthCmd::Add { set } => {
-            let id = identity::add_directory_source(&app, key_values(&set)?).await?;
+            let id = identity::add_directory_source(
+                &app,
+                key_values(&set)?,
+                &crate::audit::Actor::System,
+            )
+            .await?;
             println!("Added {id}.");
             Ok(())
         }
         AuthCmd::Update { id, set } => {
             let id = source_id(id);
-            identity::update_directory_source(&app, &id, key_values(&set)?).await?;
+            identity::update_directory_source(
+                &app,
+                &id,
+                key_values(&set)?,
+                &crate::audit::Actor::System,
+            )
+            .await?;
             println!("Changed {id}.");
             Ok(())
         }
         AuthCmd::Delete { id } => {
             let id = source_id(id);
             if identity::is_redirect_id(&id) {
-                identity::remove_redirect_source(&app, &id).await?;
+                identity::remove_redirect_source(&app, &id, &crate::audit::Actor::System).await?;
             } else {
-                identity::remove_directory_source(&app, &id).await?;
+                identity::remove_directory_source(&app, &id, &crate::audit::Actor::System).await?;
             }
             println!("Removed {id}.");
             Ok(())

@@ -79,7 +79,15 @@ pub(super) async fn settings(app: App, cmd: ConfigCmd) -> anyhow::Result<()> {
             if value.is_none() && !reset {
                 anyhow::bail!("give a value, or --reset for the default");
             }
-            match settings::set(&app, "cli", &section, &name, value.as_deref()).await? {
+            match settings::set(
+                &app,
+                &crate::audit::Actor::System,
+                &section,
+                &name,
+                value.as_deref(),
+            )
+            .await?
+            {
                 Some(change) => println!(
                     "{}: {} -> {}",
                     change.key,

@@ -67,6 +67,7 @@ pub(super) async fn oauth2(app: App, cmd: OAuth2Cmd) -> anyhow::Result<()> {
                 None,
                 registration,
                 app.config().oauth2.minimal_token_length,
+                &crate::audit::Actor::System,
             )
             .await?;
             println!("client_id: {}", a.client_id);
@@ -78,7 +79,7 @@ pub(super) async fn oauth2(app: App, cmd: OAuth2Cmd) -> anyhow::Result<()> {
                 .await?
                 .filter(|a| a.owner_id.is_none())
                 .with_context(|| format!("no instance-wide application {client_id:?}"))?;
-            apps::delete(&app.db, &a).await?;
+            apps::delete(&app.db, &a, &crate::audit::Actor::System).await?;
             println!("Deleted {client_id}.");
         }
         OAuth2Cmd::RotateKey => {

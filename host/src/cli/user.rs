@@ -132,9 +132,13 @@ pub(super) async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
             let user = users::find_by_login(&app.db, &username)
                 .await?
                 .with_context(|| format!("no user named {username:?}"))?;
-            let (codes, expires) =
-                crate::second_factor::generate_bypass_codes(&app.db, user.id, count.clamp(1, 20))
-                    .await?;
+            let (codes, expires) = crate::second_factor::generate_bypass_codes(
+                &app.db,
+                &user,
+                count.clamp(1, 20),
+                &crate::audit::Actor::System,
+            )
+            .await?;
             println!(
                 "Bypass codes for {} (each works once, until {}):",
                 user.login,
@@ -149,7 +153,7 @@ pub(super) async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
             let user = users::find_by_login(&app.db, &username)
                 .await?
                 .with_context(|| format!("no user named {username:?}"))?;
-            crate::second_factor::reset(&app, &user).await?;
+            crate::second_factor::reset(&app, &user, &crate::audit::Actor::System).await?;
             println!("Removed every second factor of {}.", user.login);
             Ok(())
         }

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use super::check::Checker;
 use super::schema::{self, SectionPattern};
 use super::sections::{
-    Api, Database, DirectorySource, Log, OAuth2Client, OAuth2Provider, OAuth2Source, OutboundHttp,
-    PluginSection, Repository, Security, Server, Service, SourceSwitches, WebAuthn, Webhook,
+    Api, Audit, Database, DirectorySource, Log, OAuth2Client, OAuth2Provider, OAuth2Source,
+    OutboundHttp, PluginSection, Repository, Security, Server, Service, SourceSwitches, WebAuthn,
+    Webhook,
 };
 use super::values::{AccountLinking, AddressRule, DbType, HostRule, ValueOrigin};
 use super::{Config, Error, Layers, Raw, Result, sources};
@@ -387,6 +388,11 @@ impl Config {
             plugins,
             allow_native_plugins: flag("plugins", "ALLOW_NATIVE"),
             api,
+            audit: Audit {
+                retention_days: int("audit", "RETENTION_DAYS"),
+                cron_prune: schema::parse_schedule(&get("audit", "CRON_PRUNE"))
+                    .expect("validated above"),
+            },
             unknown_keys: check.unknown,
             layers: Default::default(),
             panel: BTreeMap::new(),

@@ -1066,6 +1066,26 @@ pub static SECTIONS: &[(&str, &[KeySpec])] = &[
         ],
     ),
     (
+        "audit",
+        &[
+            k(
+                "RETENTION_DAYS",
+                Kind::Int {
+                    min: 0,
+                    max: 36_500,
+                },
+                "0",
+                "Days the security audit log keeps its rows; older ones are pruned behind a signed checkpoint (see CRON_PRUNE), so the chain still verifies. 0 keeps every row.",
+            ),
+            k(
+                "CRON_PRUNE",
+                Kind::Schedule,
+                "@every 24h",
+                "How often rows past RETENTION_DAYS are pruned; the first run is one period after start.",
+            ),
+        ],
+    ),
+    (
         "plugins",
         &[k(
             "ALLOW_NATIVE",

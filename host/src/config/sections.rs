@@ -153,6 +153,15 @@ pub struct Api {
     pub v1_lists_as_arrays: bool,
 }
 
+/// `[audit]`: the security audit log.
+#[derive(Debug, Clone)]
+pub struct Audit {
+    /// Days rows are kept; 0 keeps every row.
+    pub retention_days: i64,
+    /// How often the rows past `retention_days` are pruned.
+    pub cron_prune: std::time::Duration,
+}
+
 #[derive(Debug, Clone)]
 pub struct SourceSwitches {
     pub enable_ldap: bool,

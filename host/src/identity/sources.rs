@@ -8,6 +8,7 @@ mod redirect;
 use std::collections::BTreeMap;
 
 use super::{Error, Result, SignInRefusal};
+use crate::audit::Actor;
 use crate::config::source_settings::{DefinedIn, directory_number};
 use crate::state::App;
 use crate::users::LOCAL_SOURCE;
@@ -175,6 +176,7 @@ pub enum SourceError {
 pub async fn add_directory_source(
     app: &App,
     section: BTreeMap<String, String>,
+    actor: &Actor,
 ) -> std::result::Result<String, SourceError> {
     if !app.config().source.enable_ldap {
         return Err(SourceError::Invalid(
@@ -211,7 +213,38 @@ pub async fn add_directory_source(
         .map_err(|e| SourceError::Unavailable(e.to_string()))?;
     crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %plugin.id, "directory source added");
+    audit_source(app, actor, "source.added", &plugin.id, Some(&section)).await?;
     Ok(plugin.id.to_string())
+}
+
+/// The audit row of an administrator's change to an identity source: its
+/// keys as stored, secrets masked. Written once the change is in force, as
+/// the source store writes in statements of its own.
+pub(super) async fn audit_source(
+    app: &App,
+    actor: &Actor,
+    action: &'static str,
+    id: &str,
+    section: Option<&BTreeMap<String, String>>,
+) -> std::result::Result<(), SourceError> {
+    let mut event = crate::audit::Event::new(actor.clone(), action, format!("source:{id}"), None);
+    if let Some(section) = section {
+        let keys: BTreeMap<&str, &str> = section
+            .iter()
+            .map(|(k, v)| {
+                let shown = if crate::config::schema::is_secret(k) {
+                    "********"
+                } else {
+                    v.as_str()
+                };
+                (k.as_str(), shown)
+            })
+            .collect();
+        event.details = serde_json::json!({ "keys": keys });
+    }
+    crate::audit::record_alone(&app.db, &event)
+        .await
+        .map_err(|e| SourceError::Unavailable(e.to_string()))
 }
 
 /// A directory source's keys, upper-cased, trimmed, without empty values,
@@ -251,6 +284,7 @@ pub async fn update_directory_source(
     app: &App,
     id: &str,
     changes: BTreeMap<String, String>,
+    actor: &Actor,
 ) -> std::result::Result<(), SourceError> {
     let number = stored_number(app, id)?;
     let stored = crate::stored_sources::DIRECTORY
@@ -282,7 +316,7 @@ pub async fn update_directory_source(
         .map_err(|e| SourceError::Unavailable(e.to_string()))?;
     crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %id, "directory source changed");
-    Ok(())
+    audit_source(app, actor, "source.changed", id, Some(&section)).await
 }
 
 /// The number of a directory source stored in the database (not one of the
@@ -302,7 +336,11 @@ fn stored_number(app: &App, id: &str) -> std::result::Result<u32, SourceError> {
 
 /// Removes a directory source added in the panel or over the API. Its users
 /// stay, and cannot sign in until another source or a password is theirs.
-pub async fn remove_directory_source(app: &App, id: &str) -> std::result::Result<(), SourceError> {
+pub async fn remove_directory_source(
+    app: &App,
+    id: &str,
+    actor: &Actor,
+) -> std::result::Result<(), SourceError> {
     let number = stored_number(app, id)?;
     crate::stored_sources::DIRECTORY
         .delete(&app.db, &number)
@@ -311,7 +349,7 @@ pub async fn remove_directory_source(app: &App, id: &str) -> std::result::Result
     app.plugins.remove_directory_source(id);
     crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %id, "directory source removed");
-    Ok(())
+    audit_source(app, actor, "source.removed", id, None).await
 }
 
 /// Serves the sources stored in the database as they are stored now:

@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use subtle::ConstantTimeEq;
 
 use super::{Error, Result, digest, new_secret};
+use crate::audit::{self, Actor, Event};
 use crate::db::{Db, now};
 
 /// An OAuth 2.0 client (an "application" on the pages and in the API),
@@ -111,6 +112,30 @@ fn new_client_id() -> String {
     )
 }
 
+/// The audit row of a change to `app` by `actor`, in the change's
+/// transaction; it belongs to the history of the user who made it.
+async fn audit_change(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    db: &Db,
+    actor: &Actor,
+    action: &'static str,
+    app: &Client,
+) -> Result<()> {
+    let subject = match actor {
+        Actor::User(id, _) => Some(*id),
+        _ => None,
+    };
+    let mut event = Event::new(
+        actor.clone(),
+        action,
+        format!("application:{}", app.client_id),
+        subject,
+    );
+    event.details = serde_json::json!({"name": app.name, "redirect_uris": app.redirect_uris});
+    audit::record(tx, db.backend(), &event).await?;
+    Ok(())
+}
+
 /// Registers an application; returns it and its client secret, to be
 /// shown this once.
 pub async fn create(
@@ -118,6 +143,7 @@ pub async fn create(
     owner_id: Option<i64>,
     registration: Registration,
     min_secret_len: i64,
+    actor: &Actor,
 ) -> Result<(Client, String)> {
     let r = registration.checked()?;
     let secret = new_secret(min_secret_len);
@@ -125,6 +151,7 @@ pub async fn create(
         .id_token_signed_response_alg
         .as_deref()
         .unwrap_or(super::DEFAULT_ALG);
+    let mut tx = db.begin().await?;
     let row = sqlx::query(&format!(
         "INSERT INTO oauth_apps (owner_id, name, client_id, secret_hash, redirect_uris, confidential, created, id_token_signed_response_alg) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
@@ -137,9 +164,12 @@ pub async fn create(
     .bind(i64::from(r.confidential))
     .bind(now())
     .bind(alg)
-    .fetch_one(db.pool())
+    .fetch_one(&mut *tx)
     .await?;
-    Ok((from_row(&row)?, secret))
+    let client = from_row(&row)?;
+    audit_change(&mut tx, db, actor, "oauth2.application.created", &client).await?;
+    tx.commit().await?;
+    Ok((client, secret))
 }
 
 /// The applications of an owner (`None`: the instance-wide ones), oldest
@@ -194,11 +224,17 @@ pub async fn by_client_id(db: &Db, client_id: &str) -> Result<Option<Client>> {
 
 /// Changes an application's name, redirect URIs, kind and (when given) ID
 /// token algorithm.
-pub async fn update(db: &Db, app: &Client, registration: Registration) -> Result<Client> {
+pub async fn update(
+    db: &Db,
+    app: &Client,
+    registration: Registration,
+    actor: &Actor,
+) -> Result<Client> {
     let r = registration.checked()?;
     let alg = r
         .id_token_signed_response_alg
         .unwrap_or_else(|| app.id_token_signed_response_alg.clone());
+    let mut tx = db.begin().await?;
     sqlx::query(
         "UPDATE oauth_apps SET name = $1, redirect_uris = $2, confidential = $3, id_token_signed_response_alg = $4 WHERE id = $5",
     )
@@ -207,39 +243,60 @@ pub async fn update(db: &Db, app: &Client, registration: Registration) -> Result
     .bind(i64::from(r.confidential))
     .bind(&alg)
     .bind(app.id)
-    .execute(db.pool())
+    .execute(&mut *tx)
     .await?;
-    Ok(Client {
+    let changed = Client {
         name: r.name,
         redirect_uris: r.redirect_uris,
         confidential: r.confidential,
         id_token_signed_response_alg: alg,
         ..app.clone()
-    })
+    };
+    audit_change(&mut tx, db, actor, "oauth2.application.changed", &changed).await?;
+    tx.commit().await?;
+    Ok(changed)
 }
 
 /// Replaces an application's client secret; returns the new one, to be
 /// shown this once. The old one stops working at once.
-pub async fn regenerate_secret(db: &Db, app: &Client, min_secret_len: i64) -> Result<String> {
+pub async fn regenerate_secret(
+    db: &Db,
+    app: &Client,
+    min_secret_len: i64,
+    actor: &Actor,
+) -> Result<String> {
     let secret = new_secret(min_secret_len);
+    let mut tx = db.begin().await?;
     sqlx::query("UPDATE oauth_apps SET secret_hash = $1 WHERE id = $2")
         .bind(digest(&secret))
         .bind(app.id)
-        .execute(db.pool())
+        .execute(&mut *tx)
         .await?;
+    audit_change(
+        &mut tx,
+        db,
+        actor,
+        "oauth2.application.secret_regenerated",
+        app,
+    )
+    .await?;
+    tx.commit().await?;
     Ok(secret)
 }
 
 /// Deletes an application; its grants, codes and tokens go with it.
-pub async fn delete(db: &Db, app: &Client) -> Result<()> {
+pub async fn delete(db: &Db, app: &Client, actor: &Actor) -> Result<()> {
+    let mut tx = db.begin().await?;
     for sql in [
         "DELETE FROM oauth_tokens WHERE app_id = $1",
         "DELETE FROM oauth_codes WHERE app_id = $1",
         "DELETE FROM oauth_grants WHERE app_id = $1",
         "DELETE FROM oauth_apps WHERE id = $1",
     ] {
-        sqlx::query(sql).bind(app.id).execute(db.pool()).await?;
+        sqlx::query(sql).bind(app.id).execute(&mut *tx).await?;
     }
+    audit_change(&mut tx, db, actor, "oauth2.application.deleted", app).await?;
+    tx.commit().await?;
     Ok(())
 }
 

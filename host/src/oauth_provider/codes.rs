@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::apps::{self, Client};
 use super::{CODE_LIFETIME, Error, Result, digest, parse_scope};
+use crate::audit::{self, Event};
 use crate::db::{Db, now};
 use crate::users::User;
 
@@ -270,15 +271,17 @@ pub async fn remembered(db: &Db, app: &Client, user: &User, scopes: &[String]) -
 }
 
 /// The user consented: remembers the consent (widened to these scopes) and
-/// issues a code for the client.
+/// issues a code for the client. A consent that grants something new (a
+/// first grant, a wider scope) is an audit row.
 pub async fn issue(db: &Db, checked: &Checked, user: &User, auth_time: i64) -> Result<String> {
     let t = now();
     let scope = checked.scopes.join(" ");
+    let mut tx = db.begin().await?;
     let mut remembered: Vec<String> =
         match sqlx::query("SELECT scope FROM oauth_grants WHERE app_id = $1 AND user_id = $2")
             .bind(checked.app.id)
             .bind(user.id)
-            .fetch_optional(db.pool())
+            .fetch_optional(&mut *tx)
             .await?
         {
             Some(row) => row
@@ -288,27 +291,39 @@ pub async fn issue(db: &Db, checked: &Checked, user: &User, auth_time: i64) -> R
                 .collect(),
             None => Vec::new(),
         };
+    let known = remembered.len();
+    let first = known == 0;
     for s in &checked.scopes {
         if !remembered.contains(s) {
             remembered.push(s.clone());
         }
     }
-    sqlx::query(
-        "INSERT INTO oauth_grants (app_id, user_id, scope, created) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (app_id, user_id) DO UPDATE SET scope = excluded.scope",
-    )
-    .bind(checked.app.id)
-    .bind(user.id)
-    .bind(remembered.join(" "))
-    .bind(t)
-    .execute(db.pool())
-    .await?;
+    if first || remembered.len() > known {
+        sqlx::query(
+            "INSERT INTO oauth_grants (app_id, user_id, scope, created) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (app_id, user_id) DO UPDATE SET scope = excluded.scope",
+        )
+        .bind(checked.app.id)
+        .bind(user.id)
+        .bind(remembered.join(" "))
+        .bind(t)
+        .execute(&mut *tx)
+        .await?;
+        let mut event = Event::new(
+            user.actor(),
+            "oauth2.consent",
+            format!("application:{}", checked.app.client_id),
+            Some(user.id),
+        );
+        event.details = serde_json::json!({"scope": remembered.join(" "), "first": first});
+        audit::record(&mut tx, db.backend(), &event).await?;
+    }
     let code = crate::sessions::random_token(32);
     // Spent codes are kept a day past their expiry, so that a replay within
     // that time is still recognised (and revokes what the code gave).
     sqlx::query("DELETE FROM oauth_codes WHERE expires <= $1")
         .bind(t - RETAIN)
-        .execute(db.pool())
+        .execute(&mut *tx)
         .await?;
     sqlx::query(
         "INSERT INTO oauth_codes (code_hash, app_id, user_id, redirect_uri, scope, nonce, code_challenge, code_challenge_method, auth_time, expires) \
@@ -324,8 +339,9 @@ pub async fn issue(db: &Db, checked: &Checked, user: &User, auth_time: i64) -> R
     .bind(&checked.code_challenge_method)
     .bind(auth_time)
     .bind(t + CODE_LIFETIME)
-    .execute(db.pool())
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(code)
 }
 
@@ -363,22 +379,39 @@ pub async fn authorized(db: &Db, user: &User) -> Result<Vec<Authorized>> {
 /// forgotten, and every code and token the application holds for the user
 /// stops working at once.
 pub async fn withdraw(db: &Db, user: &User, app_id: i64) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM oauth_grants WHERE app_id = $1 AND user_id = $2")
-        .bind(app_id)
-        .bind(user.id)
-        .execute(db.pool())
-        .await?;
-    sqlx::query("DELETE FROM oauth_codes WHERE app_id = $1 AND user_id = $2")
-        .bind(app_id)
-        .bind(user.id)
-        .execute(db.pool())
-        .await?;
-    sqlx::query("UPDATE oauth_tokens SET revoked = 1 WHERE app_id = $1 AND user_id = $2")
-        .bind(app_id)
-        .bind(user.id)
-        .execute(db.pool())
-        .await?;
-    Ok(done.rows_affected() > 0)
+    let mut tx = db.begin().await?;
+    let gone =
+        sqlx::query("DELETE FROM oauth_grants WHERE app_id = $1 AND user_id = $2 RETURNING app_id")
+            .bind(app_id)
+            .bind(user.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    for sql in [
+        "DELETE FROM oauth_codes WHERE app_id = $1 AND user_id = $2",
+        "UPDATE oauth_tokens SET revoked = 1 WHERE app_id = $1 AND user_id = $2",
+    ] {
+        sqlx::query(sql)
+            .bind(app_id)
+            .bind(user.id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    if gone.is_some() {
+        let client_id: String = sqlx::query("SELECT client_id FROM oauth_apps WHERE id = $1")
+            .bind(app_id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
+        let event = Event::new(
+            user.actor(),
+            "oauth2.grant_revoked",
+            format!("application:{client_id}"),
+            Some(user.id),
+        );
+        audit::record(&mut tx, db.backend(), &event).await?;
+    }
+    tx.commit().await?;
+    Ok(gone.is_some())
 }
 
 /// A code being exchanged, once it has been taken (marked used).

@@ -14,6 +14,7 @@ use super::apps::Client;
 use super::codes::{self, Taken};
 use super::keys;
 use super::{Error, Result, digest, new_secret, parse_scope};
+use crate::audit::{self, Actor, Event};
 use crate::db::{Db, now};
 use crate::state::App;
 use crate::users::{self, User};
@@ -386,22 +387,38 @@ pub async fn bearer(db: &Db, secret: &str) -> Result<Option<Bearer>> {
 /// RFC 7009: revokes one of the client's tokens. A refresh token takes its
 /// whole family with it; an unknown token is not an error (§2.2).
 pub async fn revoke(db: &Db, client: &Client, token: &str) -> Result<()> {
-    let row =
-        sqlx::query("SELECT kind, family FROM oauth_tokens WHERE token_hash = $1 AND app_id = $2")
-            .bind(digest(token))
-            .bind(client.id)
-            .fetch_optional(db.pool())
-            .await?;
+    let row = sqlx::query(
+        "SELECT kind, family, user_id FROM oauth_tokens WHERE token_hash = $1 AND app_id = $2",
+    )
+    .bind(digest(token))
+    .bind(client.id)
+    .fetch_optional(db.pool())
+    .await?;
     let Some(row) = row else {
         return Ok(());
     };
-    if row.try_get::<String, _>(0)? == "refresh" {
-        return revoke_family(db, &row.try_get::<String, _>(1)?).await;
+    let kind: String = row.try_get(0)?;
+    let mut tx = db.begin().await?;
+    if kind == "refresh" {
+        sqlx::query("UPDATE oauth_tokens SET revoked = 1 WHERE family = $1")
+            .bind(row.try_get::<String, _>(1)?)
+            .execute(&mut *tx)
+            .await?;
+    } else {
+        sqlx::query("UPDATE oauth_tokens SET revoked = 1 WHERE token_hash = $1")
+            .bind(digest(token))
+            .execute(&mut *tx)
+            .await?;
     }
-    sqlx::query("UPDATE oauth_tokens SET revoked = 1 WHERE token_hash = $1")
-        .bind(digest(token))
-        .execute(db.pool())
-        .await?;
+    let mut event = Event::new(
+        Actor::Application(client.client_id.clone()),
+        "oauth2.token_revoked",
+        format!("application:{}", client.client_id),
+        Some(row.try_get(2)?),
+    );
+    event.details = serde_json::json!({"kind": kind});
+    audit::record(&mut tx, db.backend(), &event).await?;
+    tx.commit().await?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use crate::audit::Actor;
 use crate::db::{Db, now};
 use crate::protection::rule::{Error, Protection, Result, Rule, validate};
 use crate::webhooks;
@@ -19,7 +20,7 @@ fn from_row(r: &AnyRow) -> std::result::Result<Protection, sqlx::Error> {
     })
 }
 
-pub async fn create(db: &Db, repo_id: i64, rule: &Rule) -> Result<Protection> {
+pub async fn create(db: &Db, repo_id: i64, rule: &Rule, actor: &Actor) -> Result<Protection> {
     validate(rule)?;
     if find(db, repo_id, &rule.rule_name).await?.is_some() {
         return Err(Error::Duplicate(rule.rule_name.clone()));
@@ -40,6 +41,16 @@ pub async fn create(db: &Db, repo_id: i64, rule: &Rule) -> Result<Protection> {
     webhooks::emit(
         &mut tx,
         changed(repo_id, "created", &rule.rule_name, Some(rule)),
+    )
+    .await?;
+    let details = serde_json::json!({"new": rule});
+    audited(
+        &mut tx,
+        db,
+        actor,
+        "repo.protection.created",
+        repo_id,
+        details,
     )
     .await?;
     tx.commit().await?;
@@ -86,8 +97,25 @@ pub async fn find(db: &Db, repo_id: i64, name: &str) -> Result<Option<Protection
     Ok(row.as_ref().map(from_row).transpose()?)
 }
 
+/// The audit row of a change to a rule, in its transaction.
+async fn audited(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    db: &Db,
+    actor: &Actor,
+    action: &'static str,
+    repo_id: i64,
+    details: serde_json::Value,
+) -> Result<()> {
+    Ok(crate::repos::audit_change(tx, db, actor, action, repo_id, details).await?)
+}
+
 /// Replaces a rule's settings (its name stays).
-pub async fn update(db: &Db, existing: &Protection, rule: &Rule) -> Result<Protection> {
+pub async fn update(
+    db: &Db,
+    existing: &Protection,
+    rule: &Rule,
+    actor: &Actor,
+) -> Result<Protection> {
     validate(rule)?;
     let mut tx = db.begin().await?;
     sqlx::query("UPDATE branch_protections SET rule = $1, updated = $2 WHERE id = $3")
@@ -103,13 +131,23 @@ pub async fn update(db: &Db, existing: &Protection, rule: &Rule) -> Result<Prote
         Some(rule),
     );
     webhooks::emit(&mut tx, event).await?;
+    let details = serde_json::json!({"old": existing.rule, "new": rule});
+    audited(
+        &mut tx,
+        db,
+        actor,
+        "repo.protection.changed",
+        existing.repo_id,
+        details,
+    )
+    .await?;
     tx.commit().await?;
     Ok(find(db, existing.repo_id, &existing.rule.rule_name)
         .await?
         .expect("the rule was just updated"))
 }
 
-pub async fn delete(db: &Db, repo_id: i64, name: &str) -> Result<bool> {
+pub async fn delete(db: &Db, repo_id: i64, name: &str, actor: &Actor) -> Result<bool> {
     let mut tx = db.begin().await?;
     let done = sqlx::query("DELETE FROM branch_protections WHERE repo_id = $1 AND rule_name = $2")
         .bind(repo_id)
@@ -118,6 +156,16 @@ pub async fn delete(db: &Db, repo_id: i64, name: &str) -> Result<bool> {
         .await?;
     if done.rows_affected() > 0 {
         webhooks::emit(&mut tx, changed(repo_id, "deleted", name, None)).await?;
+        let details = serde_json::json!({"rule_name": name});
+        audited(
+            &mut tx,
+            db,
+            actor,
+            "repo.protection.deleted",
+            repo_id,
+            details,
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(done.rows_affected() > 0)

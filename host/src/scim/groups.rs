@@ -306,7 +306,7 @@ async fn store(db: &Db, source: &str, old: Option<&Stored>, f: &Fields) -> Resul
     // A renamed group leaves its old team.
     if let Some(old_team) = &old_team {
         for user in &before {
-            orgs::remove_member(db, old_team, *user).await?;
+            orgs::remove_member(db, old_team, *user, None).await?;
         }
     }
     for user in before.difference(&f.members) {
@@ -316,7 +316,7 @@ async fn store(db: &Db, source: &str, old: Option<&Stored>, f: &Fields) -> Resul
             .execute(db.pool())
             .await?;
         if let Some(team) = &team {
-            orgs::remove_member(db, team, *user).await?;
+            orgs::remove_member(db, team, *user, None).await?;
         }
     }
     for user in &f.members {
@@ -330,7 +330,7 @@ async fn store(db: &Db, source: &str, old: Option<&Stored>, f: &Fields) -> Resul
         if let Some(team) = &team
             && (!before.contains(user) || old_team.is_some())
         {
-            orgs::add_member(db, team.id, *user).await?;
+            orgs::add_member(db, team.id, *user, None).await?;
         }
     }
     Ok(id)
@@ -376,7 +376,7 @@ pub async fn delete(db: &Db, source: &str, id: &str, if_match: Option<&str>) -> 
         None => None,
     } {
         for (user, _) in &g.members {
-            orgs::remove_member(db, &team, *user).await?;
+            orgs::remove_member(db, &team, *user, None).await?;
         }
     }
     sqlx::query("DELETE FROM scim_groups WHERE id = $1")

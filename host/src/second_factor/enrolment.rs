@@ -3,11 +3,12 @@
 
 use sqlx::Row;
 
-use crate::db::{Db, now};
+use crate::audit::{self, Actor, Event};
+use crate::db::now;
 use crate::plugins::builtin;
 use crate::second_factor::factors::{Factor, enrolled, has_kind, list};
 use crate::second_factor::plugin_call::{account, lifetime, outcome, plugin, settings};
-use crate::second_factor::recovery::regenerate_backup_codes;
+use crate::second_factor::recovery::replace_backup_codes;
 use crate::second_factor::{Error, Result};
 use crate::state::App;
 use crate::users::User;
@@ -101,6 +102,7 @@ pub async fn confirm_enrollment(
             .await,
     )?;
     let created = now();
+    let mut tx = app.db.begin().await?;
     sqlx::query(
         "INSERT INTO second_factors (user_id, kind, name, created, handle) VALUES ($1, $2, $3, $4, $5)",
     )
@@ -109,18 +111,18 @@ pub async fn confirm_enrollment(
     .bind(name)
     .bind(created)
     .bind(&handle)
-    .execute(app.db.pool())
+    .execute(&mut *tx)
     .await?;
     sqlx::query("DELETE FROM factor_pending WHERE user_id = $1 AND kind = $2")
         .bind(user.id)
         .bind(kind)
-        .execute(app.db.pool())
+        .execute(&mut *tx)
         .await?;
     let row = sqlx::query("SELECT id FROM second_factors WHERE user_id = $1 AND kind = $2 AND handle = $3 ORDER BY id DESC")
         .bind(user.id)
         .bind(kind)
         .bind(&handle)
-        .fetch_one(app.db.pool())
+        .fetch_one(&mut *tx)
         .await?;
     let factor = Factor {
         id: row.try_get(0)?,
@@ -129,10 +131,24 @@ pub async fn confirm_enrollment(
         created,
     };
     let backup_codes = if first {
-        regenerate_backup_codes(&app.db, user.id).await?
+        replace_backup_codes(&mut tx, user.id).await?
     } else {
         Vec::new()
     };
+    // The first factor's backup codes are part of this enrolment: one row.
+    let mut event = Event::new(
+        user.actor(),
+        "factor.enrolled",
+        format!("user:{}", user.login),
+        Some(user.id),
+    );
+    event.details = serde_json::json!({
+        "factor": kind,
+        "name": name,
+        "backup_codes_issued": first,
+    });
+    audit::record(&mut tx, app.db.backend(), &event).await?;
+    tx.commit().await?;
     Ok(Enrolled {
         factor,
         backup_codes,
@@ -158,14 +174,9 @@ pub async fn confirm_totp(app: &App, user: &User, code: &str) -> Result<Vec<Stri
 /// Removes one of the user's factors (a key, the TOTP secret): the plugin
 /// forgets it, then the host. When it was the last one, the backup codes and
 /// remembered browsers go too: the user no longer has two-factor sign-in.
-pub async fn remove(app: &App, user: &User, factor_id: i64) -> Result<()> {
-    let row = sqlx::query("SELECT kind, handle FROM second_factors WHERE id = $1 AND user_id = $2")
-        .bind(factor_id)
-        .bind(user.id)
-        .fetch_optional(app.db.pool())
-        .await?
-        .ok_or(Error::NotFound)?;
-    let (kind, handle): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+/// The audit log records it with `actor`.
+pub async fn remove(app: &App, user: &User, factor_id: i64, actor: &Actor) -> Result<()> {
+    let (kind, handle) = factor_handle(app, user, factor_id).await?;
     if let Some(plugin) = app.plugins.get(&kind) {
         outcome(
             app.plugins
@@ -173,17 +184,53 @@ pub async fn remove(app: &App, user: &User, factor_id: i64) -> Result<()> {
                 .await,
         )?;
     }
-    sqlx::query("DELETE FROM second_factors WHERE id = $1")
-        .bind(factor_id)
-        .execute(app.db.pool())
-        .await?;
-    if !enrolled(&app.db, user.id).await? {
-        forget_second_step(&app.db, user.id).await?;
-    }
+    let mut tx = app.db.begin().await?;
+    let last = forget_factor(&mut tx, user, factor_id).await?;
+    let mut event = Event::new(
+        actor.clone(),
+        "factor.removed",
+        format!("user:{}", user.login),
+        Some(user.id),
+    );
+    event.details = serde_json::json!({"factor": kind, "last": last});
+    audit::record(&mut tx, app.db.backend(), &event).await?;
+    tx.commit().await?;
     Ok(())
 }
 
-/// Turns TOTP off for a user.
+async fn factor_handle(app: &App, user: &User, factor_id: i64) -> Result<(String, String)> {
+    let row = sqlx::query("SELECT kind, handle FROM second_factors WHERE id = $1 AND user_id = $2")
+        .bind(factor_id)
+        .bind(user.id)
+        .fetch_optional(app.db.pool())
+        .await?
+        .ok_or(Error::NotFound)?;
+    Ok((row.try_get(0)?, row.try_get(1)?))
+}
+
+/// Deletes the host's row of a factor inside `tx`, and what stands in for
+/// a factor when it was the last; true when it was.
+async fn forget_factor(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    user: &User,
+    factor_id: i64,
+) -> Result<bool> {
+    sqlx::query("DELETE FROM second_factors WHERE id = $1")
+        .bind(factor_id)
+        .execute(&mut **tx)
+        .await?;
+    let left: i64 = sqlx::query("SELECT COUNT(*) FROM second_factors WHERE user_id = $1")
+        .bind(user.id)
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get(0)?;
+    if left == 0 {
+        forget_second_step(tx, user.id).await?;
+    }
+    Ok(left == 0)
+}
+
+/// Turns TOTP off for a user, by their own hand.
 pub async fn disable_totp(app: &App, user: &User) -> Result<()> {
     let id = list(&app.db, user.id)
         .await?
@@ -191,38 +238,61 @@ pub async fn disable_totp(app: &App, user: &User) -> Result<()> {
         .find(|f| f.kind == builtin::TOTP)
         .ok_or(Error::NotFound)?
         .id;
-    remove(app, user, id).await
+    remove(app, user, id, &user.actor()).await
 }
 
-/// Removes every second factor of a user (an administrator's last resort);
-/// their backup codes and remembered browsers go too.
+/// Removes every second factor of a user (an administrator's last resort,
+/// `actor`); their backup codes and remembered browsers go too. One audit
+/// row records the reset.
 ///
 /// A plugin that cannot forget its part does not stop the reset: the host's
 /// rows go regardless, and without them the plugin's state is never asked
 /// for again (a passkey counts only for a user the host lists with the
 /// factor).
-pub async fn reset(app: &App, user: &User) -> Result<()> {
-    for factor in list(&app.db, user.id).await? {
-        if let Err(e) = remove(app, user, factor.id).await {
+pub async fn reset(app: &App, user: &User, actor: &Actor) -> Result<()> {
+    let factors = list(&app.db, user.id).await?;
+    for factor in &factors {
+        let Ok((kind, handle)) = factor_handle(app, user, factor.id).await else {
+            continue;
+        };
+        if let Some(plugin) = app.plugins.get(&kind)
+            && let Err(e) = outcome(
+                app.plugins
+                    .remove_factor(&plugin, &account(user), &handle, &settings(app, &kind))
+                    .await,
+            )
+        {
             tracing::warn!(login = %user.login, kind = %factor.kind, "the plugin did not remove its part: {e}");
-            sqlx::query("DELETE FROM second_factors WHERE id = $1")
-                .bind(factor.id)
-                .execute(app.db.pool())
-                .await?;
         }
     }
-    forget_second_step(&app.db, user.id).await
+    let mut tx = app.db.begin().await?;
+    sqlx::query("DELETE FROM second_factors WHERE user_id = $1")
+        .bind(user.id)
+        .execute(&mut *tx)
+        .await?;
+    forget_second_step(&mut tx, user.id).await?;
+    let mut event = Event::new(
+        actor.clone(),
+        "factor.reset",
+        format!("user:{}", user.login),
+        Some(user.id),
+    );
+    let kinds: Vec<&str> = factors.iter().map(|f| f.kind.as_str()).collect();
+    event.details = serde_json::json!({"factors": kinds});
+    audit::record(&mut tx, app.db.backend(), &event).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Drops what stands in for a factor once none is left: backup and bypass
 /// codes, pending enrolments, remembered browsers.
-async fn forget_second_step(db: &Db, user_id: i64) -> Result<()> {
+async fn forget_second_step(tx: &mut sqlx::Transaction<'_, sqlx::Any>, user_id: i64) -> Result<()> {
     for sql in [
         "DELETE FROM recovery_codes WHERE user_id = $1",
         "DELETE FROM factor_pending WHERE user_id = $1",
         "DELETE FROM remembered_devices WHERE user_id = $1",
     ] {
-        sqlx::query(sql).bind(user_id).execute(db.pool()).await?;
+        sqlx::query(sql).bind(user_id).execute(&mut **tx).await?;
     }
     Ok(())
 }

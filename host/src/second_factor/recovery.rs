@@ -1,8 +1,10 @@
 //! Recovery codes (`recovery_codes`): a user's backup codes and the bypass
 //! codes an administrator hands out, each good once.
 
+use crate::audit::{self, Actor, Event};
 use crate::db::{Db, now};
 use crate::second_factor::Result;
+use crate::users::User;
 
 /// How many backup codes a user gets.
 const BACKUP_CODES: usize = 10;
@@ -28,7 +30,7 @@ fn code_hash(code: &str) -> String {
 }
 
 async fn store_codes(
-    db: &Db,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     user_id: i64,
     kind: &str,
     count: usize,
@@ -41,33 +43,62 @@ async fn store_codes(
             .bind(kind)
             .bind(code_hash(code))
             .bind(expires)
-            .execute(db.pool())
+            .execute(&mut **tx)
             .await?;
     }
     Ok(codes)
 }
 
-/// Replaces a user's backup codes with ten new ones, returned this once.
-pub async fn regenerate_backup_codes(db: &Db, user_id: i64) -> Result<Vec<String>> {
+/// Replaces a user's backup codes with ten new ones inside `tx`, returned
+/// this once.
+pub(super) async fn replace_backup_codes(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    user_id: i64,
+) -> Result<Vec<String>> {
     sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1 AND kind = 'backup'")
         .bind(user_id)
-        .execute(db.pool())
+        .execute(&mut **tx)
         .await?;
-    store_codes(db, user_id, "backup", BACKUP_CODES, None).await
+    store_codes(tx, user_id, "backup", BACKUP_CODES, None).await
 }
 
-/// Bypass codes an administrator hands a user who lost their factor: each
-/// lets them past the second step once, within a day.
+/// Replaces a user's backup codes with ten new ones, returned this once;
+/// the audit log records it with `actor`.
+pub async fn regenerate_backup_codes(db: &Db, user: &User, actor: &Actor) -> Result<Vec<String>> {
+    let mut tx = db.begin().await?;
+    let codes = replace_backup_codes(&mut tx, user.id).await?;
+    let event = Event::new(
+        actor.clone(),
+        "backup_codes.issued",
+        format!("user:{}", user.login),
+        Some(user.id),
+    );
+    audit::record(&mut tx, db.backend(), &event).await?;
+    tx.commit().await?;
+    Ok(codes)
+}
+
+/// Bypass codes an administrator (`actor`) hands a user who lost their
+/// factor: each lets them past the second step once, within a day.
 pub async fn generate_bypass_codes(
     db: &Db,
-    user_id: i64,
+    user: &User,
     count: usize,
+    actor: &Actor,
 ) -> Result<(Vec<String>, i64)> {
     let expires = now() + BYPASS_LIFETIME;
-    Ok((
-        store_codes(db, user_id, "bypass", count, Some(expires)).await?,
-        expires,
-    ))
+    let mut tx = db.begin().await?;
+    let codes = store_codes(&mut tx, user.id, "bypass", count, Some(expires)).await?;
+    let mut event = Event::new(
+        actor.clone(),
+        "bypass_codes.issued",
+        format!("user:{}", user.login),
+        Some(user.id),
+    );
+    event.details = serde_json::json!({"count": count, "expires": expires});
+    audit::record(&mut tx, db.backend(), &event).await?;
+    tx.commit().await?;
+    Ok((codes, expires))
 }
 
 /// Uses up a backup or bypass code; false when it matches none that is

@@ -117,10 +117,21 @@ pub async fn finish_verification(
     Ok(proved_user)
 }
 
+/// What a second-step answer is: `totp` for six digits, `recovery_code`
+/// (a backup or bypass code) otherwise.
+pub fn answer_kind(response: &str) -> &'static str {
+    let response = response.trim();
+    if response.len() == 6 && response.chars().all(|c| c.is_ascii_digit()) {
+        builtin::TOTP
+    } else {
+        "recovery_code"
+    }
+}
+
 /// The second step: a TOTP code (six digits), or a backup or bypass code.
 pub async fn second_step(app: &App, user: &User, response: &str) -> Result<()> {
     let response = response.trim();
-    if response.len() == 6 && response.chars().all(|c| c.is_ascii_digit()) {
+    if answer_kind(response) == builtin::TOTP {
         return verify_totp(app, user, response).await;
     }
     if use_recovery_code(&app.db, user.id, response).await? {

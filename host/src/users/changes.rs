@@ -202,8 +202,9 @@ const CREDENTIALS: [&str; 10] = [
     "factor_challenges",
 ];
 
-/// Revokes every credential of account `id` inside `tx`, the transaction
-/// that deactivates it. Returns how many were removed.
+/// Revokes every credential of account `id`, and drops the merges it
+/// scheduled, inside `tx`, the transaction that deactivates it. Returns
+/// how many were removed.
 async fn switch_off(tx: &mut sqlx::Transaction<'_, sqlx::Any>, id: i64) -> sqlx::Result<u64> {
     let mut removed = 0;
     for table in CREDENTIALS {
@@ -213,6 +214,15 @@ async fn switch_off(tx: &mut sqlx::Transaction<'_, sqlx::Any>, id: i64) -> sqlx:
             .await?
             .rows_affected();
     }
+    // Work waiting to be done later with the account's authority: the
+    // merges it scheduled for when their checks pass.
+    removed += sqlx::query(
+        "UPDATE pull_requests SET auto_merge_style = NULL, auto_merge_by = NULL WHERE auto_merge_by = $1",
+    )
+    .bind(id)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
     Ok(removed)
 }
 

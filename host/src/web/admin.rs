@@ -318,7 +318,7 @@ pub(crate) async fn create(
             ),
         };
     }
-    match identity::add_directory_source(&app, section).await {
+    match identity::add_directory_source(&app, section, &viewer.actor()).await {
         Ok(_) => Ok(Redirect::to("/admin/auths").into_response()),
         Err(
             e @ (SourceError::Invalid(_) | SourceError::NotFound(_) | SourceError::ReadOnly(_)),
@@ -412,8 +412,19 @@ async fn oauth2_submit(
         };
     }
     let saved = match &form.editing {
-        Some(id) => identity::update_redirect_source(app, id, settings, KeysUpdate::Replace).await,
-        None => identity::add_redirect_source(app, &form.source_name, settings).await,
+        Some(id) => {
+            identity::update_redirect_source(
+                app,
+                id,
+                settings,
+                KeysUpdate::Replace,
+                &viewer.actor(),
+            )
+            .await
+        }
+        None => {
+            identity::add_redirect_source(app, &form.source_name, settings, &viewer.actor()).await
+        }
     };
     match saved {
         Ok(_) => Ok(Redirect::to("/admin/auths").into_response()),
@@ -540,7 +551,7 @@ pub(crate) async fn delete(
     Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
     admin_only(&viewer)?;
-    match identity::remove_redirect_source(&app, &id).await {
+    match identity::remove_redirect_source(&app, &id, &viewer.actor()).await {
         Ok(id) => list_page(&app, &viewer, None, Some(format!("{id} removed"))).await,
         Err(e) => {
             let status = match e {

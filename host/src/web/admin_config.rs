@@ -128,7 +128,7 @@ pub(crate) async fn set(
     Posted { viewer, form }: Posted<SetForm>,
 ) -> Result<Response, WebError> {
     super::admin::admin_only(&viewer)?;
-    let actor = viewer.signed_in()?.login.clone();
+    let actor = viewer.signed_in()?.actor();
     let value = form.reset.is_none().then_some(form.value.as_str());
     match settings::set(&app, &actor, &form.section, &form.key, value).await {
         Ok(_) => Ok(Redirect::to("/admin/config").into_response()),

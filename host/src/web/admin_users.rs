@@ -14,7 +14,6 @@ use serde::Deserialize;
 use super::admin::admin_only;
 use super::settings::capital;
 use super::{Viewer, WebError, Who, nothing_here, render, when};
-use crate::audit::Actor;
 use crate::db::cursor::Span;
 use crate::identity;
 use crate::state::App;
@@ -351,7 +350,7 @@ pub(crate) async fn edit(
         is_active: Some(form.active.is_some()),
         is_admin: Some(form.admin.is_some()),
         is_restricted: Some(form.restricted.is_some()),
-        actor: viewer.user().map(|u| Actor::User(u.id, u.login.clone())),
+        actor: Some(viewer.actor()),
     };
     match users::update(&app.db, &subject, &changes).await {
         Ok(updated) => {
@@ -381,7 +380,7 @@ pub(crate) async fn reset_second_factors(
 ) -> Result<Response, WebError> {
     admin_only(&viewer)?;
     let subject = subject(&app, &viewer, id).await?;
-    crate::second_factor::reset(&app, &subject).await?;
+    crate::second_factor::reset(&app, &subject, &viewer.actor()).await?;
     Ok(Redirect::to(&format!("/admin/users/{id}")).into_response())
 }
 
@@ -397,8 +396,13 @@ pub(crate) async fn bypass_codes(
 ) -> Result<Response, WebError> {
     admin_only(&viewer)?;
     let subject = subject(&app, &viewer, id).await?;
-    let (codes, expires) =
-        crate::second_factor::generate_bypass_codes(&app.db, subject.id, BYPASS_CODES).await?;
+    let (codes, expires) = crate::second_factor::generate_bypass_codes(
+        &app.db,
+        &subject,
+        BYPASS_CODES,
+        &viewer.actor(),
+    )
+    .await?;
     let shown = Shown {
         codes: Some((codes, when(expires))),
         ..Default::default()

@@ -439,7 +439,15 @@ pub(crate) async fn create(
 ) -> Result<Response, WebError> {
     let user = settings_user(&app, &viewer)?;
     let min_len = app.config().oauth2.minimal_token_length;
-    match apps::create(&app.db, Some(user.id), form.registration(), min_len).await {
+    match apps::create(
+        &app.db,
+        Some(user.id),
+        form.registration(),
+        min_len,
+        &user.actor(),
+    )
+    .await
+    {
         Ok((created, client_secret)) => {
             let shown = Shown {
                 secret: Some(Secret {
@@ -471,7 +479,7 @@ pub(crate) async fn update(
     let user = settings_user(&app, &viewer)?;
     let result = async {
         let current = apps::find_owned(&app.db, Some(user.id), id).await?;
-        apps::update(&app.db, &current, form.registration()).await
+        apps::update(&app.db, &current, form.registration(), &user.actor()).await
     }
     .await;
     match result {
@@ -497,7 +505,7 @@ pub(crate) async fn regenerate_secret(
     let min_len = app.config().oauth2.minimal_token_length;
     let result = async {
         let current = apps::find_owned(&app.db, Some(user.id), id).await?;
-        let secret = apps::regenerate_secret(&app.db, &current, min_len).await?;
+        let secret = apps::regenerate_secret(&app.db, &current, min_len, &user.actor()).await?;
         Ok::<_, Error>((current, secret))
     }
     .await;
@@ -527,7 +535,7 @@ pub(crate) async fn delete(
     let user = settings_user(&app, &viewer)?;
     let result = async {
         let current = apps::find_owned(&app.db, Some(user.id), id).await?;
-        apps::delete(&app.db, &current).await
+        apps::delete(&app.db, &current, &user.actor()).await
     }
     .await;
     match result {

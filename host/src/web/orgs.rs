@@ -68,7 +68,13 @@ pub(crate) async fn save(
     Posted { viewer, form }: Posted<PolicyForm>,
 ) -> Result<Response, WebError> {
     let org = owned(&app, &viewer, &name).await?;
-    orgs::set_require_two_factor(&app.db, org.id, form.require_two_factor.is_some()).await?;
+    orgs::set_require_two_factor(
+        &app.db,
+        &org,
+        form.require_two_factor.is_some(),
+        &viewer.actor(),
+    )
+    .await?;
     Ok(Redirect::to(&format!("/org/{}/settings", org.name)).into_response())
 }
 
@@ -253,7 +259,7 @@ pub(crate) async fn add_member(
     let (org, team) = owned_team(&app, &viewer, &name, id).await?;
     match crate::users::find_by_login(&app.db, form.name.trim()).await? {
         Some(u) if orgs::find_by_id(&app.db, u.id).await?.is_none() => {
-            orgs::add_member(&app.db, team.id, u.id).await?;
+            orgs::add_member(&app.db, team.id, u.id, Some(&viewer.actor())).await?;
             Ok(Redirect::to(&teams_url(&org)).into_response())
         }
         _ => {
@@ -273,7 +279,7 @@ pub(crate) async fn remove_member(
     let Some(user) = crate::users::find_by_login(&app.db, &login).await? else {
         return Err(nothing_here(&viewer, &app));
     };
-    match orgs::remove_member(&app.db, &team, user.id).await {
+    match orgs::remove_member(&app.db, &team, user.id, Some(&viewer.actor())).await {
         Ok(_) => Ok(Redirect::to(&teams_url(&org)).into_response()),
         Err(e) => refused(&app, &viewer, org, e).await,
     }

@@ -158,7 +158,7 @@ pub(crate) async fn switch(
     Posted { viewer, form }: Posted<SwitchForm>,
 ) -> Result<Response, WebError> {
     super::admin::admin_only(&viewer)?;
-    let actor = viewer.signed_in()?.login.clone();
+    let actor = viewer.signed_in()?.actor();
     let value = if form.enabled == "true" {
         "true"
     } else {

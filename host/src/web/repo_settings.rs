@@ -197,7 +197,7 @@ pub(crate) async fn save_merges(
         options: Some(options),
         ..Default::default()
     };
-    repos::edit(&app, &repo, edit).await?;
+    repos::edit(&app, &repo, edit, &viewer.actor()).await?;
     Ok(Redirect::to(&settings_url(&repo)).into_response())
 }
 
@@ -220,7 +220,7 @@ pub(crate) async fn add_collaborator(
     let level = Level::parse_permission(&form.permission).unwrap_or(Level::Write);
     let refusal = match users::find_by_login(&app.db, form.login.trim()).await? {
         Some(u) if crate::orgs::find_by_id(&app.db, u.id).await?.is_none() => {
-            repos::set_collaborator(&app.db, repo.id, u.id, level).await?;
+            repos::set_collaborator(&app.db, repo.id, &u, level, &viewer.actor()).await?;
             None
         }
         _ => Some(format!("There is no user named {:?}.", form.login.trim())),
@@ -241,7 +241,7 @@ pub(crate) async fn remove_collaborator(
     let Some(user) = users::find_by_login(&app.db, &login).await? else {
         return Err(nothing_here(&viewer, &app));
     };
-    repos::remove_collaborator(&app.db, repo.id, user.id).await?;
+    repos::remove_collaborator(&app.db, repo.id, &user, &viewer.actor()).await?;
     Ok(Redirect::to(&settings_url(&repo)).into_response())
 }
 
@@ -271,7 +271,7 @@ pub(crate) async fn delete(
         )
         .await;
     }
-    repos::delete(&app, &repo).await?;
+    repos::delete(&app, &repo, &viewer.actor()).await?;
     Ok(Redirect::to(&format!("/{}", repo.owner_login)).into_response())
 }
 
@@ -449,8 +449,10 @@ pub(crate) async fn save_rule(
         Err(why) => Err(why),
         Ok(rule) => {
             let stored = match &existing {
-                Some(existing) => protection::update(&app.db, existing, &rule).await,
-                None => protection::create(&app.db, repo.id, &rule).await,
+                Some(existing) => {
+                    protection::update(&app.db, existing, &rule, &viewer.actor()).await
+                }
+                None => protection::create(&app.db, repo.id, &rule, &viewer.actor()).await,
             };
             match stored {
                 Ok(_) => Ok(()),
@@ -490,7 +492,7 @@ pub(crate) async fn delete_rule(
 ) -> Result<Response, WebError> {
     let repo = administered(&app, &viewer, &owner, &name).await?;
     let rule = query.rule.unwrap_or_default();
-    if !protection::delete(&app.db, repo.id, &rule)
+    if !protection::delete(&app.db, repo.id, &rule, &viewer.actor())
         .await
         .map_err(WebError::internal)?
     {

@@ -4,7 +4,7 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
@@ -80,14 +80,18 @@ pub(super) struct TwoFactorForm {
 pub(super) async fn two_factor(
     State(app): State<App>,
     from: crate::ratelimit::ClientAddr,
+    headers: HeaderMap,
     Posted { viewer, form }: Posted<TwoFactorForm>,
 ) -> Result<Response, WebError> {
     use crate::second_factor::{self, Attempt, Error};
     let user = awaiting(&app, &viewer).await?;
+    let origin = crate::audit::Origin::of(from.0, &headers);
     let attempt = Attempt {
         user: Some(&user),
         from: from.0,
+        user_agent: &origin.user_agent,
         half_session: viewer.jar.get(sessions::COOKIE).map(|c| c.value()),
+        factor: second_factor::answer_kind(&form.passcode),
     };
     let step = second_factor::second_step(&app, &user, &form.passcode);
     let mut retry_after = None;

@@ -234,7 +234,7 @@ pub(crate) async fn regenerate_codes(
     if !second_factor::enrolled(&app.db, user.id).await? {
         return refused(&app, &viewer, user, Error::NotFound).await;
     }
-    match second_factor::regenerate_backup_codes(&app.db, user.id).await {
+    match second_factor::regenerate_backup_codes(&app.db, user, &user.actor()).await {
         Ok(codes) => codes_page(&app, &viewer, user, codes).await,
         Err(e) => refused(&app, &viewer, user, e).await,
     }
@@ -299,7 +299,7 @@ pub(crate) async fn remove_key(
     Posted { viewer, .. }: Posted<Button>,
 ) -> Result<Response, WebError> {
     let user = viewer.signed_in()?;
-    match second_factor::remove(&app, user, id).await {
+    match second_factor::remove(&app, user, id, &user.actor()).await {
         Ok(()) => Ok(Redirect::to("/user/settings/security").into_response()),
         Err(e) => refused(&app, &viewer, user, e).await,
     }

@@ -126,14 +126,7 @@ pub(super) async fn login(
         from.0,
     )
     .await;
-    let origin = crate::audit::Origin {
-        address: from.0.map(|a| a.to_string()).unwrap_or_default(),
-        user_agent: headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string(),
-    };
+    let origin = crate::audit::Origin::of(from.0, &headers);
     let door = identity::Door::Page;
     if let Err(identity::Error::Store(e)) =
         identity::audit_sign_in(&app, &form.user_name, &result, door, origin).await

@@ -101,6 +101,13 @@ impl Viewer {
         self.caller.user.as_ref()
     }
 
+    /// Who acts, for the audit log.
+    pub(super) fn actor(&self) -> crate::audit::Actor {
+        self.user()
+            .map(User::actor)
+            .unwrap_or(crate::audit::Actor::Anonymous)
+    }
+
     /// The signed-in user; anonymous viewers are sent to sign in.
     pub(super) fn signed_in(&self) -> Result<&User, WebError> {
         self.user().ok_or(WebError::SignIn)

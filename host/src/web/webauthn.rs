@@ -116,13 +116,17 @@ pub(crate) async fn second_step_form(
 pub(crate) async fn second_step(
     State(app): State<App>,
     from: ClientAddr,
+    headers: HeaderMap,
     Posted { viewer, form }: Posted<AnswerForm>,
 ) -> Result<Response, WebError> {
     let user = awaiting(&app, &viewer).await?;
+    let origin = crate::audit::Origin::of(from.0, &headers);
     let attempt = Attempt {
         user: Some(&user),
         from: from.0,
+        user_agent: &origin.user_agent,
         half_session: viewer.jar.get(sessions::COOKIE).map(|c| c.value()),
+        factor: builtin::WEBAUTHN,
     };
     let step = second_factor::finish_verification(
         &app,
@@ -158,10 +162,13 @@ pub(crate) async fn passkey(
 ) -> Result<Response, WebError> {
     // The key names its user only once it has been checked: a wrong answer
     // counts against the address.
+    let origin = crate::audit::Origin::of(from.0, &headers);
     let attempt = Attempt {
         user: None,
         from: from.0,
+        user_agent: &origin.user_agent,
         half_session: None,
+        factor: builtin::WEBAUTHN,
     };
     let step = second_factor::finish_verification(
         &app,

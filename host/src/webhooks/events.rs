@@ -121,9 +121,12 @@ pub async fn emit_many(conn: &mut AnyConnection, events: Vec<Event>) -> sqlx::Re
     // The active hooks of each scope (repository, organization), read once.
     let mut hooks_of: HashMap<(i64, i64), Vec<Listener>> = HashMap::new();
     for (event, (event_id, _, org_id)) in events.iter().zip(&rows) {
-        // `user.*` reach system hooks only; everything else also reaches
-        // the hooks of the repository and the organization it concerns.
-        let scope = if event.event_type.starts_with("user.") {
+        // `user.*` and `audit.*` reach system hooks only; everything else
+        // also reaches the hooks of the repository and the organization it
+        // concerns.
+        let scope = if event.event_type.starts_with("user.")
+            || event.event_type.starts_with(super::AUDIT_PREFIX)
+        {
             (-1, -1)
         } else {
             (event.repo_id.unwrap_or(-1), org_id.unwrap_or(-1))

@@ -1,6 +1,9 @@
 //! Which hooks an event reaches: a hook's `events` list and its branch
 //! filter.
 
+/// The first part of the audit log's event types: `audit.sign_in.password`.
+pub const AUDIT_PREFIX: &str = "audit.";
+
 /// Whether a hook's `events` take `event_type`: the name itself, its
 /// family (`repository` takes `repository.created`), or `*`. No events is
 /// Gitea's default: `push` only.
@@ -8,8 +11,12 @@ pub fn subscribed(events: &[String], event_type: &str) -> bool {
     if events.is_empty() {
         return event_type == "push";
     }
+    // The audit log's events reach only hooks that name them: a hook made
+    // for "everything" before they existed does not start receiving every
+    // sign-in.
+    let audit = event_type.starts_with(AUDIT_PREFIX);
     events.iter().any(|e| {
-        e == "*"
+        (e == "*" && !audit)
             || e == event_type
             || event_type
                 .strip_prefix(e.as_str())

@@ -312,7 +312,7 @@ pub(crate) async fn add_member(
     let user = users::find_by_login(&app.db, &path.username)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.username)))?;
-    orgs::add_member(&app.db, team.id, user.id).await?;
+    orgs::add_member(&app.db, team.id, user.id, Some(&who.user.actor())).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -331,7 +331,7 @@ pub(crate) async fn remove_member(
     let user = users::find_by_login(&app.db, &path.username)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no user named {:?}", path.username)))?;
-    if orgs::remove_member(&app.db, &team, user.id).await? {
+    if orgs::remove_member(&app.db, &team, user.id, Some(&who.user.actor())).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!(

@@ -76,7 +76,7 @@ pub(super) async fn sync_orgs(
                 .iter()
                 .any(|m| m.eq_ignore_ascii_case(&user.login))
         {
-            orgs::add_member(&app.db, team.id, user.id).await?;
+            orgs::add_member(&app.db, team.id, user.id, None).await?;
             changed = true;
         }
     }
@@ -96,7 +96,7 @@ pub(super) async fn sync_orgs(
                     .iter()
                     .any(|m| m.eq_ignore_ascii_case(&user.login))
             {
-                orgs::remove_member(&app.db, &team, user.id).await?;
+                orgs::remove_member(&app.db, &team, user.id, None).await?;
                 changed = true;
             }
         }

@@ -186,10 +186,10 @@ pub(super) async fn sync_teams(
         let members = crate::orgs::members(&app.db, team.id).await?;
         let is = members.iter().any(|m| m.eq_ignore_ascii_case(&user.login));
         if should && !is {
-            crate::orgs::add_member(&app.db, team.id, user.id).await?;
+            crate::orgs::add_member(&app.db, team.id, user.id, None).await?;
             changed = true;
         } else if !should && is && removes && may_remove {
-            crate::orgs::remove_member(&app.db, team, user.id).await?;
+            crate::orgs::remove_member(&app.db, team, user.id, None).await?;
             changed = true;
         }
     }

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use super::check::checked_section;
 use super::listing::{in_ini, stored, stored_source};
 use super::metadata_url::with_published_metadata;
+use crate::audit::Actor;
 use crate::config::source_settings::redirect_id;
 use crate::identity::SourceError;
+use crate::identity::sources::audit_source;
 use crate::state::App;
 use crate::stored_sources::REDIRECT as store;
 
@@ -58,6 +60,7 @@ pub async fn add_redirect_source(
     app: &App,
     name: &str,
     section: BTreeMap<String, String>,
+    actor: &Actor,
 ) -> Result<String, SourceError> {
     require_enabled(app)?;
     check_new_name(app, name).await?;
@@ -81,6 +84,7 @@ pub async fn add_redirect_source(
         .map_err(|e| SourceError::Unavailable(e.to_string()))?;
     crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %plugin.id, "OAuth2 source added");
+    audit_source(app, actor, "source.added", &plugin.id, Some(&section)).await?;
     Ok(plugin.id.to_string())
 }
 
@@ -103,6 +107,7 @@ pub async fn update_redirect_source(
     id_or_name: &str,
     changes: BTreeMap<String, String>,
     how: KeysUpdate,
+    actor: &Actor,
 ) -> Result<String, SourceError> {
     let (name, old) = stored_source(app, id_or_name).await?;
     require_enabled(app)?;
@@ -120,6 +125,7 @@ pub async fn update_redirect_source(
         .map_err(|e| SourceError::Unavailable(e.to_string()))?;
     crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %plugin.id, "OAuth2 source changed");
+    audit_source(app, actor, "source.changed", &plugin.id, Some(&section)).await?;
     Ok(plugin.id.to_string())
 }
 
@@ -159,7 +165,11 @@ pub(super) fn merged(
 /// Removes a stored OAuth 2.0 source. Its users stay, and cannot sign in
 /// through it any more; their links to it stay too, should it come back
 /// under the same name.
-pub async fn remove_redirect_source(app: &App, id_or_name: &str) -> Result<String, SourceError> {
+pub async fn remove_redirect_source(
+    app: &App,
+    id_or_name: &str,
+    actor: &Actor,
+) -> Result<String, SourceError> {
     let (name, _) = stored_source(app, id_or_name).await?;
     let id = redirect_id(&name);
     if !store
@@ -172,5 +182,6 @@ pub async fn remove_redirect_source(app: &App, id_or_name: &str) -> Result<Strin
     app.plugins.remove_redirect_source(&id);
     crate::cluster::announce(&app.db, crate::cluster::Change::Sources).await;
     tracing::info!(source = %id, "OAuth2 source removed");
+    audit_source(app, actor, "source.removed", &id, None).await?;
     Ok(id)
 }
