@@ -138,9 +138,10 @@ pub struct Entry {
     pub hash: String,
 }
 
-/// The PostgreSQL advisory lock that keeps the chain one line: writers take
-/// it in their transaction, read the last hash, append, and release it at
-/// commit. (SQLite's writers are one at a time already.)
+/// The PostgreSQL advisory lock bulk appends and pruning take in their
+/// transaction, so that no other lock holder reads the same last hash;
+/// one-row appends do without it (see [`record`]). (SQLite's writers are
+/// one at a time already.)
 const CHAIN_LOCK: i64 = 0x706f_7374_6175_6474;
 
 fn now_ms() -> i64 {
@@ -150,24 +151,40 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// The hash of a row: its contents and the hash it follows.
+/// The hash of a row: its contents and the hash it follows, as the JSON
+/// array `[prev_hash, at, actor_kind, actor, actor_id, address,
+/// user_agent, action, target, subject, org, outcome, details]` (compact),
+/// serialised straight into the hasher.
 fn chain_hash(r: &Entry) -> String {
-    let contents = json!([
-        r.prev_hash,
+    struct Hashing<'a>(&'a mut Sha256);
+    impl std::io::Write for Hashing<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let contents = (
+        &r.prev_hash,
         r.at,
-        r.actor_kind,
-        r.actor,
+        &r.actor_kind,
+        &r.actor,
         r.actor_id,
-        r.address,
-        r.user_agent,
-        r.action,
-        r.target,
+        &r.address,
+        &r.user_agent,
+        &r.action,
+        &r.target,
         r.subject,
         r.org,
-        r.outcome,
-        r.details,
-    ]);
-    hex::encode(Sha256::digest(contents.to_string().as_bytes()))
+        &r.outcome,
+        &r.details,
+    );
+    let mut hasher = Sha256::new();
+    // Writing into a hasher cannot fail, and these values always serialise.
+    let _ = serde_json::to_writer(Hashing(&mut hasher), &contents);
+    hex::encode(hasher.finalize())
 }
 
 /// Outside text as a column keeps it: bounded, without the NULs that
@@ -176,13 +193,116 @@ fn clean(text: &str, max: usize) -> String {
     text.chars().filter(|c| *c != '\0').take(max).collect()
 }
 
-/// Appends `event` inside `tx`, the transaction of the change it records.
+/// The last hash this process appended or read: the row a new one most
+/// likely follows. Only a guess: the INSERT appends only when it is still
+/// the last row, so a guess another process or a rolled-back transaction
+/// made stale costs one more statement, never a fork.
+static HEAD: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn guessed_head() -> Option<String> {
+    HEAD.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn guess_head(hash: Option<String>) {
+    *HEAD.lock().unwrap_or_else(|e| e.into_inner()) = hash;
+}
+
+async fn read_head(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> sqlx::Result<String> {
+    Ok(
+        sqlx::query("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut **tx)
+            .await?
+            .map(|r| r.try_get(0))
+            .transpose()?
+            .unwrap_or_default(),
+    )
+}
+
+/// How often one append may find the chain moved under it before giving
+/// up (each time another writer appended between its read and its write).
+const APPEND_TRIES: usize = 50;
+
+/// Appends `event` inside `tx`, the transaction of the change it records,
+/// in one statement when the head is guessed right: the row is inserted
+/// only if the row it follows is still the last one (and, as two writers
+/// may both see the same last row, only if no row follows it yet: the
+/// unique index on `prev_hash`), and the same statement says whether a
+/// system hook listens. A writer that loses reads the head and tries
+/// again, so the chain never forks.
 pub async fn record(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    backend: &DbType,
+    _backend: &DbType,
     event: &Event,
 ) -> sqlx::Result<()> {
-    record_many(tx, backend, std::slice::from_ref(event)).await
+    let mut head = match guessed_head() {
+        Some(hash) => hash,
+        None => read_head(tx).await?,
+    };
+    let at = now_ms();
+    for _ in 0..APPEND_TRIES {
+        let row = entry(event, at, head);
+        let appended = sqlx::query(
+            "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 \
+             WHERE COALESCE((SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1), '') = $13 \
+             ON CONFLICT (prev_hash) DO NOTHING \
+             RETURNING CAST(CASE WHEN EXISTS (SELECT 1 FROM webhooks WHERE active = 1 AND scope = 'system' AND events LIKE '%\"audit%') THEN 1 ELSE 0 END AS BIGINT)",
+        )
+        .bind(row.at)
+        .bind(&row.actor_kind)
+        .bind(&row.actor)
+        .bind(row.actor_id)
+        .bind(&row.address)
+        .bind(&row.user_agent)
+        .bind(&row.action)
+        .bind(&row.target)
+        .bind(row.subject)
+        .bind(row.org)
+        .bind(&row.outcome)
+        .bind(&row.details)
+        .bind(&row.prev_hash)
+        .bind(&row.hash)
+        .fetch_optional(&mut **tx)
+        .await?;
+        match appended {
+            Some(listening) => {
+                guess_head(Some(row.hash.clone()));
+                if listening.try_get::<i64, _>(0)? == 1 {
+                    announce(tx, event.action, &row).await?;
+                }
+                return Ok(());
+            }
+            None => head = read_head(tx).await?,
+        }
+    }
+    guess_head(None);
+    Err(sqlx::Error::Protocol(
+        "the audit chain kept moving; the change is not made".into(),
+    ))
+}
+
+/// The row `event` makes at `at`, following `prev`.
+fn entry(event: &Event, at: i64, prev: String) -> Entry {
+    let (kind, actor, actor_id) = event.actor.parts();
+    let mut row = Entry {
+        id: 0,
+        at,
+        actor_kind: kind.into(),
+        actor: clean(actor, 256),
+        actor_id,
+        address: clean(&event.origin.address, 64),
+        user_agent: clean(&event.origin.user_agent, 256),
+        action: event.action.into(),
+        target: clean(&event.target, 512),
+        subject: event.subject,
+        org: event.org,
+        outcome: event.outcome.as_str().into(),
+        details: event.details.to_string(),
+        prev_hash: prev,
+        hash: String::new(),
+    };
+    row.hash = chain_hash(&row);
+    row
 }
 
 /// Rows per INSERT of [`record_many`]: 14 columns each, under SQLite's
@@ -190,8 +310,10 @@ pub async fn record(
 const ROWS_PER_INSERT: usize = 500;
 
 /// Appends `events`, in order, inside `tx`: one chain lock, one read of the
-/// last hash, and an INSERT per 500 rows (a bulk writer's path; [`record`]
-/// is its one-row case).
+/// last hash, and an INSERT per 500 rows (a bulk writer's path). A
+/// one-row writer that appends between the read and the INSERT makes the
+/// INSERT fail on the unique `prev_hash`: the bulk write is refused whole,
+/// the chain does not fork.
 pub async fn record_many(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     backend: &DbType,
@@ -206,37 +328,15 @@ pub async fn record_many(
             .execute(&mut **tx)
             .await?;
     }
-    let mut prev: String = sqlx::query("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1")
-        .fetch_optional(&mut **tx)
-        .await?
-        .map(|r| r.try_get(0))
-        .transpose()?
-        .unwrap_or_default();
+    let mut prev = read_head(tx).await?;
     let at = now_ms();
     let mut rows = Vec::with_capacity(events.len());
     for event in events {
-        let (kind, actor, actor_id) = event.actor.parts();
-        let mut row = Entry {
-            id: 0,
-            at,
-            actor_kind: kind.into(),
-            actor: clean(actor, 256),
-            actor_id,
-            address: clean(&event.origin.address, 64),
-            user_agent: clean(&event.origin.user_agent, 256),
-            action: event.action.into(),
-            target: clean(&event.target, 512),
-            subject: event.subject,
-            org: event.org,
-            outcome: event.outcome.as_str().into(),
-            details: event.details.to_string(),
-            prev_hash: prev,
-            hash: String::new(),
-        };
-        row.hash = chain_hash(&row);
+        let row = entry(event, at, prev);
         prev = row.hash.clone();
         rows.push(row);
     }
+    guess_head(Some(prev));
     for chunk in rows.chunks(ROWS_PER_INSERT) {
         let sql = format!(
             "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash) VALUES {}",
@@ -612,4 +712,46 @@ pub async fn export(
         n += 1;
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The hash is over the compact JSON array of the row's fields, the
+        /// form rows written before it was streamed were hashed in.
+        #[test]
+        fn the_streamed_hash_is_the_json_array_s(
+            text in "\\PC{0,40}",
+            at in any::<i64>(),
+            id in proptest::option::of(any::<i64>()),
+        ) {
+            let row = Entry {
+                id: 1,
+                at,
+                actor_kind: "user".into(),
+                actor: text.clone(),
+                actor_id: id,
+                address: "127.0.0.1".into(),
+                user_agent: format!("{text}\"\\\u{1}"),
+                action: "sign_in.password".into(),
+                target: format!("user:{text}"),
+                subject: id,
+                org: None,
+                outcome: "refused".into(),
+                details: json!({"reason": text}).to_string(),
+                prev_hash: "ab".repeat(32),
+                hash: String::new(),
+            };
+            let array = json!([
+                row.prev_hash, row.at, row.actor_kind, row.actor, row.actor_id, row.address,
+                row.user_agent, row.action, row.target, row.subject, row.org, row.outcome,
+                row.details,
+            ]);
+            let expected = hex::encode(Sha256::digest(array.to_string().as_bytes()));
+            prop_assert_eq!(chain_hash(&row), expected);
+        }
+    }
 }

@@ -297,6 +297,26 @@ pub async fn audit_sign_in(
     Ok(())
 }
 
+/// Records an account an administrator (`actor`) made: in the panel,
+/// over the API, with the CLI. (Sign-up, directory sync and SCIM are not
+/// administrators' actions; SCIM writes its own rows.)
+pub async fn audit_created(
+    app: &App,
+    user: &users::User,
+    actor: &crate::audit::Actor,
+) -> Result<()> {
+    let mut event = crate::audit::Event::new(
+        actor.clone(),
+        "user.created",
+        format!("user:{}", user.login),
+        Some(user.id),
+    );
+    event.details = serde_json::json!({"admin": user.is_admin, "source": user.login_source});
+    crate::audit::record_alone(&app.db, &event)
+        .await
+        .map_err(|e| Error::Store(e.into()))
+}
+
 /// Weighing the second step failed: the sign-in fails, closed.
 fn second_factor_failed(e: crate::second_factor::Error) -> Error {
     match e {

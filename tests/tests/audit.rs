@@ -282,7 +282,8 @@ async fn second_factors_and_limits_leave_one_row_each() {
         let token = format!("token {}", made["sha1"].as_str().unwrap());
         expected.push(("token.created", "user", "alice", "success"));
 
-        // TOTP enrolled: one row, the first backup codes part of it.
+        // TOTP enrolled: a wrong first code is refused with its reason,
+        // then one row, the first backup codes part of it.
         let begun = call(
             &s,
             post.clone(),
@@ -293,6 +294,23 @@ async fn second_factors_and_limits_leave_one_row_each() {
         .await;
         let secret = postern_tests::otpauth_secret(begun["otpauth_uri"].as_str().unwrap());
         let now = postern_tests::unix_now();
+        let wrong = format!(
+            "{:06}",
+            (postern_tests::oathtool(&secret, now)
+                .parse::<u32>()
+                .unwrap()
+                + 1)
+                % 1_000_000
+        );
+        let res = client()
+            .post(s.url("/api/v1/user/2fa/totp/confirm"))
+            .basic_auth("alice", Some(PW))
+            .json(&json!({"code": wrong}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{backend}");
+        expected.push(("factor.enrolled", "user", "alice", "refused"));
         let code = json!({"code": postern_tests::oathtool(&secret, now)});
         let confirmed = call(
             &s,
@@ -634,6 +652,18 @@ async fn administrative_changes_leave_one_row_each_and_owners_see_their_organiza
         expected.push(("settings.changed", "system", "", "success"));
         call(
             &s,
+            post.clone(),
+            "/api/v1/admin/users",
+            "root",
+            json!({"username": "carol", "email": "carol@example.com", "password": PW}),
+        )
+        .await;
+        expected.push(("user.created", "user", "root", "success"));
+        for _ in ["root", "alice", "bob"] {
+            expected.push(("user.created", "system", "", "success"));
+        }
+        call(
+            &s,
             delete.clone(),
             "/api/v1/admin/users/bob",
             "root",
@@ -782,6 +812,38 @@ async fn retention_prunes_on_schedule_and_system_hooks_receive_audit_events() {
     }
 }
 
+/// Two hosts appending at once, each from many requests: every row lands,
+/// and the chain is still one line.
+#[tokio::test]
+async fn concurrent_writers_on_two_hosts_keep_one_chain() {
+    for backend in backends() {
+        let a = Server::start(&backend, Options::default()).await;
+        let b = a.another_process("b");
+        a.create_user("root", PW, true);
+        let bases = [a.base.clone(), b.base.clone()];
+        let mut tasks = Vec::new();
+        for i in 0..40 {
+            let base = bases[i % 2].clone();
+            tasks.push(tokio::spawn(async move {
+                let res = client()
+                    .post(format!("{base}/api/v1/users/root/tokens"))
+                    .basic_auth("root", Some(PW))
+                    .json(&json!({"name": format!("t{i}"), "scopes": ["all"]}))
+                    .send()
+                    .await
+                    .unwrap();
+                res.status()
+            }));
+        }
+        for t in tasks {
+            assert_eq!(t.await.unwrap(), StatusCode::CREATED, "{backend}");
+        }
+        assert_eq!(rows(&a, "token.created").await.len(), 40, "{backend}");
+        let (ok, text) = verify(&a);
+        assert!(ok && text.contains("intact: 41 rows"), "{backend}: {text}");
+    }
+}
+
 fn verify(s: &Server) -> (bool, String) {
     let out = s.cli(&["admin", "audit", "verify"]);
     let text = format!(
@@ -810,7 +872,7 @@ async fn verify_names_the_row_an_edit_broke_and_pruning_keeps_the_chain() {
         let (ok, text) = verify(&s);
         let exported = String::from_utf8(s.cli(&["admin", "audit", "export"]).stdout).unwrap();
         assert!(
-            ok && text.contains("intact: 3 rows"),
+            ok && text.contains("intact: 4 rows"),
             "{backend}: {text}\n{exported}"
         );
 

@@ -108,6 +108,7 @@ pub(crate) async fn create_user(
         },
     )
     .await?;
+    identity::audit_created(&app, &user, &who.user.actor()).await?;
     let links = admin_links(version, &who.user, &user);
     Ok((
         StatusCode::CREATED,

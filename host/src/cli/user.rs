@@ -113,6 +113,7 @@ pub(super) async fn user(app: App, cmd: UserCmd) -> anyhow::Result<()> {
             admin,
         } => match identity::register(&app, &username, &email, &password, admin, false).await {
             Ok(user) => {
+                identity::audit_created(&app, &user, &crate::audit::Actor::System).await?;
                 println!(
                     "New user '{}' has been successfully created{}.",
                     user.login,

@@ -90,7 +90,7 @@ pub async fn confirm_enrollment(
         .open(&pending_slot(user.id, kind), &sealed)
         .ok_or(Error::NotPending)?;
     let plugin = plugin(app, kind)?;
-    let handle = outcome(
+    let confirmed = outcome(
         app.plugins
             .confirm_enrollment(
                 &plugin,
@@ -100,7 +100,24 @@ pub async fn confirm_enrollment(
                 &settings(app, kind),
             )
             .await,
-    )?;
+    );
+    let handle = match confirmed {
+        Ok(handle) => handle,
+        Err(e) => {
+            // A refused key or code is worth a row: its reason is what an
+            // administrator asks about.
+            let mut event = Event::new(
+                user.actor(),
+                "factor.enrolled",
+                format!("user:{}", user.login),
+                Some(user.id),
+            );
+            event.outcome = audit::Outcome::Refused;
+            event.details = serde_json::json!({"factor": kind, "reason": e.to_string()});
+            audit::record_alone(&app.db, &event).await?;
+            return Err(e);
+        }
+    };
     let created = now();
     let mut tx = app.db.begin().await?;
     sqlx::query(

@@ -193,7 +193,14 @@ pub(crate) async fn create(
     )
     .await
     {
-        Ok(created) => Ok(Redirect::to(&format!("/admin/users/{}", created.id)).into_response()),
+        Ok(created) => {
+            if let Err(identity::Error::Store(e)) =
+                identity::audit_created(&app, &created, &viewer.actor()).await
+            {
+                return Err(e.into());
+            }
+            Ok(Redirect::to(&format!("/admin/users/{}", created.id)).into_response())
+        }
         Err(identity::Error::Store(e)) => Err(e.into()),
         Err(e) => {
             let status = e.status();
