@@ -241,29 +241,14 @@ pub async fn record(
     let at = now_ms();
     for _ in 0..APPEND_TRIES {
         let row = entry(event, at, head);
-        let appended = sqlx::query(
+        let insert = sqlx::query(
             "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash) \
              SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 \
              WHERE COALESCE((SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1), '') = $13 \
              ON CONFLICT (prev_hash) DO NOTHING \
              RETURNING CAST(CASE WHEN EXISTS (SELECT 1 FROM webhooks WHERE active = 1 AND scope = 'system' AND events LIKE '%\"audit%') THEN 1 ELSE 0 END AS BIGINT)",
-        )
-        .bind(row.at)
-        .bind(&row.actor_kind)
-        .bind(&row.actor)
-        .bind(row.actor_id)
-        .bind(&row.address)
-        .bind(&row.user_agent)
-        .bind(&row.action)
-        .bind(&row.target)
-        .bind(row.subject)
-        .bind(row.org)
-        .bind(&row.outcome)
-        .bind(&row.details)
-        .bind(&row.prev_hash)
-        .bind(&row.hash)
-        .fetch_optional(&mut **tx)
-        .await?;
+        );
+        let appended = bind_row(insert, &row).fetch_optional(&mut **tx).await?;
         match appended {
             Some(listening) => {
                 guess_head(Some(row.hash.clone()));
@@ -279,6 +264,28 @@ pub async fn record(
     Err(sqlx::Error::Protocol(
         "the audit chain kept moving; the change is not made".into(),
     ))
+}
+
+/// Binds a row's 14 columns, in the order of the INSERTs' column lists.
+fn bind_row<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    row: &'q Entry,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(row.at)
+        .bind(&row.actor_kind)
+        .bind(&row.actor)
+        .bind(row.actor_id)
+        .bind(&row.address)
+        .bind(&row.user_agent)
+        .bind(&row.action)
+        .bind(&row.target)
+        .bind(row.subject)
+        .bind(row.org)
+        .bind(&row.outcome)
+        .bind(&row.details)
+        .bind(&row.prev_hash)
+        .bind(&row.hash)
 }
 
 /// The row `event` makes at `at`, following `prev`.
@@ -344,21 +351,7 @@ pub async fn record_many(
         );
         let mut query = sqlx::query(&sql);
         for row in chunk {
-            query = query
-                .bind(row.at)
-                .bind(&row.actor_kind)
-                .bind(&row.actor)
-                .bind(row.actor_id)
-                .bind(&row.address)
-                .bind(&row.user_agent)
-                .bind(&row.action)
-                .bind(&row.target)
-                .bind(row.subject)
-                .bind(row.org)
-                .bind(&row.outcome)
-                .bind(&row.details)
-                .bind(&row.prev_hash)
-                .bind(&row.hash);
+            query = bind_row(query, row);
         }
         query.execute(&mut **tx).await?;
     }
