@@ -46,6 +46,9 @@ pub struct Db {
     /// PostgreSQL's URL, for the connection that listens for other hosts'
     /// changes (`cluster::listen`), which is not one of the pool's.
     postgres_url: Option<std::sync::Arc<str>>,
+    /// SQLite's file, for readers that walk a whole table in process
+    /// (`audit::verify`).
+    sqlite_path: Option<std::sync::Arc<std::path::Path>>,
 }
 
 /// Seconds since the Unix epoch, UTC.
@@ -117,6 +120,7 @@ impl Db {
             pool,
             backend: cfg.db_type.clone(),
             postgres_url: (cfg.db_type == DbType::Postgres).then(|| url.as_str().into()),
+            sqlite_path: (cfg.db_type == DbType::Sqlite).then(|| cfg.path.as_path().into()),
         };
         if db.backend == DbType::Sqlite {
             // WAL lets readers and the one writer proceed together.
@@ -133,6 +137,11 @@ impl Db {
 
     pub fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    /// The SQLite database's file; `None` on PostgreSQL.
+    pub fn sqlite_path(&self) -> Option<&std::path::Path> {
+        self.sqlite_path.as_deref()
     }
 
     /// Begins a transaction that writes. On SQLite it takes the write lock
