@@ -35,6 +35,11 @@ pub enum Actor {
 }
 
 impl Actor {
+    /// The account that acted, when a user did.
+    pub fn user_id(&self) -> Option<i64> {
+        self.parts().2
+    }
+
     fn parts(&self) -> (&'static str, &str, Option<i64>) {
         match self {
             Actor::User(id, login) => ("user", login, Some(*id)),
@@ -229,11 +234,7 @@ const APPEND_TRIES: usize = 50;
 /// unique index on `prev_hash`), and the same statement says whether a
 /// system hook listens. A writer that loses reads the head and tries
 /// again, so the chain never forks.
-pub async fn record(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    _backend: &DbType,
-    event: &Event,
-) -> sqlx::Result<()> {
+pub async fn record(tx: &mut sqlx::Transaction<'_, sqlx::Any>, event: &Event) -> sqlx::Result<()> {
     let mut head = match guessed_head() {
         Some(hash) => hash,
         None => read_head(tx).await?,
@@ -421,7 +422,7 @@ fn event_type(action: &'static str) -> &'static str {
 /// transaction of its own.
 pub async fn record_alone(db: &Db, event: &Event) -> sqlx::Result<()> {
     let mut tx = db.begin().await?;
-    record(&mut tx, db.backend(), event).await?;
+    record(&mut tx, event).await?;
     tx.commit().await
 }
 
@@ -620,7 +621,7 @@ pub async fn prune(db: &Db, key: &InstanceKey, before_ms: i64) -> sqlx::Result<u
         "anchor": anchor,
         "mac": checkpoint_mac(key, through, &anchor),
     });
-    record(&mut tx, db.backend(), &event).await?;
+    record(&mut tx, &event).await?;
     let done = sqlx::query("DELETE FROM audit_events WHERE id <= $1")
         .bind(through)
         .execute(&mut *tx)

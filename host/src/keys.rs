@@ -112,7 +112,7 @@ pub async fn add(db: &Db, user_id: i64, title: &str, line: &str, actor: &Actor) 
         Some(user_id),
     );
     event.details = serde_json::json!({ "fingerprint": fingerprint });
-    audit::record(&mut tx, db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok(from_row(&row)?)
 }
@@ -177,7 +177,7 @@ pub async fn delete(db: &Db, user_id: i64, id: i64, actor: &Actor) -> Result<boo
         Some(user_id),
     );
     event.details = serde_json::json!({ "fingerprint": fingerprint });
-    audit::record(&mut tx, db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok(true)
 }

@@ -95,7 +95,7 @@ pub async fn delete(app: &App, user: &User, purge: bool, actor: &Actor) -> Resul
         None,
     );
     event.details = serde_json::json!({"purge": purge});
-    audit::record(&mut tx, app.db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     tracing::warn!(target: "audit", user = %user.login, purge, at = now(), "account deleted");
     Ok(())

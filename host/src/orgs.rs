@@ -151,7 +151,6 @@ pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Res
 /// and directory sync record their own), inside the change's transaction.
 async fn audit_member(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    db: &Db,
     actor: &Actor,
     action: &'static str,
     team_id: i64,
@@ -175,7 +174,7 @@ async fn audit_member(
     );
     event.org = Some(row.try_get(0)?);
     event.details = serde_json::json!({"member": login});
-    audit::record(tx, db.backend(), &event).await
+    audit::record(tx, &event).await
 }
 
 /// Creates an organization with an empty Owners team (site administrators
@@ -364,7 +363,7 @@ pub async fn add_member(db: &Db, team_id: i64, user_id: i64, actor: Option<&Acto
         webhooks::emit(&mut tx, e).await?;
         if let Some(actor) = actor {
             let action = "org.team.member_added";
-            audit_member(&mut tx, db, actor, action, team_id, user_id).await?;
+            audit_member(&mut tx, actor, action, team_id, user_id).await?;
         }
     }
     tx.commit().await?;
@@ -444,7 +443,7 @@ pub async fn remove_member(
     let team_event = member_event(&mut tx, "team.member_removed", team.id, user_id).await;
     if let Some(actor) = actor {
         let action = "org.team.member_removed";
-        audit_member(&mut tx, db, actor, action, team.id, user_id).await?;
+        audit_member(&mut tx, actor, action, team.id, user_id).await?;
     }
     let done = sqlx::query("DELETE FROM team_members WHERE team_id = $1 AND user_id = $2")
         .bind(team.id)

@@ -323,7 +323,6 @@ pub struct Edit {
 /// organization's repository belongs to that organization's view.
 pub async fn audit_change(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    db: &Db,
     actor: &Actor,
     action: &'static str,
     repo_id: i64,
@@ -337,10 +336,7 @@ pub async fn audit_change(
     .await?;
     let (owner, name): (String, String) = (row.try_get(0)?, row.try_get(1)?);
     let is_org = row.try_get::<i64, _>(2)? == 1;
-    let subject = match actor {
-        Actor::User(id, _) => Some(*id),
-        _ => None,
-    };
+    let subject = actor.user_id();
     let mut event = Event::new(
         actor.clone(),
         action,
@@ -349,7 +345,7 @@ pub async fn audit_change(
     );
     event.org = is_org.then(|| row.try_get(3)).transpose()?;
     event.details = details;
-    audit::record(tx, db.backend(), &event).await
+    audit::record(tx, &event).await
 }
 
 /// Applies an edit: a new name moves the directory (refused when the owner
@@ -404,15 +400,7 @@ pub async fn edit(app: &App, repo: &Repository, edit: Edit, actor: &Actor) -> Re
     if let Some(private) = edit.private.filter(|p| *p != repo.is_private) {
         let details =
             serde_json::json!({"old": {"private": repo.is_private}, "new": {"private": private}});
-        audit_change(
-            &mut tx,
-            &app.db,
-            actor,
-            "repo.visibility_changed",
-            repo.id,
-            details,
-        )
-        .await?;
+        audit_change(&mut tx, actor, "repo.visibility_changed", repo.id, details).await?;
     }
     let mut moved = repo.clone();
     moved.name = name.to_string();
@@ -501,7 +489,7 @@ async fn remove(app: &App, repo: &Repository, actor: Option<&Actor>) -> Result<(
     webhooks::emit(&mut tx, event("repository.deleted", repo)).await?;
     if let Some(actor) = actor {
         let details = serde_json::json!({"private": repo.is_private});
-        audit_change(&mut tx, &app.db, actor, "repo.deleted", repo.id, details).await?;
+        audit_change(&mut tx, actor, "repo.deleted", repo.id, details).await?;
     }
     sqlx::query("DELETE FROM repositories WHERE id = $1")
         .bind(repo.id)
@@ -734,15 +722,7 @@ pub async fn set_collaborator(
     .await?;
     let details =
         serde_json::json!({"collaborator": user.login, "permission": level.permission_name()});
-    audit_change(
-        &mut tx,
-        db,
-        actor,
-        "repo.collaborator_set",
-        repo_id,
-        details,
-    )
-    .await?;
+    audit_change(&mut tx, actor, "repo.collaborator_set", repo_id, details).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -765,7 +745,6 @@ pub async fn remove_collaborator(
         let details = serde_json::json!({"collaborator": user.login});
         audit_change(
             &mut tx,
-            db,
             actor,
             "repo.collaborator_removed",
             repo_id,

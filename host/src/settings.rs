@@ -220,7 +220,7 @@ pub async fn set(
         None,
     );
     event.details = serde_json::json!({"old": shown(&old), "new": shown(&value)});
-    audit::record(&mut tx, app.db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     app.plugins.apply_switches(&next);
     app.replace_config(next);

@@ -306,7 +306,7 @@ pub async fn create(
         Some(user_id),
     );
     event.details = serde_json::json!({"scopes": scopes.names(), "last_eight": token.last_eight});
-    audit::record(&mut tx, db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok((secret, token))
 }
@@ -344,7 +344,7 @@ pub async fn delete(db: &Db, user_id: i64, id_or_name: &str, actor: &Actor) -> R
         format!("token:{name}"),
         Some(user_id),
     );
-    audit::record(&mut tx, db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok(true)
 }

@@ -344,7 +344,7 @@ async fn audit_share(
                 .execute(&mut *tx)
                 .await?;
             if audited {
-                audit::record(&mut tx, app.db.backend(), &event).await?;
+                audit::record(&mut tx, &event).await?;
             }
             tx.commit().await?;
             let took = t.elapsed();

@@ -116,15 +116,11 @@ fn new_client_id() -> String {
 /// transaction; it belongs to the history of the user who made it.
 async fn audit_change(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    db: &Db,
     actor: &Actor,
     action: &'static str,
     app: &Client,
 ) -> Result<()> {
-    let subject = match actor {
-        Actor::User(id, _) => Some(*id),
-        _ => None,
-    };
+    let subject = actor.user_id();
     let mut event = Event::new(
         actor.clone(),
         action,
@@ -132,7 +128,7 @@ async fn audit_change(
         subject,
     );
     event.details = serde_json::json!({"name": app.name, "redirect_uris": app.redirect_uris});
-    audit::record(tx, db.backend(), &event).await?;
+    audit::record(tx, &event).await?;
     Ok(())
 }
 
@@ -167,7 +163,7 @@ pub async fn create(
     .fetch_one(&mut *tx)
     .await?;
     let client = from_row(&row)?;
-    audit_change(&mut tx, db, actor, "oauth2.application.created", &client).await?;
+    audit_change(&mut tx, actor, "oauth2.application.created", &client).await?;
     tx.commit().await?;
     Ok((client, secret))
 }
@@ -252,7 +248,7 @@ pub async fn update(
         id_token_signed_response_alg: alg,
         ..app.clone()
     };
-    audit_change(&mut tx, db, actor, "oauth2.application.changed", &changed).await?;
+    audit_change(&mut tx, actor, "oauth2.application.changed", &changed).await?;
     tx.commit().await?;
     Ok(changed)
 }
@@ -272,14 +268,7 @@ pub async fn regenerate_secret(
         .bind(app.id)
         .execute(&mut *tx)
         .await?;
-    audit_change(
-        &mut tx,
-        db,
-        actor,
-        "oauth2.application.secret_regenerated",
-        app,
-    )
-    .await?;
+    audit_change(&mut tx, actor, "oauth2.application.secret_regenerated", app).await?;
     tx.commit().await?;
     Ok(secret)
 }
@@ -295,7 +284,7 @@ pub async fn delete(db: &Db, app: &Client, actor: &Actor) -> Result<()> {
     ] {
         sqlx::query(sql).bind(app.id).execute(&mut *tx).await?;
     }
-    audit_change(&mut tx, db, actor, "oauth2.application.deleted", app).await?;
+    audit_change(&mut tx, actor, "oauth2.application.deleted", app).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -316,7 +316,7 @@ pub async fn issue(db: &Db, checked: &Checked, user: &User, auth_time: i64) -> R
             Some(user.id),
         );
         event.details = serde_json::json!({"scope": remembered.join(" "), "first": first});
-        audit::record(&mut tx, db.backend(), &event).await?;
+        audit::record(&mut tx, &event).await?;
     }
     let code = crate::sessions::random_token(32);
     // Spent codes are kept a day past their expiry, so that a replay within
@@ -408,7 +408,7 @@ pub async fn withdraw(db: &Db, user: &User, app_id: i64) -> Result<bool> {
             format!("application:{client_id}"),
             Some(user.id),
         );
-        audit::record(&mut tx, db.backend(), &event).await?;
+        audit::record(&mut tx, &event).await?;
     }
     tx.commit().await?;
     Ok(gone.is_some())

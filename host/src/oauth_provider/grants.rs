@@ -417,7 +417,7 @@ pub async fn revoke(db: &Db, client: &Client, token: &str) -> Result<()> {
         Some(row.try_get(2)?),
     );
     event.details = serde_json::json!({"kind": kind});
-    audit::record(&mut tx, db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -44,15 +44,7 @@ pub async fn create(db: &Db, repo_id: i64, rule: &Rule, actor: &Actor) -> Result
     )
     .await?;
     let details = serde_json::json!({"new": rule});
-    audited(
-        &mut tx,
-        db,
-        actor,
-        "repo.protection.created",
-        repo_id,
-        details,
-    )
-    .await?;
+    audited(&mut tx, actor, "repo.protection.created", repo_id, details).await?;
     tx.commit().await?;
     Ok(from_row(&row)?)
 }
@@ -100,13 +92,12 @@ pub async fn find(db: &Db, repo_id: i64, name: &str) -> Result<Option<Protection
 /// The audit row of a change to a rule, in its transaction.
 async fn audited(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    db: &Db,
     actor: &Actor,
     action: &'static str,
     repo_id: i64,
     details: serde_json::Value,
 ) -> Result<()> {
-    Ok(crate::repos::audit_change(tx, db, actor, action, repo_id, details).await?)
+    Ok(crate::repos::audit_change(tx, actor, action, repo_id, details).await?)
 }
 
 /// Replaces a rule's settings (its name stays).
@@ -134,7 +125,6 @@ pub async fn update(
     let details = serde_json::json!({"old": existing.rule, "new": rule});
     audited(
         &mut tx,
-        db,
         actor,
         "repo.protection.changed",
         existing.repo_id,
@@ -157,15 +147,7 @@ pub async fn delete(db: &Db, repo_id: i64, name: &str, actor: &Actor) -> Result<
     if done.rows_affected() > 0 {
         webhooks::emit(&mut tx, changed(repo_id, "deleted", name, None)).await?;
         let details = serde_json::json!({"rule_name": name});
-        audited(
-            &mut tx,
-            db,
-            actor,
-            "repo.protection.deleted",
-            repo_id,
-            details,
-        )
-        .await?;
+        audited(&mut tx, actor, "repo.protection.deleted", repo_id, details).await?;
     }
     tx.commit().await?;
     Ok(done.rows_affected() > 0)

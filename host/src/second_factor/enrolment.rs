@@ -164,7 +164,7 @@ pub async fn confirm_enrollment(
         "name": name,
         "backup_codes_issued": first,
     });
-    audit::record(&mut tx, app.db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok(Enrolled {
         factor,
@@ -210,7 +210,7 @@ pub async fn remove(app: &App, user: &User, factor_id: i64, actor: &Actor) -> Re
         Some(user.id),
     );
     event.details = serde_json::json!({"factor": kind, "last": last});
-    audit::record(&mut tx, app.db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -296,7 +296,7 @@ pub async fn reset(app: &App, user: &User, actor: &Actor) -> Result<()> {
     );
     let kinds: Vec<&str> = factors.iter().map(|f| f.kind.as_str()).collect();
     event.details = serde_json::json!({"factors": kinds});
-    audit::record(&mut tx, app.db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -73,7 +73,7 @@ pub async fn regenerate_backup_codes(db: &Db, user: &User, actor: &Actor) -> Res
         format!("user:{}", user.login),
         Some(user.id),
     );
-    audit::record(&mut tx, db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok(codes)
 }
@@ -96,7 +96,7 @@ pub async fn generate_bypass_codes(
         Some(user.id),
     );
     event.details = serde_json::json!({"count": count, "expires": expires});
-    audit::record(&mut tx, db.backend(), &event).await?;
+    audit::record(&mut tx, &event).await?;
     tx.commit().await?;
     Ok((codes, expires))
 }

@@ -72,7 +72,7 @@ pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
         webhooks::emit(&mut tx, user_event("user.deactivated", &after)).await?;
     }
     if let Some(event) = audited(user, changes, &email) {
-        audit::record(&mut tx, db.backend(), &event).await?;
+        audit::record(&mut tx, &event).await?;
     }
     tx.commit().await?;
     Ok(find_by_id(db, user.id)
@@ -176,7 +176,7 @@ pub async fn set_active(db: &Db, id: i64, active: bool, by: &str) -> sqlx::Resul
             Some(id),
         );
         event.details = serde_json::json!({ "by": by });
-        audit::record(&mut tx, db.backend(), &event).await?;
+        audit::record(&mut tx, &event).await?;
     }
     tx.commit().await?;
     Ok(())
