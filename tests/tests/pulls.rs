@@ -1620,9 +1620,18 @@ async fn an_official_review_request_blocks_the_merge_until_it_is_answered() {
         // by whom; refused and repeated requests told nothing.
         let got = r
             .wait_for(&s, "the review request events delivered", 30, |g| {
-                g.iter()
-                    .filter(|g| g.status == 200)
-                    .any(|g| body_of(g)["data"]["action"] == "merged")
+                // Deliveries run side by side: the merge's may come first.
+                let delivered = |prefix: &str| {
+                    g.iter()
+                        .filter(|g| g.status == 200)
+                        .filter(|g| {
+                            body_of(g)["data"]["action"]
+                                .as_str()
+                                .is_some_and(|a| a.starts_with(prefix))
+                        })
+                        .count()
+                };
+                delivered("merged") >= 1 && delivered("review_request") >= 4
             })
             .await;
         // Deliveries may arrive in any order: compared sorted.
