@@ -134,8 +134,9 @@ pub fn may_create(service: &crate::config::Service, user: &User) -> Result<()> {
 /// Creates an organization with `creator` in its Owners team; the audit
 /// log records it.
 pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Result<Org> {
-    let (org, owners) = create_unowned(db, name, full_name).await?;
-    add_member(db, owners.id, creator.id, None).await?;
+    let mut tx = db.begin().await?;
+    let (org, owners) = create_unowned_in(&mut tx, name, full_name).await?;
+    add_member_in(&mut tx, owners.id, creator.id, None).await?;
     let mut event = Event::new(
         creator.actor(),
         "org.created",
@@ -143,7 +144,8 @@ pub async fn create(db: &Db, name: &str, full_name: &str, creator: &User) -> Res
         Some(creator.id),
     );
     event.org = Some(org.id);
-    audit::record_alone(db, &event).await?;
+    audit::record(&mut tx, &event).await?;
+    tx.commit().await?;
     Ok(org)
 }
 
@@ -180,6 +182,18 @@ async fn audit_member(
 /// Creates an organization with an empty Owners team (site administrators
 /// manage it): what a directory sync makes. Returns the Owners team too.
 pub async fn create_unowned(db: &Db, name: &str, full_name: &str) -> Result<(Org, Team)> {
+    let mut tx = db.begin().await?;
+    let made = create_unowned_in(&mut tx, name, full_name).await?;
+    tx.commit().await?;
+    Ok(made)
+}
+
+/// [`create_unowned`] on `conn`, inside a caller's transaction.
+async fn create_unowned_in(
+    conn: &mut sqlx::AnyConnection,
+    name: &str,
+    full_name: &str,
+) -> Result<(Org, Team)> {
     crate::repos::check_name(name)
         .map_err(|e| Error::InvalidName(e.to_string().replace("repository", "organization")))?;
     const RESERVED: &[&str] = &[
@@ -188,22 +202,19 @@ pub async fn create_unowned(db: &Db, name: &str, full_name: &str) -> Result<(Org
     if RESERVED.contains(&name.to_lowercase().as_str()) {
         return Err(Error::InvalidName(format!("the name {name:?} is reserved")));
     }
-    if crate::users::login_taken(db, name).await? {
+    let taken = sqlx::query("SELECT 1 FROM users WHERE lower_login = $1")
+        .bind(name.to_lowercase())
+        .fetch_optional(&mut *conn)
+        .await?;
+    if taken.is_some() {
         return Err(Error::NameTaken(name.to_string()));
     }
-    let id = crate::users::insert_org_account(db, name, full_name).await?;
-    let org = find_by_id(db, id)
+    let id = crate::users::insert_org_account(&mut *conn, name, full_name).await?;
+    let org = find_by_id_on(&mut *conn, id)
         .await?
         .ok_or_else(|| Error::Db(db::Error::Query(sqlx::Error::RowNotFound)))?;
-    let owners = create_team(
-        db,
-        org.id,
-        OWNERS,
-        "Owners of the organization",
-        Level::Owner,
-        true,
-    )
-    .await?;
+    let owners = (OWNERS, "Owners of the organization", Level::Owner, true);
+    let owners = create_team_on(conn, org.id, owners).await?;
     Ok((org, owners))
 }
 
@@ -218,10 +229,14 @@ pub async fn find(db: &Db, name: &str) -> Result<Option<Org>> {
 }
 
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Org>> {
+    find_by_id_on(&mut *db.pool().acquire().await?, id).await
+}
+
+async fn find_by_id_on(conn: &mut sqlx::AnyConnection, id: i64) -> Result<Option<Org>> {
     let row =
         sqlx::query("SELECT id, login, full_name, created, require_two_factor FROM users WHERE kind = 1 AND id = $1")
             .bind(id)
-            .fetch_optional(db.pool())
+            .fetch_optional(conn)
             .await?;
     Ok(row.as_ref().map(org_row).transpose()?)
 }
@@ -299,6 +314,18 @@ pub async fn create_team(
     permission: Level,
     includes_all_repositories: bool,
 ) -> Result<Team> {
+    let mut conn = db.pool().acquire().await?;
+    let team = (name, description, permission, includes_all_repositories);
+    create_team_on(&mut conn, org_id, team).await
+}
+
+/// [`create_team`] on `conn`, which may be inside a caller's transaction:
+/// the team is (name, description, permission, includes all repositories).
+pub async fn create_team_on(
+    conn: &mut sqlx::AnyConnection,
+    org_id: i64,
+    (name, description, permission, includes_all_repositories): (&str, &str, Level, bool),
+) -> Result<Team> {
     if name.trim().is_empty() || name.len() > 255 {
         return Err(Error::InvalidName(
             "a team name is 1 to 255 characters".into(),
@@ -307,7 +334,7 @@ pub async fn create_team(
     let exists = sqlx::query("SELECT id FROM teams WHERE org_id = $1 AND lower_name = $2")
         .bind(org_id)
         .bind(name.to_lowercase())
-        .fetch_optional(db.pool())
+        .fetch_optional(&mut *conn)
         .await?;
     if exists.is_some() {
         return Err(Error::NameTaken(name.to_string()));
@@ -324,7 +351,7 @@ pub async fn create_team(
         .bind(permission.permission_name())
         .bind(i64::from(includes_all_repositories))
         .bind(now())
-        .fetch_one(db.pool())
+        .fetch_one(&mut *conn)
         .await?;
     Ok(team_row(&row)?)
 }
@@ -339,8 +366,13 @@ pub async fn teams(db: &Db, org_id: i64) -> Result<Vec<Team>> {
 }
 
 pub async fn team(db: &Db, id: i64) -> Result<Option<Team>> {
+    team_on(&mut *db.pool().acquire().await?, id).await
+}
+
+/// [`team`] on `conn`, which may be inside a caller's transaction.
+pub async fn team_on(conn: &mut sqlx::AnyConnection, id: i64) -> Result<Option<Team>> {
     let sql = format!("SELECT {TEAM_COLUMNS} FROM teams WHERE id = $1");
-    let row = sqlx::query(&sql).bind(id).fetch_optional(db.pool()).await?;
+    let row = sqlx::query(&sql).bind(id).fetch_optional(conn).await?;
     Ok(row.as_ref().map(team_row).transpose()?)
 }
 
@@ -348,25 +380,36 @@ pub async fn team(db: &Db, id: i64) -> Result<Option<Team>> {
 /// the audit log.
 pub async fn add_member(db: &Db, team_id: i64, user_id: i64, actor: Option<&Actor>) -> Result<()> {
     let mut tx = db.begin().await?;
-    let was_member = in_org_of_team(&mut tx, team_id, user_id).await?;
+    add_member_in(&mut tx, team_id, user_id, actor).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// [`add_member`] inside `tx`, a caller's transaction.
+pub async fn add_member_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    team_id: i64,
+    user_id: i64,
+    actor: Option<&Actor>,
+) -> Result<()> {
+    let was_member = in_org_of_team(tx, team_id, user_id).await?;
     let done = sqlx::query("INSERT INTO team_members (team_id, user_id) VALUES ($1, $2) ON CONFLICT (team_id, user_id) DO NOTHING")
         .bind(team_id)
         .bind(user_id)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     if done.rows_affected() > 0 {
         if !was_member {
-            let e = member_event(&mut tx, "organization.member_added", team_id, user_id).await?;
-            webhooks::emit(&mut tx, e).await?;
+            let e = member_event(tx, "organization.member_added", team_id, user_id).await?;
+            webhooks::emit(tx, e).await?;
         }
-        let e = member_event(&mut tx, "team.member_added", team_id, user_id).await?;
-        webhooks::emit(&mut tx, e).await?;
+        let e = member_event(tx, "team.member_added", team_id, user_id).await?;
+        webhooks::emit(tx, e).await?;
         if let Some(actor) = actor {
             let action = "org.team.member_added";
-            audit_member(&mut tx, actor, action, team_id, user_id).await?;
+            audit_member(tx, actor, action, team_id, user_id).await?;
         }
     }
-    tx.commit().await?;
     Ok(())
 }
 
@@ -433,31 +476,49 @@ pub async fn remove_member(
     user_id: i64,
     actor: Option<&Actor>,
 ) -> Result<bool> {
-    if team.permission == Level::Owner && members(db, team.id).await?.len() <= 1 {
-        return Err(Error::OwnersTeam(
-            "the Owners team must keep at least one member".into(),
-        ));
-    }
     let mut tx = db.begin().await?;
+    let removed = remove_member_in(&mut tx, team, user_id, actor).await?;
+    tx.commit().await?;
+    Ok(removed)
+}
+
+/// [`remove_member`] inside `tx`, a caller's transaction.
+pub async fn remove_member_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    team: &Team,
+    user_id: i64,
+    actor: Option<&Actor>,
+) -> Result<bool> {
+    if team.permission == Level::Owner {
+        let owners: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM team_members WHERE team_id = $1")
+                .bind(team.id)
+                .fetch_one(&mut **tx)
+                .await?;
+        if owners <= 1 {
+            return Err(Error::OwnersTeam(
+                "the Owners team must keep at least one member".into(),
+            ));
+        }
+    }
     // Read before the row goes: the event names the team and the user.
-    let team_event = member_event(&mut tx, "team.member_removed", team.id, user_id).await;
+    let team_event = member_event(tx, "team.member_removed", team.id, user_id).await;
     if let Some(actor) = actor {
         let action = "org.team.member_removed";
-        audit_member(&mut tx, actor, action, team.id, user_id).await?;
+        audit_member(tx, actor, action, team.id, user_id).await?;
     }
     let done = sqlx::query("DELETE FROM team_members WHERE team_id = $1 AND user_id = $2")
         .bind(team.id)
         .bind(user_id)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     if done.rows_affected() > 0 {
-        webhooks::emit(&mut tx, team_event?).await?;
-        if !in_org_of_team(&mut tx, team.id, user_id).await? {
-            let e = member_event(&mut tx, "organization.member_removed", team.id, user_id).await?;
-            webhooks::emit(&mut tx, e).await?;
+        webhooks::emit(tx, team_event?).await?;
+        if !in_org_of_team(tx, team.id, user_id).await? {
+            let e = member_event(tx, "organization.member_removed", team.id, user_id).await?;
+            webhooks::emit(tx, e).await?;
         }
     }
-    tx.commit().await?;
     Ok(done.rows_affected() > 0)
 }
 
@@ -588,7 +649,8 @@ pub async fn members_without_second_factor(db: &Db, org_id: i64) -> Result<Vec<S
 /// Sets the organization's "Require Two-Factor Authentication" policy; the
 /// audit log records it with `actor`.
 pub async fn set_require_two_factor(db: &Db, org: &Org, on: bool, actor: &Actor) -> Result<()> {
-    crate::users::set_require_two_factor(db, org.id, on).await?;
+    let mut tx = db.begin().await?;
+    crate::users::set_require_two_factor(&mut tx, org.id, on).await?;
     let mut event = Event::new(
         actor.clone(),
         "org.two_factor_policy_changed",
@@ -597,7 +659,8 @@ pub async fn set_require_two_factor(db: &Db, org: &Org, on: bool, actor: &Actor)
     );
     event.org = Some(org.id);
     event.details = serde_json::json!({"require_two_factor": on});
-    audit::record_alone(db, &event).await?;
+    audit::record(&mut tx, &event).await?;
+    tx.commit().await?;
     Ok(())
 }
 

@@ -210,7 +210,9 @@ impl Write {
 /// `If-Match` when given; `id` is empty for a `POST`). Returns the
 /// resource as written (`Null` after a `DELETE`). `body` is the request
 /// body as read, or why it could not be. Every write is in the audit log,
-/// refused or not, with the SCIM source as its actor.
+/// refused or not, with the SCIM source as its actor: a write's row in the
+/// write's own transaction, a refusal's in one of its own after the
+/// refused write was rolled back.
 pub async fn write(
     db: &Db,
     (kind, how): (Kind, Write),
@@ -220,9 +222,10 @@ pub async fn write(
     base: &str,
 ) -> Result<Value> {
     let target = (id, if_match);
+    let mut tx = db.begin().await?;
     let done = match body {
         Err(e) => Err(e),
-        Ok(body) => write_read(db, (kind, how), source, target, &body, base).await,
+        Ok(body) => write_in((db, &mut tx), (kind, how), source, target, &body, base).await,
     };
     let written_id = done
         .as_ref()
@@ -249,25 +252,30 @@ pub async fn write(
     {
         event.org = crate::orgs::find(db, org).await?.map(|o| o.id);
     }
-    if let Err(Error::Refused {
-        status,
-        scim_type,
-        detail,
-    }) = &done
-    {
-        event.outcome = audit::Outcome::Refused;
-        event.details = serde_json::json!({
-            "status": status, "scimType": scim_type, "detail": detail,
-        });
-    }
-    if !matches!(done, Err(Error::Db(_))) {
-        audit::record_alone(db, &event).await?;
+    match &done {
+        Ok(_) => {
+            audit::record(&mut tx, &event).await?;
+            tx.commit().await?;
+        }
+        Err(Error::Refused {
+            status,
+            scim_type,
+            detail,
+        }) => {
+            tx.rollback().await?;
+            event.outcome = audit::Outcome::Refused;
+            event.details = serde_json::json!({
+                "status": status, "scimType": scim_type, "detail": detail,
+            });
+            audit::record_alone(db, &event).await?;
+        }
+        Err(Error::Db(_)) => {}
     }
     done
 }
 
-async fn write_read(
-    db: &Db,
+async fn write_in(
+    (db, tx): (&Db, &mut sqlx::Transaction<'_, sqlx::Any>),
     (kind, how): (Kind, Write),
     source: &str,
     (id, if_match): (&str, Option<&str>),
@@ -276,16 +284,16 @@ async fn write_read(
 ) -> Result<Value> {
     let target = (id, if_match);
     match (kind, how) {
-        (Kind::Users, Write::Create) => users::create(db, source, body, base).await,
-        (Kind::Groups, Write::Create) => groups::create(db, source, body, base).await,
-        (Kind::Users, Write::Delete) => users::delete(db, source, id, if_match)
+        (Kind::Users, Write::Create) => users::create((db, tx), source, body, base).await,
+        (Kind::Groups, Write::Create) => groups::create((db, tx), source, body, base).await,
+        (Kind::Users, Write::Delete) => users::delete(tx, source, id, if_match)
             .await
             .map(|()| Value::Null),
-        (Kind::Groups, Write::Delete) => groups::delete(db, source, id, if_match)
+        (Kind::Groups, Write::Delete) => groups::delete(tx, source, id, if_match)
             .await
             .map(|()| Value::Null),
-        (Kind::Users, _) => users::write(db, how, source, target, body, base).await,
-        (Kind::Groups, _) => groups::write(db, how, source, target, body, base).await,
+        (Kind::Users, _) => users::write(tx, how, source, target, body, base).await,
+        (Kind::Groups, _) => groups::write((db, tx), how, source, target, body, base).await,
     }
 }
 

@@ -10,8 +10,8 @@ mod row;
 use crate::db;
 
 pub use changes::{
-    Changes, deactivated_by, set_active, set_full_name, set_password_hash, set_require_two_factor,
-    update,
+    Changes, deactivated_by, set_active, set_active_in, set_full_name, set_password_hash,
+    set_password_hash_on, set_require_two_factor, update, update_in,
 };
 pub use checks::{check_login, looks_like_email};
 pub use create::{insert, insert_many, insert_on, insert_org_account};

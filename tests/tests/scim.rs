@@ -2,13 +2,20 @@
 //! sequences Okta's and Entra ID's provisioning documentation shows
 //! (look-up by `userName`, create, PATCH deactivate and reactivate in
 //! each one's shape), deprovisioning that revokes every credential at once
-//! (a token, a browser session, an SSH key, the password), and bad input
+//! (a token, a browser session, an SSH key, the password, sign-in through
+//! the company's OpenID provider, panva's `oidc-provider`), and bad input
 //! answered in SCIM's error shape with nothing changed.
 
 // In a test a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
+use postern_tests::browser::{Browser, free_port};
+use postern_tests::oidc::{
+    OidcProvider, callback_uri, page_text, session_user, sign_in_at_node_provider, start_at,
+};
 use postern_tests::{Options, Server, backends, client, ssh_git, ssh_keygen};
+
+use crate::oauth_consumer::{NAME, SOURCE, signed_in_as, source_ini};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -327,17 +334,47 @@ async fn assert_out(s: &Server, held: &Held, login: &str, backend: &str) {
     );
 }
 
+/// A server with SSH and the OpenID Connect source `corp` at the Node
+/// provider, which links a verified address to the account that has it
+/// (`ACCOUNT_LINKING = auto`, no self-registration).
+async fn with_sso(backend: &postern_tests::Backend, peer: &OidcProvider) -> Server {
+    let port = free_port();
+    let (id, secret) = peer.register_client(&callback_uri(port, SOURCE)).await;
+    let ini = format!(
+        "{}\n[service]\nDISABLE_REGISTRATION = true\n\n{SSH_INI}",
+        source_ini(
+            &peer.discovery_url(),
+            &id,
+            &secret,
+            "SCOPES = openid email profile",
+            "auto"
+        )
+    );
+    start_at(backend, port, "127.0.0.1", &ini).await
+}
+
+/// Signs `login` in through the Node provider in `browser`: the account
+/// it lands on, or the refusal the callback page shows.
+async fn sso_sign_in(
+    browser: &Browser,
+    s: &Server,
+    peer: &OidcProvider,
+    login: &str,
+) -> Result<Value, String> {
+    let landing = sign_in_at_node_provider(browser, s, peer, SOURCE, NAME, login).await;
+    if landing.path() == "/" {
+        return Ok(signed_in_as(browser, s).await);
+    }
+    assert!(session_user(browser, s).await.is_none(), "{landing}");
+    Err(page_text(browser).await)
+}
+
 #[tokio::test]
 async fn okta_and_entra_sequences_provision_switch_off_and_restore() {
+    let peer = OidcProvider::shared();
+    let browser = Browser::start().await;
     for backend in backends() {
-        let s = Server::start(
-            &backend,
-            Options {
-                ini: SSH_INI.into(),
-                ..Default::default()
-            },
-        )
-        .await;
+        let s = with_sso(&backend, peer).await;
         s.create_user("root", PW, true);
         let okta = token(&s, "okta");
         let entra = token(&s, "entra");
@@ -391,6 +428,14 @@ async fn okta_and_entra_sequences_provision_switch_off_and_restore() {
         // The account's login is the address's local part.
         let held = credentials_of(&s, "jdoe").await;
         assert_in(&s, &held, "jdoe", &backend.to_string()).await;
+        // The company's single sign-on finds the account by its verified
+        // address.
+        let me = sso_sign_in(&browser, &s, peer, "jdoe").await;
+        assert_eq!(
+            me.map(|m| m["id"].clone()),
+            Ok(json!(id.parse::<i64>().unwrap())),
+            "{backend}"
+        );
 
         // Okta pushes a group named for a team: membership appears there,
         // and goes with a PATCH.
@@ -416,6 +461,22 @@ async fn okta_and_entra_sequences_provision_switch_off_and_restore() {
         assert_eq!(
             team_members(&s, "acme", "developers").await,
             ["jdoe"],
+            "{backend}"
+        );
+        // The user reads back the groups they are in (read-only), and a
+        // filter finds them by it.
+        let (_, _, user) = scim(&s, &okta, Method::GET, &format!("/Users/{id}"), None, None).await;
+        assert_eq!(
+            (
+                user["groups"][0]["value"].clone(),
+                user["groups"][0]["display"].clone()
+            ),
+            (json!(group_id), json!("acme:developers")),
+            "{backend}: {user}"
+        );
+        assert_eq!(
+            found(&s, &okta, r#"groups.display eq "acme:developers""#).await,
+            json!(1),
             "{backend}"
         );
         let (st, after) = patched(
@@ -475,6 +536,11 @@ async fn okta_and_entra_sequences_provision_switch_off_and_restore() {
             (StatusCode::OK, json!(false))
         );
         assert_out(&s, &held, "jdoe", &backend.to_string()).await;
+        let refused = sso_sign_in(&browser, &s, peer, "jdoe").await.unwrap_err();
+        assert!(
+            refused.contains("prohibited from signing in"),
+            "{backend}: single sign-on: {refused}"
+        );
         let (_, keys) = {
             let res = client()
                 .get(s.url("/api/v1/users/jdoe/keys"))
@@ -505,6 +571,8 @@ async fn okta_and_entra_sequences_provision_switch_off_and_restore() {
             StatusCode::UNAUTHORIZED,
             "{backend}: revoked credentials stay revoked"
         );
+        let back = sso_sign_in(&browser, &s, peer, "jdoe").await;
+        assert_eq!(back.map(|m| m["login"].clone()), Ok(json!("jdoe")));
 
         // Entra ID: its own source sees none of Okta's accounts.
         let (st, _, _) = scim(&s, &entra, Method::GET, &format!("/Users/{id}"), None, None).await;
@@ -592,6 +660,7 @@ async fn okta_and_entra_sequences_provision_switch_off_and_restore() {
         .await;
         assert_eq!(st, StatusCode::NOT_FOUND, "{backend}");
     }
+    browser.close().await;
 }
 
 /// A refused request: what it is, method, path, body, `If-Match`, and the

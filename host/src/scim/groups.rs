@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
-use sqlx::Row;
 use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
 
 use super::listing::{ListQuery, Page, check_version, narrowing, page, parse_filter, parse_id};
 use super::schema::{GROUP, GROUPS};
@@ -52,8 +52,11 @@ fn stored(row: &AnyRow) -> Result<Stored> {
     })
 }
 
+/// A write's transaction: the change and its audit row commit together.
+type Tx<'t> = sqlx::Transaction<'t, sqlx::Any>;
+
 /// The members of `groups`, read in one query.
-async fn with_members(db: &Db, mut groups: Vec<Stored>) -> Result<Vec<Stored>> {
+async fn with_members(conn: &mut AnyConnection, mut groups: Vec<Stored>) -> Result<Vec<Stored>> {
     if groups.is_empty() {
         return Ok(groups);
     }
@@ -64,7 +67,7 @@ async fn with_members(db: &Db, mut groups: Vec<Stored>) -> Result<Vec<Stored>> {
          WHERE m.group_id IN ({}) ORDER BY u.id",
         ids.join(", ")
     ))
-    .fetch_all(db.pool())
+    .fetch_all(&mut *conn)
     .await?;
     for row in rows {
         let group: i64 = row.try_get(0)?;
@@ -75,16 +78,16 @@ async fn with_members(db: &Db, mut groups: Vec<Stored>) -> Result<Vec<Stored>> {
     Ok(groups)
 }
 
-async fn load(db: &Db, source: &str, id: &str) -> Result<Stored> {
+async fn load(conn: &mut AnyConnection, source: &str, id: &str) -> Result<Stored> {
     let row = sqlx::query(&format!(
         "SELECT {COLUMNS} FROM scim_groups g WHERE g.source = $1 AND g.id = $2"
     ))
     .bind(source)
     .bind(parse_id(id, "Group")?)
-    .fetch_optional(db.pool())
+    .fetch_optional(&mut *conn)
     .await?
     .ok_or_else(|| Error::not_found(&format!("no Group {id}")))?;
-    Ok(with_members(db, vec![stored(&row)?]).await?.remove(0))
+    Ok(with_members(conn, vec![stored(&row)?]).await?.remove(0))
 }
 
 fn version(g: &Stored) -> String {
@@ -129,7 +132,7 @@ struct Fields {
 /// The ids `sql` returns for `ids` (listed in it at `{ids}`; its `$1`, if
 /// any, is `source`), as a set.
 async fn ids_in(
-    db: &Db,
+    conn: &mut AnyConnection,
     sql: &str,
     source: Option<&str>,
     ids: &BTreeSet<i64>,
@@ -144,14 +147,19 @@ async fn ids_in(
     if let Some(source) = source {
         query = query.bind(source);
     }
-    let rows = query.fetch_all(db.pool()).await?;
+    let rows = query.fetch_all(conn).await?;
     Ok(rows
         .iter()
         .map(|r| r.try_get(0))
         .collect::<std::result::Result<_, _>>()?)
 }
 
-async fn fields(db: &Db, source: &str, body: &Value, id: Option<&str>) -> Result<Fields> {
+async fn fields(
+    conn: &mut AnyConnection,
+    source: &str,
+    body: &Value,
+    id: Option<&str>,
+) -> Result<Fields> {
     let canonical = GROUPS.canonical(body, id)?;
     let display_name = canonical["displayName"]
         .as_str()
@@ -168,7 +176,7 @@ async fn fields(db: &Db, source: &str, body: &Value, id: Option<&str>) -> Result
         .filter_map(|m| m["value"].as_str()?.parse().ok())
         .collect();
     let members = ids_in(
-        db,
+        &mut *conn,
         "SELECT user_id FROM scim_users WHERE source = $1 AND user_id IN ({ids})",
         Some(source),
         &numbered,
@@ -177,7 +185,7 @@ async fn fields(db: &Db, source: &str, body: &Value, id: Option<&str>) -> Result
     // An account the source did not provision is never made a member
     // through it; a value that names no account at all is kept as sent.
     let others = ids_in(
-        db,
+        conn,
         "SELECT id FROM users WHERE id IN ({ids})",
         None,
         &numbered,
@@ -206,21 +214,30 @@ async fn fields(db: &Db, source: &str, body: &Value, id: Option<&str>) -> Result
     })
 }
 
-async fn name_taken(db: &Db, source: &str, name: &str, except: i64) -> Result<bool> {
+async fn name_taken(
+    conn: &mut AnyConnection,
+    source: &str,
+    name: &str,
+    except: i64,
+) -> Result<bool> {
     Ok(sqlx::query(
         "SELECT id FROM scim_groups WHERE source = $1 AND lower_display_name = $2 AND id <> $3",
     )
     .bind(source)
     .bind(name.to_lowercase())
     .bind(except)
-    .fetch_optional(db.pool())
+    .fetch_optional(conn)
     .await?
     .is_some())
 }
 
 /// The team `display_name` names (`org:team`), made when the organization
 /// exists and the team does not.
-async fn team_for(db: &Db, source: &str, display_name: &str) -> Result<Option<orgs::Team>> {
+async fn team_for(
+    (db, tx): (&Db, &mut Tx<'_>),
+    source: &str,
+    display_name: &str,
+) -> Result<Option<orgs::Team>> {
     let Some((org, team)) = display_name.split_once(':') else {
         return Ok(None);
     };
@@ -238,28 +255,26 @@ async fn team_for(db: &Db, source: &str, display_name: &str) -> Result<Option<or
     if existing.is_some() {
         return Ok(existing);
     }
-    let made = orgs::create_team(
-        db,
-        org.id,
-        team,
-        &format!("Provisioned by the SCIM source {source}"),
-        Level::Read,
-        false,
-    )
-    .await?;
+    let description = format!("Provisioned by the SCIM source {source}");
+    let made = orgs::create_team_on(tx, org.id, (team, &description, Level::Read, false)).await?;
     Ok(Some(made))
 }
 
 /// Brings the group's rows and its team in line with `f`.
-async fn store(db: &Db, source: &str, old: Option<&Stored>, f: &Fields) -> Result<i64> {
+async fn store(
+    (db, tx): (&Db, &mut Tx<'_>),
+    source: &str,
+    old: Option<&Stored>,
+    f: &Fields,
+) -> Result<i64> {
     let except = old.map_or(0, |g| g.id);
-    if name_taken(db, source, &f.display_name, except).await? {
+    if name_taken(tx, source, &f.display_name, except).await? {
         return Err(Error::uniqueness(&format!(
             "the group {:?} already exists",
             f.display_name
         )));
     }
-    let team = team_for(db, source, &f.display_name).await?;
+    let team = team_for((db, &mut *tx), source, &f.display_name).await?;
     let team_id = team.as_ref().map(|t| t.id);
     let t = now();
     let id = match old {
@@ -275,7 +290,7 @@ async fn store(db: &Db, source: &str, old: Option<&Stored>, f: &Fields) -> Resul
             .bind(team_id)
             .bind(t)
             .bind(json!({ "members": f.opaque }).to_string())
-            .fetch_one(db.pool())
+            .fetch_one(&mut **tx)
             .await?;
             row.try_get(0)?
         }
@@ -291,7 +306,7 @@ async fn store(db: &Db, source: &str, old: Option<&Stored>, f: &Fields) -> Resul
             .bind(t)
             .bind(json!({ "members": f.opaque }).to_string())
             .bind(g.id)
-            .execute(db.pool())
+            .execute(&mut **tx)
             .await?;
             g.id
         }
@@ -300,23 +315,23 @@ async fn store(db: &Db, source: &str, old: Option<&Stored>, f: &Fields) -> Resul
         .map(|g| g.members.iter().map(|(id, _)| *id).collect())
         .unwrap_or_default();
     let old_team = match old.and_then(|g| g.team_id) {
-        Some(tid) if Some(tid) != team_id => orgs::team(db, tid).await?,
+        Some(tid) if Some(tid) != team_id => orgs::team_on(tx, tid).await?,
         _ => None,
     };
     // A renamed group leaves its old team.
     if let Some(old_team) = &old_team {
         for user in &before {
-            orgs::remove_member(db, old_team, *user, None).await?;
+            orgs::remove_member_in(tx, old_team, *user, None).await?;
         }
     }
     for user in before.difference(&f.members) {
         sqlx::query("DELETE FROM scim_group_members WHERE group_id = $1 AND user_id = $2")
             .bind(id)
             .bind(user)
-            .execute(db.pool())
+            .execute(&mut **tx)
             .await?;
         if let Some(team) = &team {
-            orgs::remove_member(db, team, *user, None).await?;
+            orgs::remove_member_in(tx, team, *user, None).await?;
         }
     }
     for user in &f.members {
@@ -324,64 +339,70 @@ async fn store(db: &Db, source: &str, old: Option<&Stored>, f: &Fields) -> Resul
             sqlx::query("INSERT INTO scim_group_members (group_id, user_id) VALUES ($1, $2)")
                 .bind(id)
                 .bind(user)
-                .execute(db.pool())
+                .execute(&mut **tx)
                 .await?;
         }
         if let Some(team) = &team
             && (!before.contains(user) || old_team.is_some())
         {
-            orgs::add_member(db, team.id, *user, None).await?;
+            orgs::add_member_in(tx, team.id, *user, None).await?;
         }
     }
     Ok(id)
 }
 
-/// `POST /Groups`.
-pub async fn create(db: &Db, source: &str, body: &Value, base: &str) -> Result<Value> {
-    let f = fields(db, source, body, None).await?;
-    let id = store(db, source, None, &f).await?;
-    get(db, source, &id.to_string(), base).await
+/// `POST /Groups`, inside `tx`: the group as made.
+pub async fn create(
+    (db, tx): (&Db, &mut Tx<'_>),
+    source: &str,
+    body: &Value,
+    base: &str,
+) -> Result<Value> {
+    let f = fields(tx, source, body, None).await?;
+    let id = store((db, &mut *tx), source, None, &f).await?;
+    Ok(render(&load(tx, source, &id.to_string()).await?, base))
 }
 
 /// `GET /Groups/{id}`.
 pub async fn get(db: &Db, source: &str, id: &str, base: &str) -> Result<Value> {
-    Ok(render(&load(db, source, id).await?, base))
+    let mut conn = db.pool().acquire().await?;
+    Ok(render(&load(&mut conn, source, id).await?, base))
 }
 
-/// `PUT` or `PATCH /Groups/{id}`; membership PATCHes (`add`/`remove` on
-/// `members`, `members[value eq "…"]`) reach the team at once.
+/// `PUT` or `PATCH /Groups/{id}` inside `tx`; membership PATCHes
+/// (`add`/`remove` on `members`, `members[value eq "…"]`) reach the team
+/// at once. The group as written.
 pub async fn write(
-    db: &Db,
+    (db, tx): (&Db, &mut Tx<'_>),
     how: Write,
     source: &str,
     (id, if_match): (&str, Option<&str>),
     body: &Value,
     base: &str,
 ) -> Result<Value> {
-    let g = load(db, source, id).await?;
+    let g = load(tx, source, id).await?;
     check_version(&version(&g), if_match)?;
     let resource = patch::written(how, || render(&g, base), body, &GROUPS)?;
-    let f = fields(db, source, &resource, Some(id)).await?;
-    store(db, source, Some(&g), &f).await?;
-    get(db, source, id, base).await
+    let f = fields(tx, source, &resource, Some(id)).await?;
+    store((db, &mut *tx), source, Some(&g), &f).await?;
+    Ok(render(&load(tx, source, id).await?, base))
 }
 
-/// `DELETE /Groups/{id}`: its members leave its team; the team and the
-/// organization stay.
-pub async fn delete(db: &Db, source: &str, id: &str, if_match: Option<&str>) -> Result<()> {
-    let g = load(db, source, id).await?;
+/// `DELETE /Groups/{id}` inside `tx`: its members leave its team; the team
+/// and the organization stay.
+pub async fn delete(tx: &mut Tx<'_>, source: &str, id: &str, if_match: Option<&str>) -> Result<()> {
+    let g = load(tx, source, id).await?;
     check_version(&version(&g), if_match)?;
-    if let Some(team) = match g.team_id {
-        Some(t) => orgs::team(db, t).await?,
-        None => None,
-    } {
+    if let Some(team_id) = g.team_id
+        && let Some(team) = orgs::team_on(tx, team_id).await?
+    {
         for (user, _) in &g.members {
-            orgs::remove_member(db, &team, *user, None).await?;
+            orgs::remove_member_in(tx, &team, *user, None).await?;
         }
     }
     sqlx::query("DELETE FROM scim_groups WHERE id = $1")
         .bind(g.id)
-        .execute(db.pool())
+        .execute(&mut **tx)
         .await?;
     Ok(())
 }
@@ -395,6 +416,7 @@ const INDEXED: [(&str, &str); 3] = [
 /// `GET /Groups`.
 pub async fn list(db: &Db, source: &str, q: &ListQuery, base: &str) -> Result<Page> {
     let filter = parse_filter(q)?;
+    let mut conn = db.pool().acquire().await?;
     let select = format!("SELECT {COLUMNS} FROM scim_groups g WHERE g.source = $1");
     let rows = match narrowing(filter.as_ref(), &INDEXED) {
         Some((key, sql, value)) => {
@@ -405,17 +427,17 @@ pub async fn list(db: &Db, source: &str, q: &ListQuery, base: &str) -> Result<Pa
                 "externalId" => query.bind(value.to_string()),
                 _ => query.bind(value.to_lowercase()),
             };
-            query.fetch_all(db.pool()).await?
+            query.fetch_all(&mut *conn).await?
         }
         None => {
             sqlx::query(&format!("{select} ORDER BY g.id"))
                 .bind(source)
-                .fetch_all(db.pool())
+                .fetch_all(&mut *conn)
                 .await?
         }
     };
     let groups = rows.iter().map(stored).collect::<Result<Vec<_>>>()?;
-    let rendered = with_members(db, groups)
+    let rendered = with_members(&mut conn, groups)
         .await?
         .iter()
         .map(|g| render(g, base))

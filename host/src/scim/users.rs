@@ -6,8 +6,8 @@
 //! one deactivation path, which revokes its credentials.
 
 use serde_json::{Map, Value, json};
-use sqlx::Row;
 use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
 
 use super::listing::{ListQuery, Page, check_version, narrowing, page, parse_filter, parse_id};
 use super::schema::{ENTERPRISE, USER, USERS};
@@ -22,7 +22,12 @@ struct Stored {
     external_id: Option<String>,
     attributes: Value,
     version: i64,
+    /// The source's groups the account is a member of: (id, display name).
+    groups: Vec<(i64, String)>,
 }
+
+/// A write's transaction: the change and its audit row commit together.
+type Tx<'t> = sqlx::Transaction<'t, sqlx::Any>;
 
 static SELECT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
@@ -42,17 +47,46 @@ fn stored(row: &AnyRow) -> Result<Stored> {
         external_id: row.try_get(at + 1)?,
         attributes: serde_json::from_str(&attributes).unwrap_or_else(|_| json!({})),
         version: row.try_get(at + 3)?,
+        groups: Vec::new(),
     })
 }
 
-async fn load(db: &Db, source: &str, id: &str) -> Result<Stored> {
+/// The groups of `users` (RFC 7643 §4.1.2, read-only), read in one query.
+async fn with_groups(conn: &mut AnyConnection, mut users: Vec<Stored>) -> Result<Vec<Stored>> {
+    if users.is_empty() {
+        return Ok(users);
+    }
+    let ids: Vec<String> = users.iter().map(|s| s.user.id.to_string()).collect();
+    // The ids are numbers read from the database, not outside input.
+    let rows = sqlx::query(&format!(
+        "SELECT m.user_id, g.id, g.display_name FROM scim_group_members m JOIN scim_groups g ON g.id = m.group_id \
+         WHERE m.user_id IN ({}) ORDER BY g.id",
+        ids.join(", ")
+    ))
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut at: std::collections::HashMap<i64, usize> = users
+        .iter()
+        .enumerate()
+        .map(|(n, s)| (s.user.id, n))
+        .collect();
+    for row in rows {
+        let user: i64 = row.try_get(0)?;
+        if let Some(n) = at.get_mut(&user) {
+            users[*n].groups.push((row.try_get(1)?, row.try_get(2)?));
+        }
+    }
+    Ok(users)
+}
+
+async fn load(conn: &mut AnyConnection, source: &str, id: &str) -> Result<Stored> {
     let row = sqlx::query(&format!("{} AND s.user_id = $2", *SELECT))
         .bind(source)
         .bind(parse_id(id, "User")?)
-        .fetch_optional(db.pool())
+        .fetch_optional(&mut *conn)
         .await?
         .ok_or_else(|| Error::not_found(&format!("no User {id}")))?;
-    stored(&row)
+    Ok(with_groups(conn, vec![stored(&row)?]).await?.remove(0))
 }
 
 /// The resource's ETag.
@@ -89,6 +123,17 @@ fn render(s: &Stored, base: &str) -> Value {
             "emails".into(),
             json!([{"value": s.user.email, "primary": true, "type": "work"}]),
         );
+    }
+    if !s.groups.is_empty() {
+        let groups = s.groups.iter().map(|(id, name)| {
+            json!({
+                "value": id.to_string(),
+                "display": name,
+                "type": "direct",
+                "$ref": format!("{base}/Groups/{id}"),
+            })
+        });
+        v.insert("groups".into(), Value::Array(groups.collect()));
     }
     v.insert(
         "meta".into(),
@@ -213,14 +258,19 @@ async fn login_for(db: &Db, user_name: &str) -> Result<String> {
     )))
 }
 
-async fn user_name_taken(db: &Db, source: &str, user_name: &str, except: i64) -> Result<bool> {
+async fn user_name_taken(
+    conn: &mut AnyConnection,
+    source: &str,
+    user_name: &str,
+    except: i64,
+) -> Result<bool> {
     let row = sqlx::query(
         "SELECT user_id FROM scim_users WHERE source = $1 AND lower_user_name = $2 AND user_id <> $3",
     )
     .bind(source)
     .bind(user_name.to_lowercase())
     .bind(except)
-    .fetch_optional(db.pool())
+    .fetch_optional(conn)
     .await?;
     Ok(row.is_some())
 }
@@ -231,10 +281,15 @@ fn password_hash(password: Option<&str>) -> Result<Option<String>> {
         .transpose()
 }
 
-/// `POST /Users`.
-pub async fn create(db: &Db, source: &str, body: &Value, base: &str) -> Result<Value> {
+/// `POST /Users`, inside `tx`: the resource as made.
+pub async fn create(
+    (db, tx): (&Db, &mut Tx<'_>),
+    source: &str,
+    body: &Value,
+    base: &str,
+) -> Result<Value> {
     let f = fields(USERS.canonical(body, None)?);
-    if user_name_taken(db, source, &f.user_name, 0).await? {
+    if user_name_taken(tx, source, &f.user_name, 0).await? {
         return Err(Error::uniqueness(&format!(
             "the userName {:?} is already provisioned",
             f.user_name
@@ -250,8 +305,7 @@ pub async fn create(db: &Db, source: &str, body: &Value, base: &str) -> Result<V
         is_admin: false,
         self_registered: false,
     };
-    let mut tx = db.begin().await?;
-    let user = users::insert_on(&mut tx, &new).await?;
+    let user = users::insert_on(tx, &new).await?;
     sqlx::query(
         "INSERT INTO scim_users (user_id, source, user_name, lower_user_name, external_id, attributes, created) \
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -263,60 +317,57 @@ pub async fn create(db: &Db, source: &str, body: &Value, base: &str) -> Result<V
     .bind(&f.external_id)
     .bind(f.rest.to_string())
     .bind(now())
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
-    tx.commit().await?;
     if f.active == Some(false) {
-        users::set_active(db, user.id, false, &deactivator(source)).await?;
+        users::set_active_in(tx, user.id, false, &deactivator(source)).await?;
     }
-    get(db, source, &user.id.to_string(), base).await
+    Ok(render(&load(tx, source, &user.id.to_string()).await?, base))
 }
 
 /// `GET /Users/{id}`: the resource and its ETag.
 pub async fn get(db: &Db, source: &str, id: &str, base: &str) -> Result<Value> {
-    Ok(render(&load(db, source, id).await?, base))
+    let mut conn = db.pool().acquire().await?;
+    Ok(render(&load(&mut conn, source, id).await?, base))
 }
 
 /// `PUT /Users/{id}` (the resource replaced by `body`) or `PATCH` (RFC
 /// 7644 §3.5.2 operations applied to the resource as it reads), stored
-/// alike.
+/// alike inside `tx`: the resource as written.
 pub async fn write(
-    db: &Db,
+    tx: &mut Tx<'_>,
     how: Write,
     source: &str,
     (id, if_match): (&str, Option<&str>),
     body: &Value,
     base: &str,
 ) -> Result<Value> {
-    let s = load(db, source, id).await?;
+    let s = load(tx, source, id).await?;
     check_version(&version(&s), if_match)?;
     let resource = patch::written(how, || render(&s, base), body, &USERS)?;
     let canonical = USERS.canonical(&resource, Some(id))?;
-    store(db, source, &s, fields(canonical)).await?;
-    get(db, source, id, base).await
+    store(tx, source, &s, fields(canonical)).await?;
+    Ok(render(&load(tx, source, id).await?, base))
 }
 
-async fn store(db: &Db, source: &str, s: &Stored, f: Fields) -> Result<()> {
+async fn store(tx: &mut Tx<'_>, source: &str, s: &Stored, f: Fields) -> Result<()> {
     if !f.user_name.eq_ignore_ascii_case(&s.user_name)
-        && user_name_taken(db, source, &f.user_name, s.user.id).await?
+        && user_name_taken(tx, source, &f.user_name, s.user.id).await?
     {
         return Err(Error::uniqueness(&format!(
             "the userName {:?} is already provisioned",
             f.user_name
         )));
     }
-    // What can be refused (the password's hash, a taken address) is
-    // settled before the password is written, so a refused write changes
-    // nothing.
     let hash = password_hash(f.password.as_deref())?;
     let changes = users::Changes {
         full_name: Some(f.full_name),
         email: Some(f.email),
         ..Default::default()
     };
-    users::update(db, &s.user, &changes).await?;
+    users::update_in(tx, &s.user, &changes).await?;
     if let Some(hash) = hash {
-        users::set_password_hash(db, s.user.id, &hash).await?;
+        users::set_password_hash_on(tx, s.user.id, &hash).await?;
     }
     sqlx::query(
         "UPDATE scim_users SET user_name = $1, lower_user_name = $2, external_id = $3, attributes = $4, version = version + 1 \
@@ -327,28 +378,28 @@ async fn store(db: &Db, source: &str, s: &Stored, f: Fields) -> Result<()> {
     .bind(&f.external_id)
     .bind(f.rest.to_string())
     .bind(s.user.id)
-    .execute(db.pool())
+    .execute(&mut **tx)
     .await?;
     match f.active {
         Some(active) if active != s.user.is_active => {
-            users::set_active(db, s.user.id, active, &deactivator(source)).await?
+            users::set_active_in(tx, s.user.id, active, &deactivator(source)).await?
         }
         _ => {}
     }
     Ok(())
 }
 
-/// `DELETE /Users/{id}`: the account is switched off (every credential
-/// revoked) and no longer provisioned by the source; Postern keeps the
-/// account itself, with what its user wrote, for an administrator to
-/// delete.
-pub async fn delete(db: &Db, source: &str, id: &str, if_match: Option<&str>) -> Result<()> {
-    let s = load(db, source, id).await?;
+/// `DELETE /Users/{id}`, inside `tx`: the account is switched off (every
+/// credential revoked) and no longer provisioned by the source; Postern
+/// keeps the account itself, with what its user wrote, for an
+/// administrator to delete.
+pub async fn delete(tx: &mut Tx<'_>, source: &str, id: &str, if_match: Option<&str>) -> Result<()> {
+    let s = load(tx, source, id).await?;
     check_version(&version(&s), if_match)?;
-    users::set_active(db, s.user.id, false, &deactivator(source)).await?;
+    users::set_active_in(tx, s.user.id, false, &deactivator(source)).await?;
     sqlx::query("DELETE FROM scim_users WHERE user_id = $1")
         .bind(s.user.id)
-        .execute(db.pool())
+        .execute(&mut **tx)
         .await?;
     Ok(())
 }
@@ -368,7 +419,7 @@ pub async fn link(db: &Db, source: &str, user: &User) -> Result<()> {
             user.login
         )));
     }
-    if user_name_taken(db, source, &user.login, 0).await? {
+    if user_name_taken(&mut *db.pool().acquire().await?, source, &user.login, 0).await? {
         return Err(Error::uniqueness(&format!(
             "{} is already a userName of {source}",
             user.login
@@ -401,6 +452,7 @@ const INDEXED: [(&str, &str); 4] = [
 /// exactly over what the index found.
 pub async fn list(db: &Db, source: &str, q: &ListQuery, base: &str) -> Result<Page> {
     let filter = parse_filter(q)?;
+    let mut conn = db.pool().acquire().await?;
     let rows = match narrowing(filter.as_ref(), &INDEXED) {
         Some((key, sql, value)) => {
             let sql = format!("{} AND {sql}", *SELECT);
@@ -410,18 +462,20 @@ pub async fn list(db: &Db, source: &str, q: &ListQuery, base: &str) -> Result<Pa
                 "externalId" => query.bind(value.to_string()),
                 _ => query.bind(value.to_lowercase()),
             };
-            query.fetch_all(db.pool()).await?
+            query.fetch_all(&mut *conn).await?
         }
         None => {
             sqlx::query(&format!("{} ORDER BY s.user_id", *SELECT))
                 .bind(source)
-                .fetch_all(db.pool())
+                .fetch_all(&mut *conn)
                 .await?
         }
     };
-    let rendered = rows
+    let found = rows.iter().map(stored).collect::<Result<Vec<_>>>()?;
+    let rendered = with_groups(&mut conn, found)
+        .await?
         .iter()
-        .map(|row| Ok(render(&stored(row)?, base)))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|s| render(s, base))
+        .collect();
     page(rendered, filter.as_ref(), q, &USERS)
 }

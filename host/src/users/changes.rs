@@ -33,13 +33,27 @@ pub struct Changes {
 
 /// Applies `changes` and returns the user as stored.
 pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
+    let mut tx = db.begin().await?;
+    update_in(&mut tx, user, changes).await?;
+    tx.commit().await?;
+    Ok(find_by_id(db, user.id)
+        .await?
+        .expect("the user was just updated"))
+}
+
+/// [`update`] inside `tx`, a caller's transaction.
+pub async fn update_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    user: &User,
+    changes: &Changes,
+) -> Result<()> {
     if let Some(email) = &changes.email
         && let Some(lower) = lower_email(email)
         && lower != user.email.to_lowercase()
     {
         let taken = sqlx::query("SELECT id FROM users WHERE lower_email = $1")
             .bind(lower)
-            .fetch_optional(db.pool())
+            .fetch_optional(&mut **tx)
             .await?;
         if taken.is_some() {
             return Err(Error::EmailTaken(email.clone()));
@@ -49,7 +63,6 @@ pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
         .email
         .as_deref()
         .map_or_else(|| user.email.clone(), |e| e.trim().to_string());
-    let mut tx = db.begin().await?;
     sqlx::query(
         "UPDATE users SET full_name = $1, email = $2, lower_email = $3, is_active = $4, is_admin = $5, is_restricted = $6, updated = $7 WHERE id = $8",
     )
@@ -61,23 +74,20 @@ pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
     .bind(i64::from(changes.is_restricted.unwrap_or(user.is_restricted)))
     .bind(now())
     .bind(user.id)
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
     if user.is_active && changes.is_active == Some(false) {
-        switch_off(&mut tx, user.id).await?;
+        switch_off(tx, user.id).await?;
         let after = User {
             email: email.clone(),
             ..user.clone()
         };
-        webhooks::emit(&mut tx, user_event("user.deactivated", &after)).await?;
+        webhooks::emit(tx, user_event("user.deactivated", &after)).await?;
     }
     if let Some(event) = audited(user, changes, &email) {
-        audit::record(&mut tx, &event).await?;
+        audit::record(tx, &event).await?;
     }
-    tx.commit().await?;
-    Ok(find_by_id(db, user.id)
-        .await?
-        .expect("the user was just updated"))
+    Ok(())
 }
 
 /// The audit event of `changes` to `user`, if it is one: a change of the
@@ -125,11 +135,21 @@ fn audited(user: &User, changes: &Changes, email: &str) -> Option<audit::Event> 
 
 /// Replaces a local account's password hash.
 pub async fn set_password_hash(db: &Db, id: i64, hash: &str) -> sqlx::Result<()> {
+    set_password_hash_on(&mut *db.pool().acquire().await?, id, hash).await
+}
+
+/// [`set_password_hash`] on `conn`, which may be inside a caller's
+/// transaction.
+pub async fn set_password_hash_on(
+    conn: &mut sqlx::AnyConnection,
+    id: i64,
+    hash: &str,
+) -> sqlx::Result<()> {
     sqlx::query("UPDATE users SET password_hash = $1, updated = $2 WHERE id = $3")
         .bind(hash)
         .bind(now())
         .bind(id)
-        .execute(db.pool())
+        .execute(conn)
         .await?;
     Ok(())
 }
@@ -138,9 +158,20 @@ pub async fn set_password_hash(db: &Db, id: i64, hash: &str) -> sqlx::Result<()>
 /// (a directory sync), so that only the same can reactivate it.
 pub async fn set_active(db: &Db, id: i64, active: bool, by: &str) -> sqlx::Result<()> {
     let mut tx = db.begin().await?;
+    set_active_in(&mut tx, id, active, by).await?;
+    tx.commit().await
+}
+
+/// [`set_active`] inside `tx`, a caller's transaction.
+pub async fn set_active_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: i64,
+    active: bool,
+    by: &str,
+) -> sqlx::Result<()> {
     let was_active = sqlx::query("SELECT is_active FROM users WHERE id = $1")
         .bind(id)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await?
         .map(|r| r.try_get::<i64, _>(0))
         .transpose()?
@@ -152,13 +183,13 @@ pub async fn set_active(db: &Db, id: i64, active: bool, by: &str) -> sqlx::Resul
     .bind(if active { "" } else { by })
     .bind(now())
     .bind(id)
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut **tx)
     .await?;
     // Only a change from active to inactive is an event.
     if let (Some(row), true, false) = (&row, was_active, active) {
-        switch_off(&mut tx, id).await?;
+        switch_off(tx, id).await?;
         let user = from_row(row)?;
-        webhooks::emit(&mut tx, user_event("user.deactivated", &user)).await?;
+        webhooks::emit(tx, user_event("user.deactivated", &user)).await?;
     }
     if let Some(row) = &row
         && was_active != active
@@ -176,9 +207,8 @@ pub async fn set_active(db: &Db, id: i64, active: bool, by: &str) -> sqlx::Resul
             Some(id),
         );
         event.details = serde_json::json!({ "by": by });
-        audit::record(&mut tx, &event).await?;
+        audit::record(tx, &event).await?;
     }
-    tx.commit().await?;
     Ok(())
 }
 
@@ -257,14 +287,18 @@ pub async fn set_full_name(db: &Db, id: i64, full_name: &str) -> sqlx::Result<()
 }
 
 /// Sets an organization's "Require Two-Factor Authentication" policy.
-pub async fn set_require_two_factor(db: &Db, org_id: i64, on: bool) -> sqlx::Result<()> {
+pub async fn set_require_two_factor(
+    conn: &mut sqlx::AnyConnection,
+    org_id: i64,
+    on: bool,
+) -> sqlx::Result<()> {
     sqlx::query(
         "UPDATE users SET require_two_factor = $1, updated = $2 WHERE id = $3 AND kind = 1",
     )
     .bind(i64::from(on))
     .bind(now())
     .bind(org_id)
-    .execute(db.pool())
+    .execute(conn)
     .await?;
     Ok(())
 }

@@ -165,7 +165,11 @@ pub(super) fn user_event(event_type: &'static str, user: &User) -> webhooks::Eve
 
 /// Creates the account row of an organization (organizations are accounts
 /// of kind 1, as in Gitea); returns its id. The caller checked the name.
-pub async fn insert_org_account(db: &Db, name: &str, full_name: &str) -> sqlx::Result<i64> {
+pub async fn insert_org_account(
+    conn: &mut AnyConnection,
+    name: &str,
+    full_name: &str,
+) -> sqlx::Result<i64> {
     let t = now();
     let row = sqlx::query(
         "INSERT INTO users (login, lower_login, full_name, email, lower_email, password_hash, login_source, is_admin, is_active, kind, created, updated) \
@@ -176,7 +180,7 @@ pub async fn insert_org_account(db: &Db, name: &str, full_name: &str) -> sqlx::R
     .bind(full_name)
     .bind(t)
     .bind(t)
-    .fetch_one(db.pool())
+    .fetch_one(conn)
     .await?;
     row.try_get(0)
 }
