@@ -198,29 +198,32 @@ fn clean(text: &str, max: usize) -> String {
     text.chars().filter(|c| *c != '\0').take(max).collect()
 }
 
-/// The last hash this process appended or read: the row a new one most
-/// likely follows. Only a guess: the INSERT appends only when it is still
-/// the last row, so a guess another process or a rolled-back transaction
-/// made stale costs one more statement, never a fork.
-static HEAD: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+/// The last row this process appended or read, as (id, hash): the row a
+/// new one most likely follows. Only a guess: the INSERT appends only when
+/// it is still the last row, so a guess another process or a rolled-back
+/// transaction made stale costs one more statement, never a fork.
+static HEAD: std::sync::Mutex<Option<Head>> = std::sync::Mutex::new(None);
 
-fn guessed_head() -> Option<String> {
+/// A row of the chain, as the next one refers to it: its id and hash
+/// (0 and empty before the first row).
+type Head = (i64, String);
+
+fn guessed_head() -> Option<Head> {
     HEAD.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-fn guess_head(hash: Option<String>) {
-    *HEAD.lock().unwrap_or_else(|e| e.into_inner()) = hash;
+fn guess_head(head: Option<Head>) {
+    *HEAD.lock().unwrap_or_else(|e| e.into_inner()) = head;
 }
 
-async fn read_head(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> sqlx::Result<String> {
-    Ok(
-        sqlx::query("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut **tx)
-            .await?
-            .map(|r| r.try_get(0))
-            .transpose()?
-            .unwrap_or_default(),
-    )
+async fn read_head(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> sqlx::Result<Head> {
+    let row = sqlx::query("SELECT id, hash FROM audit_events ORDER BY id DESC LIMIT 1")
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(match row {
+        Some(r) => (r.try_get(0)?, r.try_get(1)?),
+        None => (0, String::new()),
+    })
 }
 
 /// How often one append may find the chain moved under it before giving
@@ -228,31 +231,37 @@ async fn read_head(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> sqlx::Result<St
 const APPEND_TRIES: usize = 50;
 
 /// Appends `event` inside `tx`, the transaction of the change it records,
-/// in one statement when the head is guessed right: the row is inserted
-/// only if the row it follows is still the last one (and, as two writers
-/// may both see the same last row, only if no row follows it yet: the
-/// unique index on `prev_hash`), and the same statement says whether a
-/// system hook listens. A writer that loses reads the head and tries
-/// again, so the chain never forks.
+/// in one statement when the head is guessed right. The row takes the id
+/// after the head's and is inserted only if the head is still the last
+/// row; two writers who both saw the same last row (PostgreSQL) both ask
+/// for the same id, and the primary key refuses the second. The same
+/// statement says whether a system hook listens. A writer that loses reads
+/// the head and tries again, so the chain never forks. (The key is the
+/// table itself: a unique index on `prev_hash` did the same with one more
+/// b-tree written per row.)
 pub async fn record(tx: &mut sqlx::Transaction<'_, sqlx::Any>, event: &Event) -> sqlx::Result<()> {
     let mut head = match guessed_head() {
-        Some(hash) => hash,
+        Some(head) => head,
         None => read_head(tx).await?,
     };
     let at = now_ms();
     for _ in 0..APPEND_TRIES {
-        let row = entry(event, at, head);
+        let (last, prev) = head;
+        let row = entry(event, at, prev);
         let insert = sqlx::query(
-            "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash) \
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 \
+            "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash, id) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 \
              WHERE COALESCE((SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1), '') = $13 \
-             ON CONFLICT (prev_hash) DO NOTHING \
+             ON CONFLICT (id) DO NOTHING \
              RETURNING CAST(CASE WHEN EXISTS (SELECT 1 FROM webhooks WHERE active = 1 AND scope = 'system' AND events LIKE '%\"audit%') THEN 1 ELSE 0 END AS BIGINT)",
         );
-        let appended = bind_row(insert, &row).fetch_optional(&mut **tx).await?;
+        let appended = bind_row(insert, &row)
+            .bind(last + 1)
+            .fetch_optional(&mut **tx)
+            .await?;
         match appended {
             Some(listening) => {
-                guess_head(Some(row.hash.clone()));
+                guess_head(Some((last + 1, row.hash.clone())));
                 if listening.try_get::<i64, _>(0)? == 1 {
                     announce(tx, event.action, &row).await?;
                 }
@@ -267,7 +276,8 @@ pub async fn record(tx: &mut sqlx::Transaction<'_, sqlx::Any>, event: &Event) ->
     ))
 }
 
-/// Binds a row's 14 columns, in the order of the INSERTs' column lists.
+/// Binds a row's 14 columns (all but the id, which follows), in the order
+/// of the INSERTs' column lists.
 fn bind_row<'q>(
     query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     row: &'q Entry,
@@ -313,15 +323,15 @@ fn entry(event: &Event, at: i64, prev: String) -> Entry {
     row
 }
 
-/// Rows per INSERT of [`record_many`]: 14 columns each, under SQLite's
+/// Rows per INSERT of [`record_many`]: 15 columns each, under SQLite's
 /// limit of 32 766 bound values.
 const ROWS_PER_INSERT: usize = 500;
 
 /// Appends `events`, in order, inside `tx`: one chain lock, one read of the
-/// last hash, and an INSERT per 500 rows (a bulk writer's path). A
-/// one-row writer that appends between the read and the INSERT makes the
-/// INSERT fail on the unique `prev_hash`: the bulk write is refused whole,
-/// the chain does not fork.
+/// last row, and an INSERT per 500 rows (a bulk writer's path) with the
+/// ids that follow it. A one-row writer that appends between the read and
+/// the INSERT takes the first of those ids, and the INSERT fails on the
+/// primary key: the bulk write is refused whole, the chain does not fork.
 pub async fn record_many(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     backend: &DbType,
@@ -336,7 +346,7 @@ pub async fn record_many(
             .execute(&mut **tx)
             .await?;
     }
-    let mut prev = read_head(tx).await?;
+    let (first, mut prev) = read_head(tx).await?;
     let at = now_ms();
     let mut rows = Vec::with_capacity(events.len());
     for event in events {
@@ -344,18 +354,20 @@ pub async fn record_many(
         prev = row.hash.clone();
         rows.push(row);
     }
-    guess_head(Some(prev));
+    let mut id = first;
     for chunk in rows.chunks(ROWS_PER_INSERT) {
         let sql = format!(
-            "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash) VALUES {}",
-            crate::db::row_placeholders(tx, chunk.len(), 14)
+            "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash, id) VALUES {}",
+            crate::db::row_placeholders(tx, chunk.len(), 15)
         );
         let mut query = sqlx::query(&sql);
         for row in chunk {
-            query = bind_row(query, row);
+            id += 1;
+            query = bind_row(query, row).bind(id);
         }
         query.execute(&mut **tx).await?;
     }
+    guess_head(Some((id, prev)));
     if listening(tx).await? {
         for (event, row) in events.iter().zip(&rows) {
             announce(tx, event.action, row).await?;
