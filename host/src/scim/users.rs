@@ -65,14 +65,14 @@ async fn with_groups(conn: &mut AnyConnection, mut users: Vec<Stored>) -> Result
     ))
     .fetch_all(&mut *conn)
     .await?;
-    let mut at: std::collections::HashMap<i64, usize> = users
+    let at: std::collections::HashMap<i64, usize> = users
         .iter()
         .enumerate()
         .map(|(n, s)| (s.user.id, n))
         .collect();
     for row in rows {
         let user: i64 = row.try_get(0)?;
-        if let Some(n) = at.get_mut(&user) {
+        if let Some(n) = at.get(&user) {
             users[*n].groups.push((row.try_get(1)?, row.try_get(2)?));
         }
     }
