@@ -202,11 +202,7 @@ async fn create_unowned_in(
     if RESERVED.contains(&name.to_lowercase().as_str()) {
         return Err(Error::InvalidName(format!("the name {name:?} is reserved")));
     }
-    let taken = sqlx::query("SELECT 1 FROM users WHERE lower_login = $1")
-        .bind(name.to_lowercase())
-        .fetch_optional(&mut *conn)
-        .await?;
-    if taken.is_some() {
+    if crate::users::login_taken_on(&mut *conn, name).await? {
         return Err(Error::NameTaken(name.to_string()));
     }
     let id = crate::users::insert_org_account(&mut *conn, name, full_name).await?;

@@ -22,7 +22,7 @@ pub use links::{
 };
 pub use lookup::{
     Counts, Filter, counts, find_by_email, find_by_id, find_by_login, find_by_login_or_email, list,
-    login_taken, search,
+    login_taken, login_taken_on, search,
 };
 pub(crate) use row::{columns_as, from_row_at};
 

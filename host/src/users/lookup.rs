@@ -45,9 +45,14 @@ pub async fn find_by_login(db: &Db, login: &str) -> Result<Option<User>> {
 
 /// Whether any account, person or organization, has this login.
 pub async fn login_taken(db: &Db, login: &str) -> Result<bool> {
+    login_taken_on(&mut *db.pool().acquire().await?, login).await
+}
+
+/// [`login_taken`] on `conn`, which may be inside a caller's transaction.
+pub async fn login_taken_on(conn: &mut sqlx::AnyConnection, login: &str) -> Result<bool> {
     let row = sqlx::query("SELECT id FROM users WHERE lower_login = $1")
         .bind(login.trim().to_lowercase())
-        .fetch_optional(db.pool())
+        .fetch_optional(conn)
         .await?;
     Ok(row.is_some())
 }
