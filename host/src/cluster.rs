@@ -32,6 +32,9 @@ pub enum Change {
     Sources,
     /// A run-time setting (a plugin switch among them) changed.
     Settings,
+    /// Credentials were revoked (`revocation::revoked`): what was verified
+    /// before is not served from memory any more.
+    Credentials,
 }
 
 impl Change {
@@ -39,6 +42,7 @@ impl Change {
         match self {
             Change::Sources => "sources",
             Change::Settings => "settings",
+            Change::Credentials => "credentials",
         }
     }
 
@@ -46,6 +50,7 @@ impl Change {
         match s {
             "sources" => Some(Change::Sources),
             "settings" => Some(Change::Settings),
+            "credentials" => Some(Change::Credentials),
             _ => None,
         }
     }
@@ -87,9 +92,14 @@ pub async fn announce(db: &Db, change: Change) {
 
 /// Hears the changes other hosts announce, for as long as `to` is open,
 /// reconnecting after a lost connection. Only PostgreSQL has `LISTEN`.
-pub async fn listen(url: String, to: tokio::sync::mpsc::Sender<Change>) {
+/// Revoked credentials are put in force here, without waiting for `to`'s
+/// reader; while the connection is down, verified credentials are not
+/// served from memory (a notice could be missed).
+pub async fn listen(db: Db, url: String, to: tokio::sync::mpsc::Sender<Change>) {
     loop {
-        match listen_once(&url, &to).await {
+        let heard = listen_once(&db, &url, &to).await;
+        db.verified().hearing(false);
+        match heard {
             Ok(()) => return,
             Err(e) => {
                 tracing::warn!("listening for other hosts' changes: {e}; again in 1 s");
@@ -100,15 +110,26 @@ pub async fn listen(url: String, to: tokio::sync::mpsc::Sender<Change>) {
     }
 }
 
-async fn listen_once(url: &str, to: &tokio::sync::mpsc::Sender<Change>) -> Result<(), sqlx::Error> {
+async fn listen_once(
+    db: &Db,
+    url: &str,
+    to: &tokio::sync::mpsc::Sender<Change>,
+) -> Result<(), sqlx::Error> {
     let mut listener = sqlx::postgres::PgListener::connect(url).await?;
     listener.listen(CHANNEL).await?;
+    db.verified().hearing(true);
     loop {
-        let notice = listener.recv().await?;
-        if let Some(change) = Change::parse(notice.payload())
-            && to.send(change).await.is_err()
-        {
-            return Ok(());
+        // `recv` would reconnect by itself and drop what was sent
+        // meanwhile; `try_recv` tells of the lost connection, which must
+        // be seen, to stop trusting what is kept in memory.
+        let notice = listener
+            .try_recv()
+            .await?
+            .ok_or_else(|| sqlx::Error::Protocol("the listening connection was lost".into()))?;
+        match Change::parse(notice.payload()) {
+            Some(Change::Credentials) => db.verified().revoked_elsewhere(),
+            Some(change) if to.send(change).await.is_err() => return Ok(()),
+            Some(_) | None => {}
         }
     }
 }

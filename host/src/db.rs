@@ -6,6 +6,7 @@
 //! schema, applied at start.
 
 pub mod cursor;
+pub mod verified;
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -49,6 +50,8 @@ pub struct Db {
     /// SQLite's file, for readers that walk a whole table in process
     /// (`audit::verify`).
     sqlite_path: Option<std::sync::Arc<std::path::Path>>,
+    /// Credentials verified lately, and the revocations that void them.
+    verified: std::sync::Arc<verified::Verified>,
 }
 
 /// Seconds since the Unix epoch, UTC.
@@ -121,6 +124,9 @@ impl Db {
             backend: cfg.db_type.clone(),
             postgres_url: (cfg.db_type == DbType::Postgres).then(|| url.as_str().into()),
             sqlite_path: (cfg.db_type == DbType::Sqlite).then(|| cfg.path.as_path().into()),
+            verified: std::sync::Arc::new(verified::Verified::new(
+                (cfg.db_type == DbType::Sqlite).then_some(cfg.path.as_path()),
+            )),
         };
         if db.backend == DbType::Sqlite {
             // WAL lets readers and the one writer proceed together.
@@ -153,6 +159,12 @@ impl Db {
             DbType::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
             DbType::Postgres => self.pool.begin().await,
         }
+    }
+
+    /// The credentials verified lately (`tokens`, `sessions`, OAuth
+    /// access tokens), and the revocations that void them.
+    pub fn verified(&self) -> &verified::Verified {
+        &self.verified
     }
 
     pub fn backend(&self) -> &DbType {

@@ -332,7 +332,13 @@ fn second_factor_failed(e: crate::second_factor::Error) -> Error {
 /// (through the `local` plugin, as a sign-in does). The new one must be
 /// `[security] MIN_PASSWORD_LENGTH` long, as at registration. Other
 /// sessions stay open: Settings › Sessions signs them out.
-pub async fn change_password(app: &App, user: &User, current: &str, new: &str) -> Result<()> {
+pub async fn change_password(
+    app: &App,
+    user: &User,
+    current: &str,
+    new: &str,
+    keep_session: Option<&str>,
+) -> Result<()> {
     if user.login_source != LOCAL_SOURCE || user.password_hash.is_none() {
         return Err(Error::Refused(
             "Your password is kept by your sign-in source; change it there.".into(),
@@ -345,13 +351,23 @@ pub async fn change_password(app: &App, user: &User, current: &str, new: &str) -
         }
         Err(e) => return Err(e),
     }
-    set_local_password(app, user, new).await
+    set_local_password(app, user, new, keep_session).await
 }
 
 /// Sets a local account's password without the current one: a site
 /// administrator's reset (Gitea's `password` of `EditUserOption`). The same
 /// length rule as a change applies.
-pub async fn set_local_password(app: &App, user: &User, new: &str) -> Result<()> {
+///
+/// Every browser session of the account ends but `keep_session` (the
+/// handle of the session that changed it): whoever knew the old password
+/// is signed out. Tokens stay, as in Gitea; they were made deliberately
+/// and are revoked one by one.
+pub async fn set_local_password(
+    app: &App,
+    user: &User,
+    new: &str,
+    keep_session: Option<&str>,
+) -> Result<()> {
     if user.login_source != LOCAL_SOURCE {
         return Err(Error::Refused(format!(
             "{}'s password is kept by the sign-in source {:?}; change it there.",
@@ -374,6 +390,9 @@ pub async fn set_local_password(app: &App, user: &User, new: &str) -> Result<()>
             reason,
         })?;
     users::set_password_hash(&app.db, user.id, &hash)
+        .await
+        .map_err(|e| Error::Store(e.into()))?;
+    crate::sessions::end_others(&app.db, user.id, keep_session.unwrap_or_default())
         .await
         .map_err(|e| Error::Store(e.into()))?;
     Ok(())

@@ -31,6 +31,7 @@ pub mod protection;
 pub mod pulls;
 pub mod ratelimit;
 pub mod repos;
+pub mod revocation;
 pub mod roles;
 pub mod saml;
 pub mod scim;

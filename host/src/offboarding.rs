@@ -97,6 +97,7 @@ pub async fn delete(app: &App, user: &User, purge: bool, actor: &Actor) -> Resul
     event.details = serde_json::json!({"purge": purge});
     audit::record(&mut tx, &event).await?;
     tx.commit().await?;
+    crate::revocation::revoked(&app.db).await;
     tracing::warn!(target: "audit", user = %user.login, purge, at = now(), "account deleted");
     Ok(())
 }

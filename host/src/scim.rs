@@ -256,6 +256,11 @@ pub async fn write(
         Ok(_) => {
             audit::record(&mut tx, &event).await?;
             tx.commit().await?;
+            // An account changed or switched off, a membership moved: what
+            // was verified before may speak for it as it was.
+            if kind == Kind::Users {
+                crate::revocation::revoked(db).await;
+            }
         }
         Err(Error::Refused {
             status,

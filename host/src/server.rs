@@ -306,6 +306,11 @@ async fn clean_up(app: App) {
     if let Err(e) = crate::ratelimit::forget_old(&app.db, &app.config().security).await {
         tracing::warn!("clean-up of old failed sign-ins: {e}");
     }
+    match crate::oauth_provider::grants::purge_expired(&app.db).await {
+        Ok(n) if n > 0 => tracing::info!("clean-up: {n} expired OAuth2 tokens deleted"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("clean-up of expired OAuth2 tokens: {e}"),
+    }
 }
 
 /// `[audit] RETENTION_DAYS`: rows past it go behind a signed checkpoint.
@@ -323,12 +328,12 @@ async fn prune_audit(app: App) {
 
 /// Puts in force what other processes changed: run-time settings and the
 /// identity sources stored in the database.
-async fn watch_changes(app: App) {
+pub async fn watch_changes(app: App) {
     use crate::cluster::Change;
     let (tx, mut rx) = tokio::sync::mpsc::channel(16);
     let hear = async {
         match app.db.postgres_url() {
-            Some(url) => crate::cluster::listen(url.to_string(), tx).await,
+            Some(url) => crate::cluster::listen(app.db.clone(), url.to_string(), tx).await,
             None => std::future::pending().await,
         }
     };

@@ -8,6 +8,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
+use crate::db::verified::{Key, Kind};
 use crate::db::{self, Db, now};
 use crate::users::{self, User};
 
@@ -104,8 +105,23 @@ async fn insert(
 /// The live, full session a cookie value opens, with its user. An expired
 /// session is removed; a deactivated user's session opens nothing; a
 /// session still waiting for its second step opens nothing here.
+///
+/// Verified lately and nothing revoked since, it is answered from memory
+/// (`db::verified`); `last_seen` is then written by the next lookup that
+/// goes to the database.
 pub async fn lookup(db: &Db, cookie: &str) -> Result<Option<(Session, User)>, users::Error> {
-    find_live(db, cookie, false).await
+    let key = Key::new(Kind::Session, cookie);
+    let seen = db.verified().generation();
+    if let Some((session, user)) = db.verified().get::<(Session, User)>(&key, seen)
+        && session.expires > now()
+    {
+        return Ok(Some((session, user)));
+    }
+    let found = find_live(db, cookie, false).await?;
+    if let Some(found) = &found {
+        db.verified().put(key, seen, found.clone());
+    }
+    Ok(found)
 }
 
 /// The session waiting for its second step that a cookie value opens.
@@ -211,6 +227,7 @@ pub async fn end(db: &Db, cookie: &str) -> db::Result<()> {
         .bind(digest(cookie))
         .execute(db.pool())
         .await?;
+    crate::revocation::revoked(db).await;
     Ok(())
 }
 
@@ -296,6 +313,7 @@ pub async fn end_others(db: &Db, user_id: i64, keep: &str) -> db::Result<u64> {
         .bind(keep)
         .execute(db.pool())
         .await?;
+    crate::revocation::revoked(db).await;
     Ok(done.rows_affected())
 }
 
@@ -306,5 +324,6 @@ pub async fn revoke(db: &Db, user_id: i64, handle: &str) -> db::Result<bool> {
         .bind(handle)
         .execute(db.pool())
         .await?;
+    crate::revocation::revoked(db).await;
     Ok(done.rows_affected() > 0)
 }

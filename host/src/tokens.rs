@@ -10,6 +10,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::audit::{self, Actor, Event};
+use crate::db::verified::{Key, Kind};
 use crate::db::{self, Db, now};
 use crate::users::{self, User};
 
@@ -346,6 +347,7 @@ pub async fn delete(db: &Db, user_id: i64, id_or_name: &str, actor: &Actor) -> R
     );
     audit::record(&mut tx, &event).await?;
     tx.commit().await?;
+    crate::revocation::revoked(db).await;
     Ok(true)
 }
 
@@ -354,6 +356,17 @@ pub async fn delete(db: &Db, user_id: i64, id_or_name: &str, actor: &Actor) -> R
 /// The token comes with its owner, read in the same query: this is the
 /// path of every API call made with a token.
 pub async fn authenticate(db: &Db, secret: &str) -> Result<(Token, User)> {
+    // Verified lately and nothing revoked since: no trip to the database.
+    // `last_used` is then written by the next lookup that misses, at most
+    // `db::verified::LIFETIME` later.
+    let key = Key::new(Kind::PersonalToken, secret.trim());
+    let seen = db.verified().generation();
+    if let Some((token, user)) = db.verified().get::<(Token, User)>(&key, seen) {
+        if token.expires.is_some_and(|e| e <= now()) {
+            return Err(Error::Expired);
+        }
+        return Ok((token, user));
+    }
     // Built once: this runs on every API call made with a token. The
     // user's columns follow the token's.
     static SQL: std::sync::LazyLock<(String, usize)> = std::sync::LazyLock::new(|| {
@@ -387,6 +400,7 @@ pub async fn authenticate(db: &Db, secret: &str) -> Result<(Token, User)> {
             .execute(db.pool())
             .await?;
     }
+    db.verified().put(key, seen, (token.clone(), user.clone()));
     Ok((token, user))
 }
 

@@ -61,6 +61,9 @@ impl Instance {
         let router = postern::server::router(app.clone())
             .into_make_service_with_connect_info::<SocketAddr>();
         tokio::spawn(axum::serve(postern::server::no_delay(listener), router).into_future());
+        // As a server runs: hearing other hosts' changes is what lets it
+        // keep verified credentials on PostgreSQL.
+        tokio::spawn(postern::server::watch_changes(app.clone()));
         Ok((app, addr))
     }
 }

@@ -388,7 +388,7 @@ pub(crate) async fn admin_edit(
         actor: Some(Actor::User(caller.id, caller.login.clone())),
     };
     if let Some(password) = &edit.password {
-        identity::set_local_password(&app, &user, password)
+        identity::set_local_password(&app, &user, password, None)
             .await
             .map_err(|e| match e {
                 identity::Error::Refused(m) => ApiError::Unprocessable(format!("password: {m}")),

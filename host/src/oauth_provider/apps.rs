@@ -286,6 +286,7 @@ pub async fn delete(db: &Db, app: &Client, actor: &Actor) -> Result<()> {
     }
     audit_change(&mut tx, actor, "oauth2.application.deleted", app).await?;
     tx.commit().await?;
+    crate::revocation::revoked(db).await;
     Ok(())
 }
 

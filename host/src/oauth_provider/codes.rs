@@ -411,6 +411,7 @@ pub async fn withdraw(db: &Db, user: &User, app_id: i64) -> Result<bool> {
         audit::record(&mut tx, &event).await?;
     }
     tx.commit().await?;
+    crate::revocation::revoked(db).await;
     Ok(gone.is_some())
 }
 
@@ -441,31 +442,30 @@ pub(super) enum Taken {
 /// race (the UPDATE that marks it used succeeds once).
 pub(super) async fn take(db: &Db, code: &str) -> Result<Taken> {
     let hash = digest(code);
+    let t = now();
+    // A fresh code is taken in one statement; only a refused one is read
+    // again, to tell a replay from a code that never was or has expired.
     let row = sqlx::query(
-        "SELECT app_id, user_id, redirect_uri, scope, nonce, code_challenge, auth_time, expires, used FROM oauth_codes WHERE code_hash = $1",
+        "UPDATE oauth_codes SET used = $1 WHERE code_hash = $2 AND used IS NULL AND expires > $1 \
+         RETURNING app_id, user_id, redirect_uri, scope, nonce, code_challenge, auth_time",
     )
+    .bind(t)
     .bind(&hash)
     .fetch_optional(db.pool())
     .await?;
     let Some(r) = row else {
-        return Ok(Taken::Invalid);
-    };
-    if r.try_get::<Option<i64>, _>(8)?.is_some() {
-        return Ok(Taken::Replayed { hash });
-    }
-    let t = now();
-    if r.try_get::<i64, _>(7)? <= t {
-        return Ok(Taken::Invalid);
-    }
-    let done =
-        sqlx::query("UPDATE oauth_codes SET used = $1 WHERE code_hash = $2 AND used IS NULL")
-            .bind(t)
+        let used = sqlx::query("SELECT used FROM oauth_codes WHERE code_hash = $1")
             .bind(&hash)
-            .execute(db.pool())
-            .await?;
-    if done.rows_affected() != 1 {
-        return Ok(Taken::Replayed { hash });
-    }
+            .fetch_optional(db.pool())
+            .await?
+            .map(|r| r.try_get::<Option<i64>, _>(0))
+            .transpose()?
+            .flatten();
+        return Ok(match used {
+            Some(_) => Taken::Replayed { hash },
+            None => Taken::Invalid,
+        });
+    };
     Ok(Taken::Fresh(Code {
         app_id: r.try_get(0)?,
         user_id: r.try_get(1)?,

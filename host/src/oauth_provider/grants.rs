@@ -15,6 +15,7 @@ use super::codes::{self, Taken};
 use super::keys;
 use super::{Error, Result, digest, new_secret, parse_scope};
 use crate::audit::{self, Actor, Event};
+use crate::db::verified::{Key, Kind};
 use crate::db::{Db, now};
 use crate::state::App;
 use crate::users::{self, User};
@@ -123,39 +124,28 @@ pub(super) async fn issue(
         new_secret(cfg.minimal_token_length),
     );
     let t = now();
-    // Tokens expired a day ago are of no use, even to recognise a replay.
-    sqlx::query("DELETE FROM oauth_tokens WHERE expires <= $1")
-        .bind(t - codes::RETAIN)
-        .execute(app.db.pool())
-        .await?;
     let scopes = scoped.access;
     let scope = scopes.join(" ");
     let refresh_scope = scoped.refresh.join(" ");
-    for (secret, kind, scope, lifetime) in [
-        (&access, "access", &scope, cfg.access_token_expiration),
-        (
-            &refresh,
-            "refresh",
-            &refresh_scope,
-            cfg.refresh_token_expiration,
-        ),
-    ] {
-        sqlx::query(
-            "INSERT INTO oauth_tokens (token_hash, kind, app_id, user_id, scope, family, auth_time, created, expires) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(digest(secret))
-        .bind(kind)
-        .bind(client.id)
-        .bind(user.id)
-        .bind(scope)
-        .bind(family)
-        .bind(auth_time)
-        .bind(t)
-        .bind(t + lifetime)
-        .execute(app.db.pool())
-        .await?;
-    }
+    // Both tokens in one statement: one commit, not two, on the path of
+    // every exchange and refresh.
+    sqlx::query(
+        "INSERT INTO oauth_tokens (token_hash, kind, app_id, user_id, scope, family, auth_time, created, expires) \
+         VALUES ($1, 'access', $2, $3, $4, $5, $6, $7, $8), ($9, 'refresh', $2, $3, $10, $5, $6, $7, $11)",
+    )
+    .bind(digest(&access))
+    .bind(client.id)
+    .bind(user.id)
+    .bind(&scope)
+    .bind(family)
+    .bind(auth_time)
+    .bind(t)
+    .bind(t + cfg.access_token_expiration)
+    .bind(digest(&refresh))
+    .bind(&refresh_scope)
+    .bind(t + cfg.refresh_token_expiration)
+    .execute(app.db.pool())
+    .await?;
     let id_token = if scopes.iter().any(|s| s == "openid") {
         let claims = IdClaims {
             iss: issuer(app),
@@ -182,11 +172,22 @@ pub(super) async fn issue(
     })
 }
 
+/// Deletes the tokens expired a day ago or more: of no use, even to
+/// recognise a replay. Run by the periodic clean-up, not by each exchange.
+pub async fn purge_expired(db: &Db) -> Result<u64> {
+    let done = sqlx::query("DELETE FROM oauth_tokens WHERE expires <= $1")
+        .bind(now() - codes::RETAIN)
+        .execute(db.pool())
+        .await?;
+    Ok(done.rows_affected())
+}
+
 async fn revoke_family(db: &Db, family: &str) -> Result<()> {
     sqlx::query("UPDATE oauth_tokens SET revoked = 1 WHERE family = $1")
         .bind(family)
         .execute(db.pool())
         .await?;
+    crate::revocation::revoked(db).await;
     Ok(())
 }
 
@@ -352,7 +353,25 @@ pub struct Bearer {
 }
 
 /// The live access token with this secret, if there is one.
+///
+/// Verified lately and nothing revoked since, it is answered from memory
+/// (`db::verified`).
 pub async fn bearer(db: &Db, secret: &str) -> Result<Option<Bearer>> {
+    let key = Key::new(Kind::OAuthAccess, secret.trim());
+    let seen = db.verified().generation();
+    if let Some(bearer) = db.verified().get::<Bearer>(&key, seen)
+        && bearer.expires > now()
+    {
+        return Ok(Some(bearer));
+    }
+    let found = bearer_stored(db, secret).await?;
+    if let Some(found) = &found {
+        db.verified().put(key, seen, found.clone());
+    }
+    Ok(found)
+}
+
+async fn bearer_stored(db: &Db, secret: &str) -> Result<Option<Bearer>> {
     // Built once: this runs on every API call made with a Bearer token.
     static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
@@ -419,6 +438,7 @@ pub async fn revoke(db: &Db, client: &Client, token: &str) -> Result<()> {
     event.details = serde_json::json!({"kind": kind});
     audit::record(&mut tx, &event).await?;
     tx.commit().await?;
+    crate::revocation::revoked(db).await;
     Ok(())
 }
 

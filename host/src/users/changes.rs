@@ -36,6 +36,7 @@ pub async fn update(db: &Db, user: &User, changes: &Changes) -> Result<User> {
     let mut tx = db.begin().await?;
     update_in(&mut tx, user, changes).await?;
     tx.commit().await?;
+    crate::revocation::revoked(db).await;
     Ok(find_by_id(db, user.id)
         .await?
         .expect("the user was just updated"))
@@ -135,7 +136,9 @@ fn audited(user: &User, changes: &Changes, email: &str) -> Option<audit::Event> 
 
 /// Replaces a local account's password hash.
 pub async fn set_password_hash(db: &Db, id: i64, hash: &str) -> sqlx::Result<()> {
-    set_password_hash_on(&mut *db.pool().acquire().await?, id, hash).await
+    set_password_hash_on(&mut *db.pool().acquire().await?, id, hash).await?;
+    crate::revocation::revoked(db).await;
+    Ok(())
 }
 
 /// [`set_password_hash`] on `conn`, which may be inside a caller's
@@ -159,7 +162,9 @@ pub async fn set_password_hash_on(
 pub async fn set_active(db: &Db, id: i64, active: bool, by: &str) -> sqlx::Result<()> {
     let mut tx = db.begin().await?;
     set_active_in(&mut tx, id, active, by).await?;
-    tx.commit().await
+    tx.commit().await?;
+    crate::revocation::revoked(db).await;
+    Ok(())
 }
 
 /// [`set_active`] inside `tx`, a caller's transaction.
@@ -283,6 +288,8 @@ pub async fn set_full_name(db: &Db, id: i64, full_name: &str) -> sqlx::Result<()
         .bind(id)
         .execute(db.pool())
         .await?;
+    // What was verified holds the account as it was.
+    crate::revocation::revoked(db).await;
     Ok(())
 }
 

@@ -153,7 +153,10 @@ pub(crate) async fn change_password(
     let outcome = if form.password != form.retype {
         Err("The new passwords do not match.".to_string())
     } else {
-        match identity::change_password(&app, user, &form.old_password, &form.password).await {
+        let current = viewer.caller.session.as_deref();
+        match identity::change_password(&app, user, &form.old_password, &form.password, current)
+            .await
+        {
             Ok(()) => Ok(()),
             Err(identity::Error::Store(e)) => return Err(e.into()),
             Err(e) => Err(e.to_string()),
