@@ -101,26 +101,37 @@ fn now_ms() -> i64 {
 pub async fn check(db: &Db, s: &Security, buckets: &[Bucket]) -> Result<(), Error> {
     let window_ms = s.login_rate_limit_window as i64 * 1000;
     let now = now_ms();
-    let mut wait_ms = 0i64;
-    for bucket in buckets {
-        let limit = bucket.limit(s);
-        if limit == 0 {
-            continue;
-        }
-        // The limit-th newest failure: while it is inside the window, the
-        // bucket is full.
-        let row: Option<(i64,)> = sqlx::query_as(
-            "SELECT at FROM login_failures WHERE bucket = $1 AND at > $2 ORDER BY at DESC LIMIT 1 OFFSET $3",
-        )
-        .bind(bucket.key())
-        .bind(now - window_ms)
-        .bind(i64::from(limit) - 1)
-        .fetch_optional(db.pool())
-        .await?;
-        if let Some((at,)) = row {
-            wait_ms = wait_ms.max(at + window_ms - now);
-        }
+    let limited: Vec<(&Bucket, u32)> = buckets
+        .iter()
+        .map(|b| (b, b.limit(s)))
+        .filter(|(_, limit)| *limit > 0)
+        .collect();
+    if limited.is_empty() {
+        return Ok(());
     }
+    // Each bucket's limit-th newest failure (while it is inside the
+    // window, the bucket is full), the newest of them across the buckets:
+    // the longest wait. One statement for every bucket, since this is on
+    // the path of every sign-in.
+    let probes: Vec<String> = (0..limited.len())
+        .map(|i| {
+            format!(
+                "SELECT (SELECT at FROM login_failures WHERE bucket = ${} AND at > $1 ORDER BY at DESC LIMIT 1 OFFSET ${}) AS at",
+                2 * i + 2,
+                2 * i + 3
+            )
+        })
+        .collect();
+    let sql = format!(
+        "SELECT MAX(at) FROM ({}) AS limits",
+        probes.join(" UNION ALL ")
+    );
+    let mut query = sqlx::query_scalar::<_, Option<i64>>(&sql).bind(now - window_ms);
+    for (bucket, limit) in &limited {
+        query = query.bind(bucket.key()).bind(i64::from(*limit) - 1);
+    }
+    let newest = query.fetch_one(db.pool()).await?;
+    let wait_ms = newest.map_or(0, |at| at + window_ms - now);
     if wait_ms > 0 {
         // Whole seconds, rounded up: a client that waits exactly that long
         // is let through.

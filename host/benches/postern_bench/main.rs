@@ -20,7 +20,7 @@
 //! Debian's slapd and ldap-utils), `audit` (a SCIM lookup among 100 000
 //! accounts, switching off a busy account, the audit row's share of a
 //! sign-in and a token's creation, verifying 1 000 000 rows), `start`
-//! (start to the first answer, idle memory), `load` (200 mixed clients for
+//! (start to the first answer, idle memory, CPU used idling for 60 s), `load` (200 mixed clients for
 //! `--load-secs`, 60 by default).
 //! The figures of a reference machine, and what was done to reach them,
 //! are in docs/performance.md.

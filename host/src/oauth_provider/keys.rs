@@ -137,6 +137,8 @@ async fn rotate_one(db: &Db, key: &InstanceKey, alg: &str) -> Result<String> {
     .bind(t)
     .execute(db.pool())
     .await?;
+    // The retired key signs no more: nothing keeps it in memory.
+    parsed().clear();
     Ok(kid)
 }
 
@@ -151,13 +153,108 @@ pub async fn rotate(db: &Db, key: &InstanceKey, configured: &str) -> Result<Vec<
     Ok(kids)
 }
 
+/// A signing key ready to sign: unsealed and parsed once, then kept by
+/// its kid ([`PARSED`]). RSA keys are OpenSSL's: parsing a PKCS#1 key and
+/// signing with it took the pure-Rust `rsa` crate several times as long,
+/// on every ID token.
+enum Signer {
+    Rsa(openssl::pkey::PKey<openssl::pkey::Private>),
+    Other(Algorithm, EncodingKey),
+}
+
+impl Signer {
+    fn parse(alg: &str, der: &[u8]) -> Result<Signer> {
+        Ok(match alg {
+            "ES256" => Signer::Other(Algorithm::ES256, EncodingKey::from_ec_der(der)),
+            "EdDSA" => Signer::Other(Algorithm::EdDSA, EncodingKey::from_ed_der(der)),
+            _ => {
+                let rsa = openssl::rsa::Rsa::private_key_from_der(der)
+                    .map_err(|e| Error::Internal(format!("the signing key is unreadable: {e}")))?;
+                Signer::Rsa(
+                    openssl::pkey::PKey::from_rsa(rsa)
+                        .map_err(|e| Error::Internal(e.to_string()))?,
+                )
+            }
+        })
+    }
+
+    /// A JWS in compact form (RFC 7515 §7.1) of `claims` with `kid`.
+    fn sign<C: Serialize>(&self, kid: &str, claims: &C) -> Result<String> {
+        let failed =
+            |e: &dyn std::fmt::Display| Error::Internal(format!("cannot sign the ID token: {e}"));
+        match self {
+            Signer::Other(algorithm, encoding) => {
+                let mut header = Header::new(*algorithm);
+                header.kid = Some(kid.to_string());
+                jsonwebtoken::encode(&header, claims, encoding).map_err(|e| failed(&e))
+            }
+            Signer::Rsa(pkey) => {
+                let mut header = Header::new(Algorithm::RS256);
+                header.kid = Some(kid.to_string());
+                let header = serde_json::to_vec(&header).map_err(|e| failed(&e))?;
+                let claims = serde_json::to_vec(claims).map_err(|e| failed(&e))?;
+                let mut jws = URL_SAFE_NO_PAD.encode(header);
+                jws.push('.');
+                jws.push_str(&URL_SAFE_NO_PAD.encode(claims));
+                // RS256 is RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518
+                // §3.3), OpenSSL's default padding for an RSA key.
+                let mut signer =
+                    openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), pkey)
+                        .map_err(|e| failed(&e))?;
+                let signature = signer
+                    .sign_oneshot_to_vec(jws.as_bytes())
+                    .map_err(|e| failed(&e))?;
+                jws.push('.');
+                jws.push_str(&URL_SAFE_NO_PAD.encode(signature));
+                Ok(jws)
+            }
+        }
+    }
+}
+
+/// Parsed signing keys by kid. A kid is the digest of the key's public
+/// half, so one kid is one key whichever instance made it; a rotation
+/// empties the map, so retired keys are not kept.
+static PARSED: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Signer>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+fn parsed()
+-> std::sync::MutexGuard<'static, std::collections::HashMap<String, std::sync::Arc<Signer>>> {
+    PARSED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The key of `alg` that signs now: the newest one of that algorithm not
 /// retired; a new one when there is none yet.
 async fn current(
     db: &Db,
     key: &InstanceKey,
     alg: &str,
-) -> Result<(String, Algorithm, EncodingKey)> {
+) -> Result<(String, std::sync::Arc<Signer>)> {
+    let row = sqlx::query(
+        "SELECT kid FROM oauth_signing_keys WHERE retired IS NULL AND alg = $1 ORDER BY created DESC, kid LIMIT 1",
+    )
+    .bind(alg)
+    .fetch_optional(db.pool())
+    .await?;
+    if let Some(r) = &row {
+        let kid: String = r.try_get(0)?;
+        if let Some(signer) = parsed().get(&kid) {
+            return Ok((kid, signer.clone()));
+        }
+    }
+    let (kid, der) = current_sealed(db, key, alg).await?;
+    let owned = alg.to_string();
+    let signer = tokio::task::spawn_blocking(move || Signer::parse(&owned, &der))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??;
+    let signer = std::sync::Arc::new(signer);
+    parsed().insert(kid.clone(), signer.clone());
+    Ok((kid, signer))
+}
+
+/// [`current`]'s key as stored: its kid and its unsealed DER.
+async fn current_sealed(db: &Db, key: &InstanceKey, alg: &str) -> Result<(String, Vec<u8>)> {
     let row = sqlx::query(
         "SELECT kid, private_key FROM oauth_signing_keys WHERE retired IS NULL AND alg = $1 ORDER BY created DESC, kid LIMIT 1",
     )
@@ -168,18 +265,13 @@ async fn current(
         Some(r) => (r.try_get::<String, _>(0)?, r.try_get::<Vec<u8>, _>(1)?),
         None => {
             rotate_one(db, key, alg).await?;
-            return Box::pin(current(db, key, alg)).await;
+            return Box::pin(current_sealed(db, key, alg)).await;
         }
     };
     let der = key
         .open(&slot(&kid), &sealed)
         .ok_or_else(|| Error::Internal("the signing key cannot be unsealed".into()))?;
-    let encoding = match alg {
-        "ES256" => EncodingKey::from_ec_der(&der),
-        "EdDSA" => EncodingKey::from_ed_der(&der),
-        _ => EncodingKey::from_rsa_der(&der),
-    };
-    Ok((kid, algorithm(alg), encoding))
+    Ok((kid, der))
 }
 
 /// Makes the signing keys at the first start (and after
@@ -237,11 +329,8 @@ pub async fn sign<C: Serialize>(
     alg: &str,
     claims: &C,
 ) -> Result<String> {
-    let (kid, algorithm, encoding) = current(db, key, alg).await?;
-    let mut header = Header::new(algorithm);
-    header.kid = Some(kid);
-    jsonwebtoken::encode(&header, claims, &encoding)
-        .map_err(|e| Error::Internal(format!("cannot sign the ID token: {e}")))
+    let (kid, signer) = current(db, key, alg).await?;
+    signer.sign(&kid, claims)
 }
 
 /// Who an ID token this site signed names, as `(sub, aud)`: for the
@@ -322,6 +411,14 @@ mod tests {
             let decoded = jsonwebtoken::decode::<serde_json::Value>(&token, &decoding, &validation)
                 .expect("it verifies");
             assert_eq!(decoded.claims["sub"], "7", "{alg}");
+            // The signer kept in memory makes what the JWK verifies too.
+            let kept = Signer::parse(alg, &der)
+                .expect("the key parses")
+                .sign("k1", &claims)
+                .expect("it signs");
+            let decoded = jsonwebtoken::decode::<serde_json::Value>(&kept, &decoding, &validation)
+                .expect("the kept signer's token verifies");
+            assert_eq!(decoded.header.kid.as_deref(), Some("k1"), "{alg}");
             // A token signed by another key of the same kind does not.
             let (other, _) = generate(alg).expect("a second key");
             let forged = jsonwebtoken::encode(

@@ -276,6 +276,7 @@ impl Plugins {
                 == tokio::runtime::RuntimeFlavor::MultiThread;
         let run = move || {
             let _slot = slot;
+            let _ticking = engine::ticking();
             let mut store = engine::new_store(p.id.clone(), &p.limits, lender, &engine, route);
             f(&prepared, &mut store).map_err(|e| engine::describe_failure(&p.limits, &e))
         };

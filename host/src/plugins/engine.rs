@@ -49,21 +49,91 @@ pub(super) fn engine(max_memory: usize) -> Result<Engine> {
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     let engine = Engine::new(&config)
         .map_err(|e| Error::Runtime(format!("cannot start the wasm engine: {e:#}")))?;
-    // The epoch ticker: deadlines are measured in its ticks. It stops when the
-    // engine is dropped.
-    let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("plugin-epoch".into())
-        .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
-            }
-        })
-        .map_err(|e| Error::Runtime(format!("cannot start the epoch ticker: {e}")))?;
+    ticker::register(&engine)?;
     Ok(engine)
 }
+
+/// The epoch ticker: deadlines are measured in its ticks. One thread ticks
+/// every engine's epoch, and only while a call runs ([`ticking`]): an idle
+/// server has no thread waking a hundred times a second. A deadline is
+/// counted from the epoch when its call starts, so ticks not made while
+/// nothing ran shorten no call.
+mod ticker {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, OnceLock};
+
+    use wasmtime::{Engine, EngineWeak};
+
+    use super::{EPOCH_TICK, Error, Result};
+
+    static ENGINES: Mutex<Vec<EngineWeak>> = Mutex::new(Vec::new());
+    static RUNNING: AtomicUsize = AtomicUsize::new(0);
+    static THREAD: OnceLock<std::thread::Thread> = OnceLock::new();
+
+    pub(in super::super) fn register(engine: &Engine) -> Result<()> {
+        ENGINES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(engine.weak());
+        if THREAD.get().is_some() {
+            return Ok(());
+        }
+        let spawned = std::thread::Builder::new()
+            .name("plugin-epoch".into())
+            .spawn(tick)
+            .map_err(|e| Error::Runtime(format!("cannot start the epoch ticker: {e}")))?;
+        // Two engines made at once may both start one; the second parks
+        // for good.
+        let _ = THREAD.set(spawned.thread().clone());
+        Ok(())
+    }
+
+    fn tick() {
+        let me = std::thread::current().id();
+        loop {
+            let mine = THREAD.get().is_some_and(|t| t.id() == me);
+            if !mine || RUNNING.load(Ordering::SeqCst) == 0 {
+                // Woken by the first call to start (`ticking`); a wake-up
+                // that finds nothing running parks again.
+                std::thread::park();
+                continue;
+            }
+            ENGINES
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|weak| match weak.upgrade() {
+                    Some(engine) => {
+                        engine.increment_epoch();
+                        true
+                    }
+                    None => false,
+                });
+            std::thread::sleep(EPOCH_TICK);
+        }
+    }
+
+    /// A call running: the epoch ticks while one of these lives.
+    pub(in super::super) struct Ticking(());
+
+    /// Starts the ticks for a call, which must hold the answer while it
+    /// runs.
+    pub(in super::super) fn ticking() -> Ticking {
+        if RUNNING.fetch_add(1, Ordering::SeqCst) == 0
+            && let Some(thread) = THREAD.get()
+        {
+            thread.unpark();
+        }
+        Ticking(())
+    }
+
+    impl Drop for Ticking {
+        fn drop(&mut self) {
+            RUNNING.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+pub(super) use ticker::ticking;
 
 /// A fresh store for one call of the plugin `id`: its memory cap, and its
 /// deadline in epoch ticks.
