@@ -39,7 +39,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     // applies the rules.
     (
         "domain: shared",
-        &["audit", "cluster", "ratelimit", "settings", "webhooks"],
+        &[
+            "audit",
+            "cluster",
+            "ratelimit",
+            "revocation",
+            "settings",
+            "webhooks",
+        ],
     ),
     (
         "domain: records",
