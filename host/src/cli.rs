@@ -189,15 +189,25 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
         | Command::Admin(Admin::Config(ConfigCmd::Example) | Admin::Api(ApiCmd::Openapi)) => {
             unreachable!("handled before loading the configuration")
         }
-        Command::Admin(Admin::User(cmd)) => user(App::open(config).await?, cmd).await,
-        Command::Admin(Admin::Plugin(PluginCmd::List { json })) => {
-            plugin_list(App::open(config).await?, json).await
+        Command::Admin(admin) => {
+            let app = App::open(config).await?;
+            let db = app.db.clone();
+            let done = match admin {
+                Admin::User(cmd) => user(app, cmd).await,
+                Admin::Plugin(PluginCmd::List { json }) => plugin_list(app, json).await,
+                Admin::Auth(cmd) => auth(app, cmd).await,
+                Admin::Oauth2(cmd) => oauth2(app, cmd).await,
+                Admin::Webhook(cmd) => webhook(app, cmd).await,
+                Admin::Config(cmd) => settings(app, cmd).await,
+                Admin::Scim(cmd) => scim(app, cmd).await,
+                Admin::Audit(cmd) => audit(app, cmd).await,
+                Admin::Api(_) => unreachable!("handled before loading the configuration"),
+            };
+            // The deliveries this command wrote (an account created or
+            // switched off, a redelivery) go out from the servers' queues,
+            // which on SQLite learn of them here.
+            crate::webhooks::tell_other_processes(&db);
+            done
         }
-        Command::Admin(Admin::Auth(cmd)) => auth(App::open(config).await?, cmd).await,
-        Command::Admin(Admin::Oauth2(cmd)) => oauth2(App::open(config).await?, cmd).await,
-        Command::Admin(Admin::Webhook(cmd)) => webhook(App::open(config).await?, cmd).await,
-        Command::Admin(Admin::Config(cmd)) => settings(App::open(config).await?, cmd).await,
-        Command::Admin(Admin::Scim(cmd)) => scim(App::open(config).await?, cmd).await,
-        Command::Admin(Admin::Audit(cmd)) => audit(App::open(config).await?, cmd).await,
     }
 }

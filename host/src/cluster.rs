@@ -35,6 +35,8 @@ pub enum Change {
     /// Credentials were revoked (`revocation::revoked`): what was verified
     /// before is not served from memory any more.
     Credentials,
+    /// Webhook deliveries were written: the queue looks for due ones.
+    Deliveries,
 }
 
 impl Change {
@@ -43,6 +45,7 @@ impl Change {
             Change::Sources => "sources",
             Change::Settings => "settings",
             Change::Credentials => "credentials",
+            Change::Deliveries => "deliveries",
         }
     }
 
@@ -51,6 +54,7 @@ impl Change {
             "sources" => Some(Change::Sources),
             "settings" => Some(Change::Settings),
             "credentials" => Some(Change::Credentials),
+            "deliveries" => Some(Change::Deliveries),
             _ => None,
         }
     }
@@ -67,6 +71,22 @@ pub fn host_name() -> String {
         std::process::id(),
         hex::encode(rand::random::<[u8; 4]>())
     )
+}
+
+/// Tells the other hosts that `change` happens in the transaction on
+/// `conn`: PostgreSQL sends the notice when that transaction commits, and
+/// not at all if it rolls back, so nobody looks before the change is
+/// there. Nothing on SQLite.
+pub async fn announce_in(conn: &mut sqlx::AnyConnection, change: Change) -> sqlx::Result<()> {
+    if crate::db::is_sqlite(conn) {
+        return Ok(());
+    }
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(change.as_str())
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }
 
 /// Tells the other hosts that `change` happened. Best effort: a notice that

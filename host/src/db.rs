@@ -357,7 +357,7 @@ fn placeholders(numbered: bool, rows: usize, columns: usize) -> String {
 }
 
 /// Whether `conn` is an SQLite connection.
-fn is_sqlite(conn: &AnyConnection) -> bool {
+pub fn is_sqlite(conn: &AnyConnection) -> bool {
     conn.backend_name() == "SQLite"
 }
 

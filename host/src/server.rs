@@ -326,6 +326,10 @@ async fn prune_audit(app: App) {
     }
 }
 
+/// How often a host that hears the other hosts' notices looks at the
+/// settings and sources anyway.
+const HEARD_CHECK_EVERY: Duration = Duration::from_secs(60);
+
 /// Puts in force what other processes changed: run-time settings and the
 /// identity sources stored in the database.
 pub async fn watch_changes(app: App) {
@@ -338,14 +342,30 @@ pub async fn watch_changes(app: App) {
         }
     };
     let apply = async {
-        let mut tick = tokio::time::interval(crate::settings::REFRESH_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut checked = tokio::time::Instant::now();
         loop {
-            // A notice names what changed; the periodic check looks at all.
+            // A notice names what changed; the periodic check looks at
+            // all. On PostgreSQL, while the notices are heard, it only
+            // backs them up; otherwise (SQLite, whose other processes send
+            // none; a lost listening connection) it is how changes are
+            // seen.
+            let every =
+                if app.db.postgres_url().is_some() && app.db.verified().generation().is_some() {
+                    HEARD_CHECK_EVERY
+                } else {
+                    crate::settings::REFRESH_EVERY
+                };
             let only = tokio::select! {
-                _ = tick.tick() => None,
+                _ = tokio::time::sleep_until(checked + every) => None,
                 Some(change) = rx.recv() => Some(change),
             };
+            if only.is_none() {
+                checked = tokio::time::Instant::now();
+            }
+            if only == Some(Change::Deliveries) {
+                crate::webhooks::written();
+                continue;
+            }
             if only.is_none_or(|c| c == Change::Settings)
                 && let Err(e) = crate::settings::refresh(&app).await
             {

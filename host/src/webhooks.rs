@@ -27,6 +27,62 @@ pub use registrations::{
 };
 use registrations::{authorization_slot, secret_slot};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Hints given by [`written`], counted: the queue's loop compares the count
+/// with the one it saw last, so a hint given while it was not waiting is
+/// not lost.
+static HINTS: AtomicU64 = AtomicU64::new(0);
+static HINTED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Tells this process's queue that deliveries were written or will be
+/// when a transaction commits (the hint may come before the commit: the
+/// queue looks again for a moment, see `worker`). Another host hears of
+/// them through the `deliveries` notice [`emit`] sends on PostgreSQL.
+pub fn written() {
+    HINTS.fetch_add(1, Ordering::SeqCst);
+    HINTED.notify_waiters();
+}
+
+/// The file beside an SQLite database through which a process without a
+/// queue (the CLI) tells the servers on the same file that it wrote
+/// deliveries: one byte appended per command that did, the length looked
+/// at by each queue about once a second (a `stat`, not a query).
+/// PostgreSQL carries the same news by `NOTIFY`.
+fn beacon(db: &crate::db::Db) -> Option<std::path::PathBuf> {
+    let mut name = db.sqlite_path()?.as_os_str().to_owned();
+    name.push(".deliveries");
+    Some(name.into())
+}
+
+/// Tells the other processes on this SQLite database that this one wrote
+/// deliveries, if it did.
+pub fn tell_other_processes(db: &crate::db::Db) {
+    use std::io::Write as _;
+    if HINTS.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    let Some(path) = beacon(db) else { return };
+    let told = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(b"d"));
+    if let Err(e) = told {
+        tracing::warn!(
+            "cannot tell the server of the deliveries written ({}): {e}; it sends them within 30 s",
+            path.display()
+        );
+    }
+}
+
+/// The length of the beacon file: it changes when another process wrote
+/// deliveries. `None` on PostgreSQL.
+fn beacon_length(db: &crate::db::Db) -> Option<u64> {
+    let path = beacon(db)?;
+    Some(std::fs::metadata(path).map_or(0, |m| m.len()))
+}
+
 /// Why a webhook operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -1235,3 +1235,95 @@ async fn a_sigterm_while_an_attempt_hangs_exits_cleanly_and_loses_nothing() {
         assert_eq!(d["event_id"], json!(event_id), "{backend}: {d}");
     }
 }
+
+/// The queue's statements in the server's log so far (`sqlx::query` lines
+/// that name the deliveries table).
+fn queue_statements(s: &Server) -> usize {
+    s.log()
+        .lines()
+        .filter(|l| l.contains("sqlx::query") && l.contains("webhook_deliveries"))
+        .count()
+}
+
+/// An idle queue asks the database nothing; a user the CLI creates (another
+/// process) and one the API creates are still delivered at once, and a
+/// failed attempt is retried at its time, with nothing polling in between.
+#[tokio::test]
+async fn an_idle_queue_sends_no_statement_and_still_delivers_at_once() {
+    for backend in backends() {
+        let ini = "[webhook]\nALLOWED_HOST_LIST = loopback\nRETRY_BACKOFF = 3s\nMAX_ATTEMPTS = 5\n";
+        let s = Server::start(
+            &backend,
+            Options {
+                ini: ini.into(),
+                env: vec![(
+                    "POSTERN_LOG".into(),
+                    "postern=info,warn,sqlx::query=debug".into(),
+                )],
+            },
+        )
+        .await;
+        s.create_user("admin", PW, true);
+        let r = Receiver::start().await;
+        hook(
+            &s,
+            "/api/v1/admin/hooks",
+            "admin",
+            &r.url,
+            &["user.created"],
+        )
+        .await;
+
+        // Past the moment after a hint in which the queue keeps looking.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let before = queue_statements(&s);
+        // The claim at start is in the log: the count below sees the
+        // queue's statements when there are any.
+        assert!(before > 0, "{backend}: no queue statement logged at all");
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert_eq!(
+            queue_statements(&s),
+            before,
+            "{backend}: the idle queue sent statements; the server's log:\n{}",
+            s.log()
+        );
+
+        // Another process writes the delivery: the server hears of it.
+        let asked = Instant::now();
+        s.create_user("carol", PW, false);
+        r.wait_for(&s, "carol's user.created", 5, |g| {
+            g.iter()
+                .any(|g| g.status == 200 && body_of(g)["data"]["name"] == "carol")
+        })
+        .await;
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "{backend}: carol's event took {:?}",
+            asked.elapsed()
+        );
+
+        // A refused attempt is tried again after its backoff (3 s), woken
+        // by nothing but the retry's own time.
+        r.script.lock().unwrap().push_back(Answer::Fail);
+        let (st, b) = post(
+            &s,
+            "/api/v1/admin/users",
+            "admin",
+            json!({"username": "dave", "email": "dave@example.com", "password": PW}),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        let got = r
+            .wait_for(&s, "dave's event retried", 10, |g| {
+                g.iter()
+                    .filter(|g| body_of(g)["data"]["name"] == "dave")
+                    .any(|g| g.status == 200)
+            })
+            .await;
+        let daves: Vec<&Got> = got
+            .iter()
+            .filter(|g| body_of(g)["data"]["name"] == "dave")
+            .collect();
+        assert_eq!(daves.len(), 2, "{backend}: refused once, then delivered");
+    }
+}

@@ -119,6 +119,7 @@ pub async fn emit_many(conn: &mut AnyConnection, events: Vec<Event>) -> sqlx::Re
         }
     }
     // The active hooks of each scope (repository, organization), read once.
+    let mut delivering = false;
     let mut hooks_of: HashMap<(i64, i64), Vec<Listener>> = HashMap::new();
     for (event, (event_id, _, org_id)) in events.iter().zip(&rows) {
         // `user.*` and `audit.*` reach system hooks only; everything else
@@ -159,6 +160,7 @@ pub async fn emit_many(conn: &mut AnyConnection, events: Vec<Event>) -> sqlx::Re
             {
                 continue;
             }
+            delivering = true;
             sqlx::query(
                 "INSERT INTO webhook_deliveries (hook_id, event_row, state, attempts, next_attempt, created, updated) VALUES ($1, $2, 'pending', 0, $3, $4, $5)",
             )
@@ -170,6 +172,11 @@ pub async fn emit_many(conn: &mut AnyConnection, events: Vec<Event>) -> sqlx::Re
             .execute(&mut *conn)
             .await?;
         }
+    }
+    if delivering {
+        // The queue looks for due deliveries when told, not all the time.
+        crate::cluster::announce_in(conn, crate::cluster::Change::Deliveries).await?;
+        super::written();
     }
     Ok(rows.into_iter().map(|(event_id, _, _)| event_id).collect())
 }
@@ -221,6 +228,8 @@ pub async fn ping(db: &Db, scope: Scope, id: i64) -> Result<i64> {
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
+    // Due now, on this host: its queue goes to work.
+    super::written();
     Ok(row.try_get(0)?)
 }
 

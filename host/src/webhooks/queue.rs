@@ -395,6 +395,29 @@ pub async fn delivery(
     Ok((d, attempts))
 }
 
+/// When, in milliseconds since the epoch, the next delivery outside the
+/// hooks in `skip` can be claimed: the soonest of the pending deliveries'
+/// next attempts, or the end of the lease another process holds on one.
+/// `None` when nothing is pending.
+pub async fn next_due(db: &Db, skip: &[i64]) -> Result<Option<i64>> {
+    // Hook ids are numbers the database gave.
+    let skip = if skip.is_empty() {
+        String::new()
+    } else {
+        format!(" AND hook_id NOT IN ({})", id_list(skip))
+    };
+    // A claim takes a delivery whose next_attempt <= now and whose lease
+    // ended before now (seconds).
+    let row = sqlx::query(&format!(
+        "SELECT MIN(CASE WHEN lease_until IS NULL OR lease_until < next_attempt \
+         THEN next_attempt ELSE lease_until + 1 END) FROM webhook_deliveries \
+         WHERE state = 'pending'{skip}"
+    ))
+    .fetch_one(db.pool())
+    .await?;
+    Ok(row.try_get::<Option<i64>, _>(0)?.map(|s| s * 1000))
+}
+
 /// Sends a delivery again: a new delivery of the same event (same
 /// `event_id`) to the same hook, due now; a dead original becomes
 /// `redelivered`, leaving the dead letters. Returns the new delivery.
@@ -437,7 +460,10 @@ pub async fn redeliver(db: &Db, hook_id: i64, delivery_id: i64) -> Result<Delive
         .execute(&mut *tx)
         .await?;
     }
+    // Due now, on whichever host (the CLI has no queue of its own).
+    crate::cluster::announce_in(&mut tx, crate::cluster::Change::Deliveries).await?;
     tx.commit().await?;
+    super::written();
     Ok(delivery(db, hook_id, new_id).await?.0)
 }
 

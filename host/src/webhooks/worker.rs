@@ -17,6 +17,13 @@
 //! events go on: receivers get no order guarantee and use each body's
 //! `timestamp` (docs/webhooks.md).
 //!
+//! An idle loop asks the database nothing. It looks for due deliveries
+//! when told that some were written ([`super::written`] in this process,
+//! the `deliveries` notice from other hosts on PostgreSQL, a file beside
+//! an SQLite database that the CLI appends to), when an attempt ends, and
+//! when the soonest retry or lapsed lease it knows of is due; and at least
+//! every [`FALLBACK`] for what nobody told it of.
+//!
 //! When the process stops, the loop claims nothing more, cuts the attempts
 //! still running short (their HTTP exchange ends with an error at once,
 //! see [`Wire::cut`]), waits for them, and records them as interrupted:
@@ -37,8 +44,25 @@ use crate::plugins::contract::{Delivery, TransportOutcome};
 use crate::plugins::outbound::{Allowed, Grant, Rules, Wire};
 use crate::state::App;
 
-/// How long an idle loop sleeps before it looks for due deliveries again.
+/// How long the loop waits before it looks again while deliveries may be
+/// on their way: after a hint (its transaction may not have committed yet),
+/// after an error, or when a due delivery went to another host.
 const IDLE: Duration = Duration::from_millis(200);
+
+/// How long after a hint the loop keeps looking every [`IDLE`]. A hint is
+/// given when deliveries are written, inside the transaction that writes
+/// them: they can be claimed once it commits, a moment later.
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// The longest the loop sleeps with nothing due: the bound on how late it
+/// sees a delivery no hint told it of (one the CLI wrote into a shared
+/// SQLite database, one whose notice was lost with a PostgreSQL
+/// connection).
+const FALLBACK: Duration = Duration::from_secs(30);
+
+/// How often a queue on SQLite looks whether another process (the CLI)
+/// wrote deliveries: the length of a file beside the database.
+const BEACON_EVERY: Duration = Duration::from_secs(1);
 
 /// The largest answer a transport may read; only [`Wire::EXCERPT`] bytes
 /// of it are kept.
@@ -136,6 +160,34 @@ impl Running {
         }
     }
 
+    /// The hooks whose `cap` slots are all taken.
+    fn full(&self, cap: usize) -> Vec<i64> {
+        self.per_hook
+            .iter()
+            .filter(|(_, n)| **n >= cap)
+            .map(|(hook, _)| *hook)
+            .collect()
+    }
+
+    /// How long the loop may sleep, with nothing claimed, until the next
+    /// delivery it could claim is due (a retry's backoff, another process's
+    /// lease running out); an attempt that ends wakes it before.
+    async fn until_due(&self, app: &App) -> super::Result<Duration> {
+        let workers = app.config().webhook.workers;
+        if self.started.len() >= workers {
+            return Ok(FALLBACK);
+        }
+        let Some(due) = queue::next_due(&app.db, &self.full(per_hook(workers))).await? else {
+            return Ok(FALLBACK);
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        // Due already but not claimed: another host took it meanwhile, or
+        // holds it under a lock; a moment later.
+        Ok(Duration::from_millis((due - now).max(0) as u64).clamp(IDLE, FALLBACK))
+    }
+
     /// Claims due deliveries for the free slots and starts their attempts;
     /// returns how many it started.
     async fn fill(&mut self, app: &App) -> super::Result<usize> {
@@ -146,12 +198,7 @@ impl Running {
             return Ok(0);
         }
         let cap = per_hook(cfg.workers);
-        let full: Vec<i64> = self
-            .per_hook
-            .iter()
-            .filter(|(_, n)| **n >= cap)
-            .map(|(hook, _)| *hook)
-            .collect();
+        let full = self.full(cap);
         // At most one hook's share at a time: the claim leaves out full
         // hooks, not the slots a hook has left, and what is over those
         // goes back at once (for the next claim, here or on another host).
@@ -217,6 +264,8 @@ impl Running {
         self.record(app).await;
         if running > 0 {
             tracing::info!("webhook queue: stopped, {running} attempts cut short");
+            // Due again at once: the other hosts may take them now.
+            crate::cluster::announce(&app.db, crate::cluster::Change::Deliveries).await;
         }
     }
 }
@@ -233,25 +282,59 @@ pub async fn run(app: App, stop: CancellationToken) {
     let owner = crate::cluster::host_name();
     tracing::info!(owner, "webhook queue started");
     let mut running = Running::new(owner);
+    // At the start deliveries may be waiting: the loop looks at once.
+    let mut hints_seen = u64::MAX;
+    let mut beacon_seen = super::beacon_length(&app.db);
+    let mut settling_until = Instant::now();
+    // When the loop next asks the database for due deliveries.
+    let mut look_at = Instant::now();
     loop {
+        // Listening before the count is read: a hint given after the read
+        // wakes the wait below, one given before it is in the count.
+        let hinted = super::HINTED.notified();
+        tokio::pin!(hinted);
+        hinted.as_mut().enable();
+        let hints = super::HINTS.load(std::sync::atomic::Ordering::SeqCst);
+        let beacon = super::beacon_length(&app.db);
+        if hints != hints_seen || beacon != beacon_seen {
+            (hints_seen, beacon_seen) = (hints, beacon);
+            settling_until = Instant::now() + SETTLE;
+            look_at = Instant::now();
+        }
         running.collect();
         running.record(&app).await;
         if stop.is_cancelled() {
             break;
         }
-        let pause = match running.fill(&app).await {
-            // Slots are left and more may be due: look again at once.
-            Ok(n) if n > 0 && running.started.len() < app.config().webhook.workers => continue,
-            Ok(_) => IDLE,
-            Err(e) => {
-                tracing::error!("webhook queue: {e}");
-                IDLE * 5
-            }
-        };
+        if Instant::now() >= look_at {
+            let pause = match running.fill(&app).await {
+                // Slots are left and more may be due: look again at once.
+                Ok(n) if n > 0 && running.started.len() < app.config().webhook.workers => {
+                    continue;
+                }
+                Ok(_) if Instant::now() < settling_until => Ok(IDLE),
+                Ok(_) => running.until_due(&app).await,
+                Err(e) => Err(e),
+            };
+            look_at = Instant::now()
+                + pause.unwrap_or_else(|e| {
+                    tracing::error!("webhook queue: {e}");
+                    IDLE * 5
+                });
+        }
+        // On SQLite the beacon is looked at in between.
+        let mut pause = look_at.saturating_duration_since(Instant::now());
+        if beacon_seen.is_some() {
+            pause = pause.min(BEACON_EVERY);
+        }
         // Until an attempt ends (a slot is free, an outcome to record),
-        // the pause is over, or the process stops.
+        // deliveries are written, the pause is over, or the process stops.
         tokio::select! {
-            Some(joined) = running.tasks.join_next_with_id() => running.ended(joined),
+            Some(joined) = running.tasks.join_next_with_id() => {
+                running.ended(joined);
+                look_at = Instant::now();
+            }
+            _ = &mut hinted => {}
             _ = tokio::time::sleep(pause) => {}
             _ = stop.cancelled() => {}
         }
