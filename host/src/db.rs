@@ -5,6 +5,7 @@
 //! sqlx's `Any` driver. Each backend has its own migrations, with the same
 //! schema, applied at start.
 
+pub mod beacon;
 pub mod cursor;
 pub mod verified;
 

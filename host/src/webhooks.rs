@@ -46,41 +46,32 @@ pub fn written() {
 
 /// The file beside an SQLite database through which a process without a
 /// queue (the CLI) tells the servers on the same file that it wrote
-/// deliveries: one byte appended per command that did, the length looked
-/// at by each queue about once a second (a `stat`, not a query).
-/// PostgreSQL carries the same news by `NOTIFY`.
-fn beacon(db: &crate::db::Db) -> Option<std::path::PathBuf> {
-    let mut name = db.sqlite_path()?.as_os_str().to_owned();
-    name.push(".deliveries");
-    Some(name.into())
+/// deliveries: rung once per command that did, looked at by each queue
+/// about once a second. `None` on PostgreSQL, which carries the same news
+/// by `NOTIFY`.
+fn beacon(db: &crate::db::Db) -> Option<crate::db::beacon::Beacon> {
+    crate::db::beacon::Beacon::beside(db.sqlite_path()?, ".deliveries")
+        .inspect_err(|e| {
+            tracing::warn!(
+                "cannot open the deliveries file beside the database: {e}; deliveries the CLI writes go out within 30 s"
+            );
+        })
+        .ok()
 }
 
 /// Tells the other processes on this SQLite database that this one wrote
 /// deliveries, if it did.
 pub fn tell_other_processes(db: &crate::db::Db) {
-    use std::io::Write as _;
     if HINTS.load(Ordering::SeqCst) == 0 {
         return;
     }
-    let Some(path) = beacon(db) else { return };
-    let told = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(b"d"));
-    if let Err(e) = told {
+    if let Some(beacon) = beacon(db)
+        && let Err(e) = beacon.ring()
+    {
         tracing::warn!(
-            "cannot tell the server of the deliveries written ({}): {e}; it sends them within 30 s",
-            path.display()
+            "cannot tell the server of the deliveries written: {e}; it sends them within 30 s"
         );
     }
-}
-
-/// The length of the beacon file: it changes when another process wrote
-/// deliveries. `None` on PostgreSQL.
-fn beacon_length(db: &crate::db::Db) -> Option<u64> {
-    let path = beacon(db)?;
-    Some(std::fs::metadata(path).map_or(0, |m| m.len()))
 }
 
 /// Why a webhook operation failed.

@@ -22,12 +22,13 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sha2::Digest as _;
+
+use super::beacon::Beacon;
 
 /// How long an entry is served at most.
 pub const LIFETIME: Duration = Duration::from_secs(5);
@@ -76,8 +77,8 @@ pub struct Verified {
     /// on PostgreSQL until the listening connection is up, and whenever it
     /// is down.
     hears_all: AtomicBool,
-    /// SQLite's `<database>.revocations`, opened for appending.
-    shared: Option<std::fs::File>,
+    /// SQLite's `<database>.revocations`.
+    shared: Option<Beacon>,
 }
 
 impl Verified {
@@ -85,12 +86,7 @@ impl Verified {
     /// or for the SQLite file at this path.
     pub(super) fn new(sqlite: Option<&std::path::Path>) -> Verified {
         let shared = sqlite.and_then(|path| {
-            let mut name = path.as_os_str().to_owned();
-            name.push(".revocations");
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(name)
+            Beacon::beside(path, ".revocations")
                 .inspect_err(|e| {
                     tracing::warn!("cannot open the revocations file beside the database: {e}; credentials are not cached");
                 })
@@ -112,7 +108,7 @@ impl Verified {
             return None;
         }
         let elsewhere = match &self.shared {
-            Some(file) => file.metadata().ok()?.len(),
+            Some(beacon) => beacon.rung().ok()?,
             None => 0,
         };
         Some(self.revoked.load(Ordering::Acquire) + elsewhere)
@@ -158,11 +154,10 @@ impl Verified {
     /// processes on the same SQLite file.
     pub fn revoked_here(&self) {
         self.revoked.fetch_add(1, Ordering::AcqRel);
-        if let Some(mut file) = self.shared.as_ref() {
-            // O_APPEND: each byte lands past every other, whoever writes.
-            if let Err(e) = file.write_all(b"r") {
-                tracing::warn!("cannot append to the revocations file: {e}");
-            }
+        if let Some(beacon) = &self.shared
+            && let Err(e) = beacon.ring()
+        {
+            tracing::warn!("cannot append to the revocations file: {e}");
         }
         self.forget_stale();
     }

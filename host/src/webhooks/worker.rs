@@ -284,7 +284,9 @@ pub async fn run(app: App, stop: CancellationToken) {
     let mut running = Running::new(owner);
     // At the start deliveries may be waiting: the loop looks at once.
     let mut hints_seen = u64::MAX;
-    let mut beacon_seen = super::beacon_length(&app.db);
+    let beacon = super::beacon(&app.db);
+    let rung = || beacon.as_ref().map(|b| b.rung().unwrap_or(0));
+    let mut beacon_seen = rung();
     let mut settling_until = Instant::now();
     // When the loop next asks the database for due deliveries.
     let mut look_at = Instant::now();
@@ -295,9 +297,9 @@ pub async fn run(app: App, stop: CancellationToken) {
         tokio::pin!(hinted);
         hinted.as_mut().enable();
         let hints = super::HINTS.load(std::sync::atomic::Ordering::SeqCst);
-        let beacon = super::beacon_length(&app.db);
-        if hints != hints_seen || beacon != beacon_seen {
-            (hints_seen, beacon_seen) = (hints, beacon);
+        let rang = rung();
+        if hints != hints_seen || rang != beacon_seen {
+            (hints_seen, beacon_seen) = (hints, rang);
             settling_until = Instant::now() + SETTLE;
             look_at = Instant::now();
         }
