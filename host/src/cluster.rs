@@ -49,8 +49,11 @@ impl Change {
         }
     }
 
+    /// A notice's change; a revocation's notice carries its number after
+    /// a colon (`credentials:17`).
     fn parse(s: &str) -> Option<Change> {
-        match s {
+        let kind = s.split_once(':').map_or(s, |(kind, _)| kind);
+        match kind {
             "sources" => Some(Change::Sources),
             "settings" => Some(Change::Settings),
             "credentials" => Some(Change::Credentials),
@@ -137,6 +140,34 @@ async fn listen_once(
 ) -> Result<(), sqlx::Error> {
     let mut listener = sqlx::postgres::PgListener::connect(url).await?;
     listener.listen(CHANNEL).await?;
+    // Every revocation numbered from here on reaches this connection, and
+    // nothing is served from memory before `hearing` below: what was
+    // numbered before counts as heard. The rows of listeners that are gone
+    // go with it. Named last, so that no revoker waits on this connection
+    // before its row is there. The name is random and short: PostgreSQL
+    // keeps 63 bytes of an application name.
+    let me = hex::encode(rand::random::<[u8; 8]>());
+    sqlx::query(
+        "INSERT INTO revocations_heard (host, n) \
+         SELECT $1, CASE WHEN is_called THEN last_value ELSE 0 END FROM revocation_numbers \
+         ON CONFLICT (host) DO UPDATE SET n = excluded.n",
+    )
+    .bind(&me)
+    .execute(&mut listener)
+    .await?;
+    sqlx::query(
+        "DELETE FROM revocations_heard h WHERE h.host <> $1 AND NOT EXISTS \
+         (SELECT 1 FROM pg_stat_activity a \
+          WHERE a.datname = current_database() AND a.application_name = $2::text || h.host)",
+    )
+    .bind(&me)
+    .bind(LISTENER_PREFIX)
+    .execute(&mut listener)
+    .await?;
+    sqlx::query("SELECT set_config('application_name', $1, false)")
+        .bind(format!("{LISTENER_PREFIX}{me}"))
+        .execute(&mut listener)
+        .await?;
     db.verified().hearing(true);
     loop {
         // `recv` would reconnect by itself and drop what was sent
@@ -147,10 +178,88 @@ async fn listen_once(
             .await?
             .ok_or_else(|| sqlx::Error::Protocol("the listening connection was lost".into()))?;
         match Change::parse(notice.payload()) {
-            Some(Change::Credentials) => db.verified().revoked_elsewhere(),
+            Some(Change::Credentials) => {
+                db.verified().revoked_elsewhere();
+                // Told only now, once nothing older is served here: the
+                // revoker answers its request when every listener has.
+                if let Some(n) = revocation_number(notice.payload()) {
+                    sqlx::query("UPDATE revocations_heard SET n = GREATEST(n, $2) WHERE host = $1")
+                        .bind(&me)
+                        .bind(n)
+                        .execute(&mut listener)
+                        .await?;
+                }
+            }
             Some(change) if to.send(change).await.is_err() => return Ok(()),
             Some(_) | None => {}
         }
+    }
+}
+
+/// The number a revocation's notice carries.
+fn revocation_number(payload: &str) -> Option<i64> {
+    payload.strip_prefix("credentials:")?.parse().ok()
+}
+
+/// How a listening connection names itself (`application_name`), followed
+/// by its own random name: a revoker waits for the listeners PostgreSQL shows
+/// connected, so a host that is gone holds nobody up.
+const LISTENER_PREFIX: &str = "postern-listen ";
+
+/// How long a revocation waits at most for the other hosts to hear it,
+/// and how often it looks.
+const HEARD_WAIT: Duration = Duration::from_secs(2);
+const HEARD_POLL: Duration = Duration::from_millis(2);
+
+/// Tells every host that credentials were revoked, and on PostgreSQL
+/// returns once every host listening on this database has heard it (its
+/// cache of verified credentials voided), so that the very next request
+/// on any host is refused. A host that does not answer within
+/// [`HEARD_WAIT`] is logged and not waited for longer: its own cache
+/// lifetime bounds what it may still serve.
+pub async fn announce_revocation(db: &Db) {
+    if db.backend() != &DbType::Postgres {
+        return;
+    }
+    if let Err(e) = announce_revocation_and_wait(db).await {
+        tracing::warn!(
+            "announcing a revocation failed (other hosts' caches lapse on their own): {e}"
+        );
+    }
+}
+
+async fn announce_revocation_and_wait(db: &Db) -> Result<(), sqlx::Error> {
+    let (n,): (i64,) = sqlx::query_as("SELECT nextval('revocation_numbers')")
+        .fetch_one(db.pool())
+        .await?;
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(format!("{}:{n}", Change::Credentials.as_str()))
+        .execute(db.pool())
+        .await?;
+    let started = std::time::Instant::now();
+    loop {
+        let (behind,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM pg_stat_activity a \
+             WHERE a.datname = current_database() AND a.application_name LIKE $1::text || '%' \
+             AND NOT EXISTS (SELECT 1 FROM revocations_heard h \
+                             WHERE a.application_name = $1::text || h.host AND h.n >= $2)",
+        )
+        .bind(LISTENER_PREFIX)
+        .bind(n)
+        .fetch_one(db.pool())
+        .await?;
+        if behind == 0 {
+            return Ok(());
+        }
+        if started.elapsed() >= HEARD_WAIT {
+            tracing::warn!(
+                "{behind} host(s) did not hear revocation {n} within {} s",
+                HEARD_WAIT.as_secs()
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(HEARD_POLL).await;
     }
 }
 
@@ -235,4 +344,20 @@ where
         }
     }
     ran
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revocation_notice_carries_its_number() {
+        assert_eq!(Change::parse("credentials:17"), Some(Change::Credentials));
+        assert_eq!(revocation_number("credentials:17"), Some(17));
+        assert_eq!(Change::parse("credentials"), Some(Change::Credentials));
+        assert_eq!(revocation_number("credentials"), None);
+        assert_eq!(revocation_number("credentials:x"), None);
+        assert_eq!(Change::parse("sources"), Some(Change::Sources));
+        assert_eq!(Change::parse("nonsense:1"), None);
+    }
 }

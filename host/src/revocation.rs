@@ -6,13 +6,14 @@
 //! (`db::verified`): the next request with a revoked one goes to the
 //! database and is refused there.
 
-use crate::cluster::{self, Change};
+use crate::cluster;
 use crate::db::Db;
 
 /// Voids the credentials verified before now, in this process at once and
-/// in the others by their notice. Call it after the commit: before it, a
+/// in the others by their notice, and returns once the other hosts on
+/// PostgreSQL have heard it. Call it after the commit: before it, a
 /// concurrent lookup could still read the old rows and keep them.
 pub async fn revoked(db: &Db) {
     db.verified().revoked_here();
-    cluster::announce(db, Change::Credentials).await;
+    cluster::announce_revocation(db).await;
 }

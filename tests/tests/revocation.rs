@@ -33,6 +33,31 @@ async fn get(base: &str, path: &str, auth: Auth<'_>) -> StatusCode {
     req.send().await.unwrap().status()
 }
 
+/// On PostgreSQL a revoking request answers only once every host's
+/// listener has recorded the revocation (its cache then void): read at
+/// once after the answer, both hosts' rows are there and caught up.
+async fn both_listeners_have_heard(server: &Server) {
+    use sqlx::Connection as _;
+    let mut conn = sqlx::PgConnection::connect(&server.database_url())
+        .await
+        .unwrap();
+    let (listening, behind): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE h.n IS NULL OR h.n < \
+             (SELECT last_value FROM revocation_numbers)) \
+         FROM pg_stat_activity a LEFT JOIN revocations_heard h \
+           ON a.application_name = 'postern-listen ' || h.host \
+         WHERE a.datname = current_database() AND a.application_name LIKE 'postern-listen %'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(listening, 2, "both hosts listen");
+    assert_eq!(
+        behind, 0,
+        "a host had not heard the revocation when it was answered"
+    );
+}
+
 /// Uses `auth` twice on every host, which then holds it in memory.
 async fn held_by_all(hosts: &[&str], path: &str, auth: Auth<'_>, what: &str) {
     for base in hosts {
@@ -141,6 +166,9 @@ async fn every_revoking_path_is_felt_by_both_hosts_at_once() {
             .await
             .unwrap();
         assert_eq!(res.status(), StatusCode::NO_CONTENT, "{backend}");
+        if matches!(backend, postern_tests::Backend::Postgres(_)) {
+            both_listeners_have_heard(&a).await;
+        }
         answered_by_all(
             &hosts,
             me,

@@ -9,9 +9,10 @@
 //!
 //! - made by this process: `revocation::revoked` after its commit;
 //! - made by another host on PostgreSQL: its `NOTIFY`, heard by
-//!   `cluster::listen`. While that listening connection is down nothing
-//!   is served from here ([`Verified::generation`] is `None`): a notice
-//!   could be missed;
+//!   `cluster::listen`, which the revoking host waits for before it
+//!   answers (`cluster::announce_revocation`). While that listening
+//!   connection is down nothing is served from here
+//!   ([`Verified::generation`] is `None`): a notice could be missed;
 //! - made by another process on the same SQLite file (the command line):
 //!   it appends a byte to `<database>.revocations`, whose length is part of
 //!   the count (one `fstat` per lookup).
