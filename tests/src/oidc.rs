@@ -247,6 +247,43 @@ impl OidcProvider {
             res.text().await.unwrap_or_default()
         );
     }
+
+    /// The provider's token endpoint, by address.
+    pub fn token_endpoint(&self) -> String {
+        self.direct("/token")
+    }
+
+    /// `count` authorization codes for `client_id`, as its authorization
+    /// endpoint would issue them after `login` signed in and consented to
+    /// `scope` (nonce `n`, PKCE S256 with `code_challenge`): the bench's
+    /// way to the provider's own token endpoint without its pages.
+    pub async fn mint_codes(
+        &self,
+        (client_id, redirect_uri): (&str, &str),
+        login: &str,
+        scope: &str,
+        code_challenge: &str,
+        count: usize,
+    ) -> Vec<String> {
+        let res = reqwest::Client::new()
+            .post(self.direct("/_test/codes"))
+            .json(&json!({
+                "client_id": client_id,
+                "redirect_uri": redirect_uri,
+                "login": login,
+                "scope": scope,
+                "nonce": "n",
+                "code_challenge": code_challenge,
+                "count": count,
+            }))
+            .send()
+            .await
+            .expect("the provider answers POST /_test/codes");
+        let status = res.status();
+        let body: Value = res.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "mint_codes: {body}\n{}", self.log());
+        serde_json::from_value(body).expect("a list of codes")
+    }
 }
 
 // ------------------------------------------------ the tampering provider

@@ -14,6 +14,13 @@
 //   PUT /_test/accounts/<login>   {"groups": ["admins"]}   merges claims
 //                                 {"email_verified": null}  leaves one out
 //
+// The bench measures the provider's own token endpoint against Postern's;
+// it takes its authorization codes without the sign-in pages:
+//
+//   POST /_test/codes  {"client_id", "redirect_uri", "login", "scope",
+//                       "nonce", "code_challenge" (S256), "count"}
+//                      → ["<code>", …]   (at most 10 000, one grant)
+//
 // Prints "oidc-provider listening on <issuer>" on stdout once it listens.
 // With EXIT_WITH_STDIN=1 it exits when its standard input closes.
 
@@ -126,6 +133,52 @@ provider.use(async (ctx, next) => {
   }
   overrides.set(login, { ...overrides.get(login), ...body });
   ctx.body = claimsOf(login);
+});
+
+// Codes minted as the authorization endpoint would after a sign-in and
+// consent: one grant of the scope, then `count` codes of it.
+async function mintCodes(body) {
+  const client = await provider.Client.find(String(body.client_id ?? ''));
+  if (!client) throw new Error('no such client');
+  const count = Math.min(Math.max(Number(body.count ?? 1), 1), 10000);
+  const accountId = String(body.login ?? 'bench');
+  const scope = String(body.scope ?? 'openid');
+  const grant = new provider.Grant({ accountId, clientId: client.clientId });
+  grant.addOIDCScope(scope);
+  const grantId = await grant.save();
+  const codes = [];
+  for (let i = 0; i < count; i += 1) {
+    const code = new provider.AuthorizationCode({
+      client,
+      grantId,
+      accountId,
+      scope,
+      redirectUri: String(body.redirect_uri ?? ''),
+      nonce: body.nonce === undefined ? undefined : String(body.nonce),
+      codeChallenge: String(body.code_challenge ?? ''),
+      codeChallengeMethod: 'S256',
+      authTime: Math.floor(Date.now() / 1000),
+    });
+    codes.push(await code.save());
+  }
+  return codes;
+}
+
+provider.use(async (ctx, next) => {
+  if (ctx.path !== '/_test/codes') {
+    await next();
+    return;
+  }
+  if (ctx.method !== 'POST') {
+    ctx.status = 405;
+    return;
+  }
+  try {
+    ctx.body = await mintCodes(await readJson(ctx.req));
+  } catch (err) {
+    ctx.status = 400;
+    ctx.body = { error: err.message };
+  }
 });
 
 // The development pages import a web font; the tests have no network, and a
