@@ -21,34 +21,60 @@ const PW: &str = "a-benchmark-password";
 struct Tally {
     micros: Vec<u32>,
     errors: u64,
+    /// What the first few failures were, for the bench's stderr.
+    failures: Vec<String>,
 }
 
 impl Tally {
-    fn took(&mut self, t: Instant, ok: bool) {
-        if ok {
-            self.micros.push(t.elapsed().as_micros() as u32);
-        } else {
-            self.errors += 1;
+    fn took(&mut self, t: Instant, outcome: Result<(), String>) {
+        match outcome {
+            Ok(()) => self.micros.push(t.elapsed().as_micros() as u32),
+            Err(e) => {
+                self.errors += 1;
+                if self.failures.len() < 5 {
+                    self.failures.push(e);
+                }
+            }
         }
     }
 }
 
-async fn ok(res: reqwest::Result<reqwest::Response>) -> bool {
+async fn ok(what: &str, res: reqwest::Result<reqwest::Response>) -> Result<(), String> {
     match res {
-        Ok(r) => r.status().is_success() && r.bytes().await.is_ok(),
-        Err(_) => false,
+        Ok(r) if r.status().is_success() => r
+            .bytes()
+            .await
+            .map(drop)
+            .map_err(|e| format!("{what}: {e}")),
+        Ok(r) => {
+            let status = r.status();
+            Err(format!(
+                "{what}: {status} {}",
+                r.text().await.unwrap_or_default()
+            ))
+        }
+        Err(e) => Err(format!("{what}: {e}")),
     }
 }
 
-async fn git(args: &[&str]) -> bool {
-    tokio::process::Command::new("git")
+async fn git(args: &[&str]) -> Result<(), String> {
+    let out = tokio::process::Command::new("git")
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
+        .stderr(std::process::Stdio::piped())
+        .output()
         .await
-        .is_ok_and(|s| s.success())
+        .map_err(|e| format!("git {}: {e}", args[0]))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "git {:?}: {}",
+            args.iter().find(|a| !a.starts_with('-')),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
 }
 
 pub async fn run(pg: Option<&str>, secs: u64) -> anyhow::Result<Vec<Figure>> {
@@ -104,9 +130,9 @@ pub async fn run(pg: Option<&str>, secs: u64) -> anyhow::Result<Vec<Figure>> {
                 let t = Instant::now();
                 let good = if i < READERS {
                     let path = if n.is_multiple_of(2) { "/api/v1/user" } else { "/api/v1/repos/bench/small" };
-                    ok(http.get(format!("{base}{path}")).header("authorization", &*token).send().await).await
+                    ok(path, http.get(format!("{base}{path}")).header("authorization", &*token).send().await).await
                 } else if i < READERS + SIGN_INS {
-                    ok(http.get(format!("{base}/api/v1/user")).basic_auth("bench", Some(PW)).send().await).await
+                    ok("sign-in", http.get(format!("{base}/api/v1/user")).basic_auth("bench", Some(PW)).send().await).await
                 } else if i < READERS + SIGN_INS + TOKENS {
                     let made = http
                         .post(format!("{base}/api/v1/users/bench/tokens"))
@@ -118,16 +144,16 @@ pub async fn run(pg: Option<&str>, secs: u64) -> anyhow::Result<Vec<Figure>> {
                         Ok(r) if r.status().is_success() => {
                             let id = r.json::<serde_json::Value>().await.ok().and_then(|v| v["id"].as_i64());
                             match id {
-                                Some(id) => ok(http
+                                Some(id) => ok("token deletion", http
                                     .delete(format!("{base}/api/v1/users/bench/tokens/{id}"))
                                     .basic_auth("bench", Some(PW))
                                     .send()
                                     .await)
                                 .await,
-                                None => false,
+                                None => Err("token creation: no id in the answer".into()),
                             }
                         }
-                        _ => false,
+                        other => ok("token creation", other).await,
                     }
                 } else if n == 1 {
                     let into = work.display().to_string();
@@ -146,6 +172,10 @@ pub async fn run(pg: Option<&str>, secs: u64) -> anyhow::Result<Vec<Figure>> {
         let tally = t.await?;
         all.micros.extend(tally.micros);
         all.errors += tally.errors;
+        all.failures.extend(tally.failures);
+    }
+    for failure in all.failures.iter().take(10) {
+        eprintln!("postern-bench: load: a request failed: {failure}");
     }
     let load = Load::from_samples(all.micros, all.errors, start.elapsed());
     let clients = READERS + SIGN_INS + TOKENS + GITS;
