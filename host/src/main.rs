@@ -16,13 +16,28 @@ fn main() -> std::process::ExitCode {
 /// clients left the process at 1.7 GB instead of 80 MB, and slower, for
 /// the page cache it took. Blocks of 1 MiB and more now come from mmap and
 /// go back to the system when freed.
+///
+/// glibc also gives threads arenas of their own, up to eight per core, and
+/// a busy host has many threads (the async workers, and the blocking pool
+/// that password hashes, plugin calls and file reads run on): each arena
+/// kept its own free memory, so the resident size after a load grew with
+/// the number of threads that had been busy at once. One arena per two
+/// cores holds it (docs/performance.md, "Memory"); `MALLOC_ARENA_MAX` in
+/// the environment, which glibc reads itself, still decides when an
+/// operator sets it.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn return_large_blocks() {
+    let arenas = std::env::var_os("MALLOC_ARENA_MAX")
+        .is_none()
+        .then(|| std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)));
     // SAFETY: mallopt only sets a parameter of the allocator; it runs first
     // in main, before any other thread exists.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+        if let Some(n) = arenas {
+            libc::mallopt(libc::M_ARENA_MAX, n as libc::c_int);
+        }
     }
 }
 
