@@ -34,8 +34,8 @@ async fn deactivated_by(app: &App, user_id: i64) -> sqlx::Result<String> {
 }
 
 /// What the database holds for a source before its sync, read in three
-/// queries, so that a listed user who is already linked costs no query
-/// unless something about them changed.
+/// queries side by side, so that a listed user who is already linked costs
+/// no query unless something about them changed.
 pub(super) struct Known {
     /// Linked users, by external id.
     pub(super) users: HashMap<String, User>,
@@ -50,10 +50,15 @@ pub(super) struct Known {
 
 impl Known {
     pub(super) async fn read(app: &App, source: &Plugin) -> anyhow::Result<Known> {
+        let (users, keys, logins) = tokio::try_join!(
+            async { anyhow::Ok(users::linked_to_source(&app.db, &source.id).await?) },
+            async { anyhow::Ok(crate::keys::held_from_source(&app.db, &source.id).await?) },
+            async { anyhow::Ok(users::logins_of_source(&app.db, &source.id).await?) },
+        )?;
         Ok(Known {
-            users: users::linked_to_source(&app.db, &source.id).await?,
-            keys: crate::keys::held_from_source(&app.db, &source.id).await?,
-            logins: users::logins_of_source(&app.db, &source.id).await?,
+            users,
+            keys,
+            logins,
             unmatched: HashSet::new(),
         })
     }

@@ -22,6 +22,14 @@ pub async fn sync_source(
 ) -> Summary {
     let started = now();
     let mut summary = Summary::default();
+    // What the database holds is read while the source lists its users:
+    // the listing runs on its worker (a plugin call) and waits on the
+    // directory, and the reads on the other worker, so that an unchanged
+    // sync costs about the listing.
+    let known = tokio::spawn({
+        let (app, source) = (app.clone(), source.clone());
+        async move { Known::read(&app, &source).await }
+    });
     let listed = match app.plugins.list_users(source).await {
         Ok(Ok(listed)) => listed,
         Ok(Err(refusal)) => {
@@ -40,8 +48,13 @@ pub async fn sync_source(
         }
     };
     let total = listed.len();
-    let known = match Known::read(app, source).await {
-        Ok(known) => known,
+    let known = match known.await {
+        Ok(Ok(known)) => known,
+        Ok(Err(e)) => {
+            summary.errors = 1;
+            summary.message = e.to_string();
+            return finish(app, source, started, summary).await;
+        }
         Err(e) => {
             summary.errors = 1;
             summary.message = e.to_string();
