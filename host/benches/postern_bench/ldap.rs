@@ -122,7 +122,7 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
             "ldapsearch dump of the same entries",
             baseline,
         )
-        .goal(Goal::RatioAtMost(3.0)),
+        .goal(Goal::RatioAtMost(2.0)),
     ];
 
     // 2. Sign-in latency against a bare bind.

@@ -196,6 +196,7 @@ pub async fn run(pg: Option<&str>, secs: u64) -> anyhow::Result<Vec<Figure>> {
             "resident memory after the load",
             crate::start::rss_mb(server.pid())?,
             "MB",
-        ),
+        )
+        .goal(Goal::AtMost(80.0)),
     ])
 }

@@ -138,7 +138,7 @@ pub async fn run(pg: Option<&str>) -> anyhow::Result<Vec<Figure>> {
         )
         .goal(Goal::AtMost(300.0)),
         Figure::plain("start", "idle resident memory after start", rss[1], "MB")
-            .goal(Goal::AtMost(60.0)),
+            .goal(Goal::AtMost(40.0)),
         Figure::plain("start", "CPU used by an idle server in 60 s", idle, "s")
             .goal(Goal::AtMost(0.05)),
     ])
