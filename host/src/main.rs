@@ -22,9 +22,9 @@ fn main() -> std::process::ExitCode {
 /// that password hashes, plugin calls and file reads run on): each arena
 /// kept its own free memory, so the resident size after a load grew with
 /// the number of threads that had been busy at once. One arena per two
-/// cores holds it (docs/performance.md, "Memory"); `MALLOC_ARENA_MAX` in
-/// the environment, which glibc reads itself, still decides when an
-/// operator sets it.
+/// cores holds it (docs/performance.md, "Third round, measured");
+/// `MALLOC_ARENA_MAX` in the environment, which glibc reads itself, still
+/// decides when an operator sets it.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn return_large_blocks() {

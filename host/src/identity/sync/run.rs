@@ -48,13 +48,12 @@ pub async fn sync_source(
         }
     };
     let total = listed.len();
-    let known = match known.await {
-        Ok(Ok(known)) => known,
-        Ok(Err(e)) => {
-            summary.errors = 1;
-            summary.message = e.to_string();
-            return finish(app, source, started, summary).await;
-        }
+    let known = known
+        .await
+        .map_err(anyhow::Error::from)
+        .and_then(|read| read);
+    let known = match known {
+        Ok(known) => known,
         Err(e) => {
             summary.errors = 1;
             summary.message = e.to_string();
