@@ -56,7 +56,7 @@ impl Sshd {
         } else {
             login()?
         };
-        let port = free_port()?;
+        let port = postern_tests::browser::free_port();
         let config = dir.join("sshd_config");
         std::fs::write(&config, config_text(port, &host_key, &keys))?;
         let child = Command::new(SSHD)
@@ -121,11 +121,6 @@ fn config_text(port: u16, host_key: &Path, keys: &Path) -> String {
         host_key.display(),
         keys.display()
     )
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
 }
 
 fn is_root() -> bool {

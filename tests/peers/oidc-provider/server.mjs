@@ -19,7 +19,9 @@
 //
 //   POST /_test/codes  {"client_id", "redirect_uri", "login", "scope",
 //                       "nonce", "code_challenge" (S256), "count"}
-//                      → ["<code>", …]   (at most 10 000, one grant)
+//                      → ["<code>", …]   (at most 500, one grant: the
+//                      development store keeps 1 000 objects and drops the
+//                      oldest, so more codes would lose the first ones)
 //
 // Prints "oidc-provider listening on <issuer>" on stdout once it listens.
 // With EXIT_WITH_STDIN=1 it exits when its standard input closes.
@@ -140,7 +142,10 @@ provider.use(async (ctx, next) => {
 async function mintCodes(body) {
   const client = await provider.Client.find(String(body.client_id ?? ''));
   if (!client) throw new Error('no such client');
-  const count = Math.min(Math.max(Number(body.count ?? 1), 1), 10000);
+  const count = Number(body.count ?? 1);
+  if (!Number.isInteger(count) || count < 1 || count > 500) {
+    throw new Error('count must be a whole number from 1 to 500');
+  }
   const accountId = String(body.login ?? 'bench');
   const scope = String(body.scope ?? 'openid');
   const grant = new provider.Grant({ accountId, clientId: client.clientId });
