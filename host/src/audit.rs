@@ -240,6 +240,7 @@ const APPEND_TRIES: usize = 50;
 /// table itself: a unique index on `prev_hash` did the same with one more
 /// b-tree written per row.)
 pub async fn record(tx: &mut sqlx::Transaction<'_, sqlx::Any>, event: &Event) -> sqlx::Result<()> {
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| append_sql(0));
     let mut head = match guessed_head() {
         Some(head) => head,
         None => read_head(tx).await?,
@@ -248,24 +249,12 @@ pub async fn record(tx: &mut sqlx::Transaction<'_, sqlx::Any>, event: &Event) ->
     for _ in 0..APPEND_TRIES {
         let (last, prev) = head;
         let row = entry(event, at, prev);
-        let insert = sqlx::query(
-            "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash, id) \
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 \
-             WHERE COALESCE((SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1), '') = $13 \
-             ON CONFLICT (id) DO NOTHING \
-             RETURNING CAST(CASE WHEN EXISTS (SELECT 1 FROM webhooks WHERE active = 1 AND scope = 'system' AND events LIKE '%\"audit%') THEN 1 ELSE 0 END AS BIGINT)",
-        );
-        let appended = bind_row(insert, &row)
-            .bind(last + 1)
+        let appended = bind_row(sqlx::query(SQL.as_str()), &row, last + 1)
             .fetch_optional(&mut **tx)
             .await?;
         match appended {
             Some(listening) => {
-                guess_head(Some((last + 1, row.hash.clone())));
-                if listening.try_get::<i64, _>(0)? == 1 {
-                    announce(tx, event.action, &row).await?;
-                }
-                return Ok(());
+                return appended_after(tx, event, row, last + 1, listening.try_get(0)?).await;
             }
             None => head = read_head(tx).await?,
         }
@@ -276,27 +265,144 @@ pub async fn record(tx: &mut sqlx::Transaction<'_, sqlx::Any>, event: &Event) ->
     ))
 }
 
-/// Binds a row's 14 columns (all but the id, which follows), in the order
-/// of the INSERTs' column lists.
-fn bind_row<'q>(
-    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    row: &'q Entry,
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+/// Runs `change`, one statement that returns one row (an `INSERT` or
+/// `UPDATE … RETURNING`, its parameters `$1` to `$arity`, bound by `bind`),
+/// and appends `event`'s row after the guessed head in the same trip to the
+/// database; returns the change's row. Each statement costs a trip to
+/// SQLite's worker thread or to PostgreSQL, which on SQLite is most of what
+/// a row adds to a small change. SQLite runs both statements from one
+/// string; PostgreSQL takes the row as a data-modifying `WITH`, and the
+/// change's row comes back with one column more at the end. When the guess
+/// was stale the change stands and the row is appended by [`record`].
+pub async fn record_along<'q>(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    event: &Event,
+    (change, arity): (&'static str, usize),
+    bind: impl FnOnce(AnyQuery<'q>) -> AnyQuery<'q>,
+) -> sqlx::Result<sqlx::any::AnyRow> {
+    let head = match guessed_head() {
+        Some(head) => head,
+        None => read_head(tx).await?,
+    };
+    let sqlite = crate::db::is_sqlite(tx);
+    let (last, prev) = head;
+    let row = entry(event, now_ms(), prev);
+    let query = bind_row(
+        bind(sqlx::query(along_sql(change, arity, sqlite))),
+        &row,
+        last + 1,
+    );
+    let mut rows = query.fetch_all(&mut **tx).await?;
+    let listening = if sqlite {
+        match rows.len() {
+            1 => None,
+            2 => rows.pop().map(|r| r.try_get::<i64, _>(0)).transpose()?,
+            n => return Err(along_rows(n)),
+        }
+    } else {
+        match rows.first() {
+            Some(r) if rows.len() == 1 => r.try_get::<Option<i64>, _>(r.len() - 1)?,
+            _ => return Err(along_rows(rows.len())),
+        }
+    };
+    let Some(changed) = rows.into_iter().next() else {
+        return Err(along_rows(0));
+    };
+    match listening {
+        Some(listening) => appended_after(tx, event, row, last + 1, listening).await?,
+        None => {
+            guess_head(None);
+            record(tx, event).await?;
+        }
+    }
+    Ok(changed)
+}
+
+/// A query of the `Any` driver, as [`record_along`]'s caller binds it.
+pub type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+fn along_rows(n: usize) -> sqlx::Error {
+    sqlx::Error::Protocol(format!(
+        "an audited change returned {n} rows where it returns one; the change is not made"
+    ))
+}
+
+/// The row `row` was appended as `id`: it is the head now, and the system
+/// hooks hear of it when `listening` (the INSERT's answer) says one does.
+async fn appended_after(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    event: &Event,
+    row: Entry,
+    id: i64,
+    listening: i64,
+) -> sqlx::Result<()> {
+    guess_head(Some((id, row.hash.clone())));
+    if listening == 1 {
+        announce(tx, event.action, &row).await?;
+    }
+    Ok(())
+}
+
+/// The INSERT that appends one row (its 15 values bound by [`bind_row`])
+/// only while the head it follows is still the last row, and answers
+/// whether a system hook listens; its parameters follow the first `first`.
+fn append_sql(first: usize) -> String {
+    let p = |n: usize| format!("${}", first + n);
+    let values = (1..=15).map(p).collect::<Vec<_>>().join(", ");
+    format!(
+        "INSERT INTO audit_events (at, actor_kind, actor, actor_id, address, user_agent, action, target, subject_id, org_id, outcome, details, prev_hash, hash, id) \
+         SELECT {values} \
+         WHERE COALESCE((SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1), '') = {prev} \
+         ON CONFLICT (id) DO NOTHING \
+         RETURNING CAST(CASE WHEN EXISTS (SELECT 1 FROM webhooks WHERE active = 1 AND scope = 'system' AND events LIKE '%\"audit%') THEN 1 ELSE 0 END AS BIGINT) AS audit_listening",
+        prev = p(13),
+    )
+}
+
+/// `change` and the row's INSERT as one text for the backend, made once
+/// per change statement (there are a few) and kept for the process's life.
+fn along_sql(change: &'static str, arity: usize, sqlite: bool) -> &'static str {
+    use std::collections::HashMap;
+    use std::sync::{LazyLock, Mutex};
+    static TEXTS: LazyLock<Mutex<HashMap<(&'static str, bool), &'static str>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    let mut texts = TEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    texts
+        .entry((change, sqlite))
+        .or_insert_with(|| {
+            let append = append_sql(arity);
+            let text = if sqlite {
+                format!("{change}; {append}")
+            } else {
+                format!(
+                    "WITH change AS ({change}), appended AS ({append}) \
+                     SELECT change.*, (SELECT audit_listening FROM appended) AS audit_listening FROM change"
+                )
+            };
+            Box::leak(text.into_boxed_str())
+        })
+}
+
+/// Binds a row's 14 columns and then `id`, in the order of the INSERTs'
+/// column lists. Owned copies, so the row may be dropped before the query
+/// runs.
+fn bind_row<'q>(query: AnyQuery<'q>, row: &Entry, id: i64) -> AnyQuery<'q> {
     query
         .bind(row.at)
-        .bind(&row.actor_kind)
-        .bind(&row.actor)
+        .bind(row.actor_kind.clone())
+        .bind(row.actor.clone())
         .bind(row.actor_id)
-        .bind(&row.address)
-        .bind(&row.user_agent)
-        .bind(&row.action)
-        .bind(&row.target)
+        .bind(row.address.clone())
+        .bind(row.user_agent.clone())
+        .bind(row.action.clone())
+        .bind(row.target.clone())
         .bind(row.subject)
         .bind(row.org)
-        .bind(&row.outcome)
-        .bind(&row.details)
-        .bind(&row.prev_hash)
-        .bind(&row.hash)
+        .bind(row.outcome.clone())
+        .bind(row.details.clone())
+        .bind(row.prev_hash.clone())
+        .bind(row.hash.clone())
+        .bind(id)
 }
 
 /// The row `event` makes at `at`, following `prev`.
@@ -363,7 +469,7 @@ pub async fn record_many(
         let mut query = sqlx::query(&sql);
         for row in chunk {
             id += 1;
-            query = bind_row(query, row).bind(id);
+            query = bind_row(query, row, id);
         }
         query.execute(&mut **tx).await?;
     }

@@ -283,31 +283,34 @@ pub async fn create(
         .map(i64::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    let sql = format!(
-        "INSERT INTO access_tokens (user_id, name, token_hash, last_eight, scopes, repositories, expires, created) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
-    );
-    let mut tx = db.begin().await?;
-    let row = sqlx::query(&sql)
-        .bind(user_id)
-        .bind(name)
-        .bind(digest(&secret))
-        .bind(secret[secret.len() - 8..].to_string())
-        .bind(scopes.names().join(","))
-        .bind(repos)
-        .bind(expires)
-        .bind(now())
-        .fetch_one(&mut *tx)
-        .await?;
-    let token = from_row(&row)?;
+    // Built once; the audit row goes with it in one trip.
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "INSERT INTO access_tokens (user_id, name, token_hash, last_eight, scopes, repositories, expires, created) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
+        )
+    });
+    let last_eight = secret[secret.len() - 8..].to_string();
     let mut event = Event::new(
         actor.clone(),
         "token.created",
         format!("token:{name}"),
         Some(user_id),
     );
-    event.details = serde_json::json!({"scopes": scopes.names(), "last_eight": token.last_eight});
-    audit::record(&mut tx, &event).await?;
+    event.details = serde_json::json!({"scopes": scopes.names(), "last_eight": last_eight});
+    let mut tx = db.begin().await?;
+    let row = audit::record_along(&mut tx, &event, (SQL.as_str(), 8), |q| {
+        q.bind(user_id)
+            .bind(name.to_string())
+            .bind(digest(&secret))
+            .bind(last_eight.clone())
+            .bind(scopes.names().join(","))
+            .bind(repos)
+            .bind(expires)
+            .bind(now())
+    })
+    .await?;
+    let token = from_row(&row)?;
     tx.commit().await?;
     Ok((secret, token))
 }

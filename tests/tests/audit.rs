@@ -844,6 +844,59 @@ async fn concurrent_writers_on_two_hosts_keep_one_chain() {
     }
 }
 
+/// A host appends a change's row in the trip of the change itself, after
+/// the last row it saw; when another host appended since, that guess is
+/// stale: the change still stands, and its one row chains on after the
+/// other host's.
+#[tokio::test]
+async fn a_host_whose_head_went_stale_records_each_change_once() {
+    for backend in backends() {
+        let a = Server::start(&backend, Options::default()).await;
+        let b = a.another_process("b");
+        a.create_user("root", PW, true);
+        // Each host in turn: from the third on, each finds the other's row
+        // after the one it last appended.
+        let names = ["t1", "t2", "t3", "t4", "t5"];
+        for (i, name) in names.iter().enumerate() {
+            let base = if i % 2 == 0 { &a.base } else { &b.base };
+            let res = client()
+                .post(format!("{base}/api/v1/users/root/tokens"))
+                .basic_auth("root", Some(PW))
+                .json(&json!({"name": name, "scopes": ["all"]}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::CREATED, "{backend}: {name}");
+        }
+        let listed = call(
+            &a,
+            reqwest::Method::GET,
+            "/api/v1/users/root/tokens",
+            "root",
+            Value::Null,
+        )
+        .await;
+        let mut held: Vec<&str> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        held.sort_unstable();
+        assert_eq!(held, names, "{backend}: {listed}");
+        let mut targets: Vec<String> = rows(&a, "token.created")
+            .await
+            .iter()
+            .filter_map(|r| r["target"].as_str().map(String::from))
+            .collect();
+        targets.sort_unstable();
+        let expected: Vec<String> = names.iter().map(|n| format!("token:{n}")).collect();
+        assert_eq!(targets, expected, "{backend}");
+        let (ok, text) = verify(&a);
+        assert!(ok && text.contains("intact: 6 rows"), "{backend}: {text}");
+    }
+}
+
 fn verify(s: &Server) -> (bool, String) {
     let out = s.cli(&["admin", "audit", "verify"]);
     let text = format!(
