@@ -1,7 +1,9 @@
 //! Builds the built-in plugins (`plugins/`) for `wasm32-wasip2` and writes
-//! `builtin_plugins.rs`, which embeds them in the binary.
+//! `builtin_plugins.rs`, which embeds them in the binary with their sha256.
 
 use std::path::PathBuf;
+
+use sha2::{Digest, Sha256};
 
 /// The built-in plugins: every member of the plugins workspace
 /// (`plugins/Cargo.toml`), that list being the one place a built-in is
@@ -44,9 +46,15 @@ fn main() {
     for (name, artifact) in builtins(&root.join("plugins/Cargo.toml")) {
         let file = dir.join(format!("{artifact}.wasm"));
         assert!(file.exists(), "{} was not built", file.display());
+        // The digest is taken here so that a start never reads the
+        // embedded bytes: with their compiled code cached, the host loads
+        // that instead, and the pages of the binary that hold the bytes
+        // stay out of memory.
+        let bytes = std::fs::read(&file).expect("the built plugin is readable");
         code.push_str(&format!(
-            "pub static {name}: &[u8] = include_bytes!({:?});\n",
-            file.display().to_string()
+            "pub static {name}: Wasm = Wasm {{ bytes: include_bytes!({:?}), sha256: {:?} }};\n",
+            file.display().to_string(),
+            hex::encode(Sha256::digest(&bytes)),
         ));
     }
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));

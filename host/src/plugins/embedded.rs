@@ -4,22 +4,31 @@
 use super::builtin::{LOCAL, TOTP, WEBAUTHN, WEBHOOK_HTTP, WEBHOOK_NATS};
 use super::{Capability, World};
 
+/// An embedded component and the sha256 of its bytes, taken when the
+/// binary was built.
+#[derive(Clone, Copy)]
+pub struct Wasm {
+    pub bytes: &'static [u8],
+    pub sha256: &'static str,
+}
+
 /// The SAML source's component.
-pub fn saml_wasm() -> &'static [u8] {
+pub fn saml_wasm() -> Wasm {
     wasm::SAML
 }
 
 /// The OAuth 2.0 / OpenID Connect source's component.
-pub fn oauth2_wasm() -> &'static [u8] {
+pub fn oauth2_wasm() -> Wasm {
     wasm::OAUTH2
 }
 
 /// The directory source's component.
-pub fn ldap_wasm() -> &'static [u8] {
+pub fn ldap_wasm() -> Wasm {
     wasm::LDAP
 }
 
 mod wasm {
+    use super::Wasm;
     include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
 }
 
@@ -30,7 +39,7 @@ pub struct Builtin {
     pub kind: World,
     pub version: &'static str,
     pub grants: &'static [Capability],
-    pub wasm: &'static [u8],
+    pub wasm: Wasm,
 }
 
 pub fn all() -> Vec<Builtin> {
@@ -94,7 +103,22 @@ mod tests {
         let mut named = crate::plugins::builtin::ids().to_vec();
         named.sort_unstable();
         assert_eq!(embedded, named);
-        assert!(all().iter().all(|b| !b.wasm.is_empty()));
-        assert!(templates.iter().all(|(_, wasm)| !wasm.is_empty()));
+        assert!(all().iter().all(|b| !b.wasm.bytes.is_empty()));
+        assert!(templates.iter().all(|(_, wasm)| !wasm.bytes.is_empty()));
+    }
+
+    /// The digest the build took is the one of the bytes it embedded: the
+    /// compile cache and `postern plugin list` go by it.
+    #[test]
+    fn each_digest_is_the_bytes_own() {
+        use sha2::{Digest, Sha256};
+        let wasms =
+            all()
+                .into_iter()
+                .map(|b| b.wasm)
+                .chain([ldap_wasm(), oauth2_wasm(), saml_wasm()]);
+        for wasm in wasms {
+            assert_eq!(wasm.sha256, hex::encode(Sha256::digest(wasm.bytes)));
+        }
     }
 }

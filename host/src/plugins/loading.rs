@@ -3,6 +3,7 @@
 //! reading and pinning the file, checking the imports against the grants,
 //! and preparing the component for its world and WIT version.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -262,9 +263,9 @@ impl Spec {
 }
 
 enum SpecSource {
-    BuiltIn(&'static [u8]),
+    BuiltIn(embedded::Wasm),
     /// A built-in plugin loaded once per source, named here.
-    InstanceOf(&'static str, &'static [u8]),
+    InstanceOf(&'static str, embedded::Wasm),
     Path {
         path: PathBuf,
         sha256: String,
@@ -381,22 +382,28 @@ fn http_grant(grants: &[Capability], settings: &[(String, String)]) -> Option<Ar
 }
 
 pub(super) fn load_one(engine: &Engine, cache_dir: &Path, spec: Spec) -> Plugin {
-    let (bytes, origin) = match &spec.source {
-        SpecSource::BuiltIn(b) => (Ok(b.to_vec()), Origin::BuiltIn),
-        SpecSource::InstanceOf(of, b) => (Ok(b.to_vec()), Origin::InstanceOf(of)),
-        SpecSource::Path { path, .. } => (
-            std::fs::read(path).map_err(|e| Error::Read {
+    // An embedded component is borrowed, not copied, and its digest is the
+    // build's: its bytes are read only when its compiled code is not cached.
+    let (bytes, origin, sha256) = match &spec.source {
+        SpecSource::BuiltIn(w) => (Ok(Cow::Borrowed(w.bytes)), Origin::BuiltIn, w.sha256.into()),
+        SpecSource::InstanceOf(of, w) => (
+            Ok(Cow::Borrowed(w.bytes)),
+            Origin::InstanceOf(of),
+            w.sha256.into(),
+        ),
+        SpecSource::Path { path, .. } => {
+            let bytes = std::fs::read(path).map_err(|e| Error::Read {
                 plugin: spec.id.clone(),
                 path: path.clone(),
                 reason: e.to_string(),
-            }),
-            Origin::Path(path.clone()),
-        ),
+            });
+            let sha256 = bytes
+                .as_ref()
+                .map(|b| hex::encode(Sha256::digest(b)))
+                .unwrap_or_default();
+            (bytes.map(Cow::Owned), Origin::Path(path.clone()), sha256)
+        }
     };
-    let sha256 = bytes
-        .as_ref()
-        .map(|b| hex::encode(Sha256::digest(b)))
-        .unwrap_or_default();
     // A native library at a PATH, allowed or not: its refusal stops the
     // start (`registry`).
     let origin = match (origin, &bytes) {
@@ -439,7 +446,7 @@ fn prepare(
     engine: &Engine,
     cache_dir: &Path,
     spec: &Spec,
-    bytes: Result<Vec<u8>>,
+    bytes: Result<Cow<'static, [u8]>>,
     sha256: &str,
 ) -> Result<(Prepared, &'static str)> {
     let bytes = bytes?;
