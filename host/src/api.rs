@@ -44,7 +44,6 @@ use axum::{Json, Router};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::UtoipaMethodRouter;
-use utoipa_axum::routes;
 
 pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody, RequestId, panic_response, request_id};
 pub use openapi::pretty as openapi_json;
@@ -62,7 +61,7 @@ use crate::users::User;
 /// `[api] DEFAULT_VERSION` decides. The version layer resolves and checks
 /// the version before the handler runs.
 pub(crate) fn routes(app: &App) -> Router<App> {
-    let operations = operations();
+    let operations = operations(false);
     let versioned = operations
         .router
         .route_layer(axum::middleware::from_fn_with_state(
@@ -79,176 +78,224 @@ pub(crate) fn routes(app: &App) -> Router<App> {
         .merge(scim::routes())
 }
 
-/// Every versioned operation, routed at the path its `#[utoipa::path]`
-/// attribute names (the one place a path is written) and described from
-/// the same attribute. One `routes!` a path: the handlers of its methods.
-fn operations() -> Operations {
-    Operations::default()
-        .add_unversioned(routes!(health))
-        .add(routes!(users::me))
-        .add(routes!(sessions::list))
-        .add(routes!(audit::admin_list))
-        .add(routes!(audit::own_list))
-        .add(routes!(audit::org_list))
-        .add(routes!(sessions::get, sessions::revoke))
-        .add(routes!(server_info::version))
-        .add(routes!(server_info::api_settings))
-        .add(routes!(users::admin_list, provisioning::create_user))
-        .add(routes!(
-            users::admin_get,
-            users::admin_edit,
-            provisioning::delete_user
-        ))
-        .add(routes!(provisioning::create_org))
-        .add(routes!(provisioning::create_repo))
-        .add(routes!(external_links::list, external_links::link))
-        .add(routes!(external_links::unlink))
-        .add(routes!(plugins::list))
-        .add(routes!(sources::list, sources::create))
-        .add(routes!(sources::delete, sources::edit))
-        .add(routes!(sources::test))
-        .add(routes!(sources::oauth2_list, sources::oauth2_create))
-        .add(routes!(
-            sources::oauth2_get,
-            sources::oauth2_replace,
-            sources::oauth2_edit,
-            sources::oauth2_delete
-        ))
-        .add(routes!(sources::oauth2_test))
-        .add(routes!(sources::sync))
-        .add(routes!(repos::list_mine, repos::create))
-        .add(routes!(tokens::list, tokens::create))
-        .add(routes!(tokens::delete))
-        .add(routes!(repos::get, repos::edit, repos::delete))
-        .add(routes!(repos::transfer))
-        .add(routes!(repos::collaborators))
-        .add(routes!(keys::list, keys::create))
-        .add(routes!(applications::list, applications::create))
-        .add(routes!(
-            applications::get,
-            applications::edit,
-            applications::delete
-        ))
-        .add(routes!(factors::list))
-        .add(routes!(factors::remove))
-        .add(routes!(factors::begin, factors::disable_totp))
-        .add(routes!(factors::begin_key))
-        .add(routes!(factors::confirm_key))
-        .add(routes!(factors::confirm))
-        .add(routes!(factors::regenerate))
-        .add(routes!(factors::forget_devices))
-        .add(routes!(orgs::list_all, orgs::create))
-        .add(routes!(applications::org_list, applications::org_create))
-        .add(routes!(applications::org_edit, applications::org_delete))
-        .add(routes!(orgs::get, orgs::edit))
-        .add(routes!(orgs::teams::teams, orgs::teams::create_team))
-        .add(routes!(orgs::repos, orgs::create_repo))
-        .add(routes!(orgs::teams::team_members))
-        .add(routes!(orgs::members))
-        .add(routes!(orgs::is_member))
-        .add(routes!(orgs::mine))
-        .add(routes!(orgs::admin_list))
-        .add(routes!(orgs::of_user))
-        .add(routes!(orgs::teams::team))
-        .add(routes!(
-            orgs::teams::team_member,
-            orgs::teams::add_member,
-            orgs::teams::remove_member
-        ))
-        .add(routes!(orgs::teams::add_repo))
-        .add(routes!(keys::get, keys::delete))
-        .add(routes!(protections::list, protections::create))
-        .add(routes!(
-            protections::get,
-            protections::edit,
-            protections::delete
-        ))
-        .add(routes!(
-            repos::is_collaborator,
-            repos::put_collaborator,
-            repos::delete_collaborator
-        ))
-        .add(routes!(repos::collaborator_permission))
-        .add(routes!(repos::get_by_id))
-        .add(routes!(users::public_get))
-        .add(routes!(repos::list_of_user))
-        .add(routes!(search::repos))
-        .add(routes!(search::users))
-        .add(routes!(search::team_repos))
-        .add(routes!(content::refs::branches))
-        .add(routes!(content::refs::branch))
-        .add(routes!(content::refs::tags))
-        .add(routes!(content::refs::tag))
-        .add(routes!(content::refs::all_refs))
-        .add(routes!(content::refs::refs_under))
-        .add(routes!(content::commits::commits))
-        .add(routes!(content::commits::commit))
-        .add(routes!(content::commits::compare))
-        .add(routes!(statuses::create, statuses::list))
-        .add(routes!(statuses::list_by_ref))
-        .add(routes!(statuses::combined))
-        .add(routes!(content::files::contents_root))
-        .add(routes!(
-            content::files::contents,
-            content::writes::create,
-            content::writes::update,
-            content::writes::delete
-        ))
-        .add(routes!(content::files::raw))
-        .add(routes!(content::files::media))
-        .add(routes!(content::files::tree))
-        .add(routes!(content::files::blob))
-        .add(routes!(content::files::archive))
-        .add_in_places(&hooks::PLACES, routes!(hooks::list, hooks::create))
-        .add_in_places(
-            &hooks::PLACES,
-            routes!(hooks::get, hooks::edit, hooks::delete),
-        )
-        .add_in_places(&hooks::PLACES, routes!(hooks::deliveries))
-        .add_in_places(&hooks::PLACES, routes!(hooks::delivery))
-        .add_in_places(&hooks::PLACES, routes!(hooks::redeliver))
-        .add_in_places(&hooks::PLACES, routes!(hooks::redeliver_dead))
-        .add_in_places(&hooks::PLACES, routes!(hooks::test))
-        .add(routes!(hooks::dead))
-        .add(routes!(forks::list, forks::create))
-        .add(routes!(pulls::list, pulls::create))
-        .add(routes!(pulls::get, pulls::edit))
-        .add(routes!(pulls::commits))
-        .add(routes!(pulls::files))
-        .add(routes!(pulls::is_merged, pulls::merge))
-        .add(routes!(pulls::request_reviewers, pulls::withdraw_reviewers))
-        .add(routes!(pulls::reviews::list, pulls::reviews::create))
-        .add(routes!(pulls::reviews::get, pulls::reviews::submit))
-        .add(routes!(pulls::reviews::comments))
-        .add(routes!(pulls::reviews::dismiss))
-        .add(routes!(issues::list, issues::create))
-        .add(routes!(issues::get, issues::edit, issues::delete))
-        .add(routes!(issues::lock, issues::unlock))
-        .add(routes!(
-            issues::comments::comments,
-            issues::comments::add_comment
-        ))
-        .add(routes!(
-            issues::comments::edit_comment,
-            issues::comments::delete_comment
-        ))
-        .add(routes!(issues::labels::add_labels))
-        .add(routes!(issues::labels::remove_label))
-        .add(routes!(
-            issues::labels::labels,
-            issues::labels::create_label
-        ))
-        .add(routes!(
-            issues::labels::get_label,
-            issues::labels::edit_label,
-            issues::labels::delete_label
-        ))
+/// The handlers of one path, as utoipa-axum's `routes!` takes them, as two
+/// functions: one routes them, from the path and methods their
+/// `#[utoipa::path]` attributes name and nothing more; the other, utoipa's
+/// own `routes!`, describes them as well. A host routes at every start and
+/// describes only when the OpenAPI document is asked for: the description
+/// is some 26 MB of schemas, built and dropped, and the code that builds
+/// them (docs/performance.md, "Idle memory").
+macro_rules! routes {
+    // Each handler as the idents of its path, not a `path` fragment: utoipa's
+    // macro takes it apart to name the `__path_` type beside the handler.
+    ($($($handler:ident)::+),+ $(,)?) => {
+        Operation {
+            route: || {
+                #[allow(unused_imports)]
+                use utoipa_axum::PathItemExt;
+                let mut routed: Option<String> = None;
+                let mut router = MethodRouter::new();
+                $(
+                    let path = utoipa_axum::routes!(@path [path()] of $($handler)::+);
+                    let methods = utoipa_axum::routes!(@path [methods()] of $($handler)::+);
+                    router = methods
+                        .iter()
+                        .fold(router, |router, method| router.on(method.to_method_filter(), $($handler)::+));
+                    if let Some(first) = routed.as_ref().filter(|first| **first != path) {
+                        panic!("one routes! names the handlers of one path, not of {first} and {path}");
+                    }
+                    routed = Some(path);
+                )+
+                (routed.expect("routes! names a handler"), router)
+            },
+            describe: || utoipa_axum::routes!($($($handler)::+),+),
+        }
+    };
 }
 
-/// The API's routes and their description, built together so that neither
-/// can name a path the other lacks.
+/// The handlers of one path, routed or described ([`routes!`]).
+struct Operation {
+    route: fn() -> (String, MethodRouter<App>),
+    describe: fn() -> UtoipaMethodRouter<App>,
+}
+
+/// Every versioned operation, routed at the path its `#[utoipa::path]`
+/// attribute names (the one place a path is written) and, when
+/// `describing`, described from the same attribute. One `routes!` a path:
+/// the handlers of its methods.
+fn operations(describing: bool) -> Operations {
+    Operations {
+        describing,
+        ..Operations::default()
+    }
+    .add_unversioned(routes!(health))
+    .add(routes!(users::me))
+    .add(routes!(sessions::list))
+    .add(routes!(audit::admin_list))
+    .add(routes!(audit::own_list))
+    .add(routes!(audit::org_list))
+    .add(routes!(sessions::get, sessions::revoke))
+    .add(routes!(server_info::version))
+    .add(routes!(server_info::api_settings))
+    .add(routes!(users::admin_list, provisioning::create_user))
+    .add(routes!(
+        users::admin_get,
+        users::admin_edit,
+        provisioning::delete_user
+    ))
+    .add(routes!(provisioning::create_org))
+    .add(routes!(provisioning::create_repo))
+    .add(routes!(external_links::list, external_links::link))
+    .add(routes!(external_links::unlink))
+    .add(routes!(plugins::list))
+    .add(routes!(sources::list, sources::create))
+    .add(routes!(sources::delete, sources::edit))
+    .add(routes!(sources::test))
+    .add(routes!(sources::oauth2_list, sources::oauth2_create))
+    .add(routes!(
+        sources::oauth2_get,
+        sources::oauth2_replace,
+        sources::oauth2_edit,
+        sources::oauth2_delete
+    ))
+    .add(routes!(sources::oauth2_test))
+    .add(routes!(sources::sync))
+    .add(routes!(repos::list_mine, repos::create))
+    .add(routes!(tokens::list, tokens::create))
+    .add(routes!(tokens::delete))
+    .add(routes!(repos::get, repos::edit, repos::delete))
+    .add(routes!(repos::transfer))
+    .add(routes!(repos::collaborators))
+    .add(routes!(keys::list, keys::create))
+    .add(routes!(applications::list, applications::create))
+    .add(routes!(
+        applications::get,
+        applications::edit,
+        applications::delete
+    ))
+    .add(routes!(factors::list))
+    .add(routes!(factors::remove))
+    .add(routes!(factors::begin, factors::disable_totp))
+    .add(routes!(factors::begin_key))
+    .add(routes!(factors::confirm_key))
+    .add(routes!(factors::confirm))
+    .add(routes!(factors::regenerate))
+    .add(routes!(factors::forget_devices))
+    .add(routes!(orgs::list_all, orgs::create))
+    .add(routes!(applications::org_list, applications::org_create))
+    .add(routes!(applications::org_edit, applications::org_delete))
+    .add(routes!(orgs::get, orgs::edit))
+    .add(routes!(orgs::teams::teams, orgs::teams::create_team))
+    .add(routes!(orgs::repos, orgs::create_repo))
+    .add(routes!(orgs::teams::team_members))
+    .add(routes!(orgs::members))
+    .add(routes!(orgs::is_member))
+    .add(routes!(orgs::mine))
+    .add(routes!(orgs::admin_list))
+    .add(routes!(orgs::of_user))
+    .add(routes!(orgs::teams::team))
+    .add(routes!(
+        orgs::teams::team_member,
+        orgs::teams::add_member,
+        orgs::teams::remove_member
+    ))
+    .add(routes!(orgs::teams::add_repo))
+    .add(routes!(keys::get, keys::delete))
+    .add(routes!(protections::list, protections::create))
+    .add(routes!(
+        protections::get,
+        protections::edit,
+        protections::delete
+    ))
+    .add(routes!(
+        repos::is_collaborator,
+        repos::put_collaborator,
+        repos::delete_collaborator
+    ))
+    .add(routes!(repos::collaborator_permission))
+    .add(routes!(repos::get_by_id))
+    .add(routes!(users::public_get))
+    .add(routes!(repos::list_of_user))
+    .add(routes!(search::repos))
+    .add(routes!(search::users))
+    .add(routes!(search::team_repos))
+    .add(routes!(content::refs::branches))
+    .add(routes!(content::refs::branch))
+    .add(routes!(content::refs::tags))
+    .add(routes!(content::refs::tag))
+    .add(routes!(content::refs::all_refs))
+    .add(routes!(content::refs::refs_under))
+    .add(routes!(content::commits::commits))
+    .add(routes!(content::commits::commit))
+    .add(routes!(content::commits::compare))
+    .add(routes!(statuses::create, statuses::list))
+    .add(routes!(statuses::list_by_ref))
+    .add(routes!(statuses::combined))
+    .add(routes!(content::files::contents_root))
+    .add(routes!(
+        content::files::contents,
+        content::writes::create,
+        content::writes::update,
+        content::writes::delete
+    ))
+    .add(routes!(content::files::raw))
+    .add(routes!(content::files::media))
+    .add(routes!(content::files::tree))
+    .add(routes!(content::files::blob))
+    .add(routes!(content::files::archive))
+    .add_in_places(&hooks::PLACES, routes!(hooks::list, hooks::create))
+    .add_in_places(
+        &hooks::PLACES,
+        routes!(hooks::get, hooks::edit, hooks::delete),
+    )
+    .add_in_places(&hooks::PLACES, routes!(hooks::deliveries))
+    .add_in_places(&hooks::PLACES, routes!(hooks::delivery))
+    .add_in_places(&hooks::PLACES, routes!(hooks::redeliver))
+    .add_in_places(&hooks::PLACES, routes!(hooks::redeliver_dead))
+    .add_in_places(&hooks::PLACES, routes!(hooks::test))
+    .add(routes!(hooks::dead))
+    .add(routes!(forks::list, forks::create))
+    .add(routes!(pulls::list, pulls::create))
+    .add(routes!(pulls::get, pulls::edit))
+    .add(routes!(pulls::commits))
+    .add(routes!(pulls::files))
+    .add(routes!(pulls::is_merged, pulls::merge))
+    .add(routes!(pulls::request_reviewers, pulls::withdraw_reviewers))
+    .add(routes!(pulls::reviews::list, pulls::reviews::create))
+    .add(routes!(pulls::reviews::get, pulls::reviews::submit))
+    .add(routes!(pulls::reviews::comments))
+    .add(routes!(pulls::reviews::dismiss))
+    .add(routes!(issues::list, issues::create))
+    .add(routes!(issues::get, issues::edit, issues::delete))
+    .add(routes!(issues::lock, issues::unlock))
+    .add(routes!(
+        issues::comments::comments,
+        issues::comments::add_comment
+    ))
+    .add(routes!(
+        issues::comments::edit_comment,
+        issues::comments::delete_comment
+    ))
+    .add(routes!(issues::labels::add_labels))
+    .add(routes!(issues::labels::remove_label))
+    .add(routes!(
+        issues::labels::labels,
+        issues::labels::create_label
+    ))
+    .add(routes!(
+        issues::labels::get_label,
+        issues::labels::edit_label,
+        issues::labels::delete_label
+    ))
+}
+
+/// The API's routes and their description, built from the same `routes!`
+/// so that neither can name a path the other lacks.
 #[derive(Default)]
 struct Operations {
+    /// Whether the description is built too ([`description`]); serving
+    /// builds only the routers.
+    describing: bool,
     /// Served under the version layer.
     router: Router<App>,
     /// Served as written (`/api/healthz`).
@@ -264,8 +311,12 @@ impl Operations {
     /// Serves the handlers of one path, described at `/api/v1/…`, under
     /// `/api/{version}/…` and, without a version segment, `/api/…` (where
     /// `Accept` or `[api] DEFAULT_VERSION` decides).
-    fn add(mut self, operation: UtoipaMethodRouter<App>) -> Self {
-        let (path, handlers) = self.describe(operation);
+    fn add(mut self, operation: Operation) -> Self {
+        let (path, handlers) = self.resolve(operation);
+        self.route_versioned(&path, handlers)
+    }
+
+    fn route_versioned(mut self, path: &str, handlers: MethodRouter<App>) -> Self {
         let rest = path
             .strip_prefix("/api/v1")
             .unwrap_or_else(|| panic!("{path}: a versioned operation's path starts with /api/v1"));
@@ -280,13 +331,14 @@ impl Operations {
     /// Serves the handlers of one path, written relative to a place, under
     /// each place's prefix: described with the place's tag, and with the
     /// prefix's parameters before the operation's own.
-    fn add_in_places(
-        mut self,
-        places: &[hooks::Place],
-        (schemas, paths, handlers): UtoipaMethodRouter<App>,
-    ) -> Self {
+    fn add_in_places(mut self, places: &[hooks::Place], operation: Operation) -> Self {
         for place in places {
-            let mut paths = paths.clone();
+            if !self.describing {
+                let (path, handlers) = (operation.route)();
+                self = self.route_versioned(&format!("{}{path}", place.prefix), handlers);
+                continue;
+            }
+            let (schemas, mut paths, handlers) = (operation.describe)();
             for item in paths.paths.values_mut() {
                 for op in item_operations(item) {
                     op.tags = Some(vec![place.tag.to_string()]);
@@ -300,16 +352,27 @@ impl Operations {
                 .into_iter()
                 .map(|(path, item)| (format!("{}{path}", place.prefix), item))
                 .collect();
-            self = self.add((schemas.clone(), paths, handlers.clone()));
+            let (path, handlers) = self.describe((schemas, paths, handlers));
+            self = self.route_versioned(&path, handlers);
         }
         self
     }
 
     /// Serves the handlers of one path at that path, outside the versions.
-    fn add_unversioned(mut self, operation: UtoipaMethodRouter<App>) -> Self {
-        let (path, handlers) = self.describe(operation);
+    fn add_unversioned(mut self, operation: Operation) -> Self {
+        let (path, handlers) = self.resolve(operation);
         self.unversioned = self.unversioned.route(&path, handlers);
         self
+    }
+
+    /// The path and handlers of one `routes!`, described too when the
+    /// description is being built.
+    fn resolve(&mut self, operation: Operation) -> (String, MethodRouter<App>) {
+        if self.describing {
+            self.describe((operation.describe)())
+        } else {
+            (operation.route)()
+        }
     }
 
     /// Adds the description of one `routes!` and returns its path: the
@@ -361,7 +424,7 @@ pub(crate) fn item_operations(
 
 /// The API's description: every operation's, with the standard answers.
 pub fn description() -> utoipa::openapi::OpenApi {
-    let operations = operations();
+    let operations = operations(true);
     openapi::complete(operations.paths, operations.schemas)
 }
 

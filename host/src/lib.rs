@@ -8,6 +8,7 @@
 //! map; `tests/layers.rs` holds it against the code.
 
 pub mod access;
+pub mod allocator;
 pub mod api;
 pub mod audit;
 pub mod authn;

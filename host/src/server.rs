@@ -222,9 +222,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     ));
     let plugins = app.plugins.clone();
     let stopping = stop_queue.clone();
+    // What start built and dropped (the plugins' loading, the migrations)
+    // goes back to the system before the host idles.
+    let routes = router(app);
+    crate::allocator::return_freed();
     let served = axum::serve(
         no_delay(listener),
-        router(app).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        routes.into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
     .with_graceful_shutdown(async move {
         shutdown().await;

@@ -17,6 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "foundation",
         &[
             "config",
+            "allocator",
             "db",
             "secrets",
             "credentials",

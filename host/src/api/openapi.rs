@@ -2,7 +2,6 @@
 //! served at `/api/v1/openapi.json` (Swagger UI at `/api/swagger`). The
 //! checked-in `docs/openapi.json` is kept equal to it by a test.
 
-use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -200,10 +199,23 @@ pub fn pretty() -> String {
         + "\n"
 }
 
-pub(crate) async fn json() -> Json<&'static utoipa::openapi::OpenApi> {
-    // Made once: it is the same for the life of the process.
-    static DESCRIPTION: std::sync::OnceLock<utoipa::openapi::OpenApi> = std::sync::OnceLock::new();
-    Json(DESCRIPTION.get_or_init(super::description))
+pub(crate) async fn json() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    // Made once, as it is the same for the life of the process, and kept
+    // as its JSON: the description itself is some 26 MB of schemas, given
+    // back to the system once written out.
+    static JSON: std::sync::OnceLock<axum::body::Bytes> = std::sync::OnceLock::new();
+    let body = JSON.get_or_init(|| {
+        let json =
+            serde_json::to_vec(&super::description()).expect("the OpenAPI description serialises");
+        crate::allocator::return_freed();
+        json.into()
+    });
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.clone(),
+    )
+        .into_response()
 }
 
 #[cfg(test)]
