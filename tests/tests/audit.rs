@@ -825,14 +825,7 @@ async fn concurrent_writers_on_two_hosts_keep_one_chain() {
         for i in 0..40 {
             let base = bases[i % 2].clone();
             tasks.push(tokio::spawn(async move {
-                let res = client()
-                    .post(format!("{base}/api/v1/users/root/tokens"))
-                    .basic_auth("root", Some(PW))
-                    .json(&json!({"name": format!("t{i}"), "scopes": ["all"]}))
-                    .send()
-                    .await
-                    .unwrap();
-                res.status()
+                create_root_token(&base, &format!("t{i}")).await
             }));
         }
         for t in tasks {
@@ -859,14 +852,8 @@ async fn a_host_whose_head_went_stale_records_each_change_once() {
         let names = ["t1", "t2", "t3", "t4", "t5"];
         for (i, name) in names.iter().enumerate() {
             let base = if i % 2 == 0 { &a.base } else { &b.base };
-            let res = client()
-                .post(format!("{base}/api/v1/users/root/tokens"))
-                .basic_auth("root", Some(PW))
-                .json(&json!({"name": name, "scopes": ["all"]}))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status(), StatusCode::CREATED, "{backend}: {name}");
+            let status = create_root_token(base, name).await;
+            assert_eq!(status, StatusCode::CREATED, "{backend}: {name}");
         }
         let listed = call(
             &a,
@@ -895,6 +882,19 @@ async fn a_host_whose_head_went_stale_records_each_change_once() {
         let (ok, text) = verify(&a);
         assert!(ok && text.contains("intact: 6 rows"), "{backend}: {text}");
     }
+}
+
+/// Creates a token of `root`'s named `name` at `base`, signed in by
+/// Basic authentication; the answer's status.
+async fn create_root_token(base: &str, name: &str) -> StatusCode {
+    client()
+        .post(format!("{base}/api/v1/users/root/tokens"))
+        .basic_auth("root", Some(PW))
+        .json(&json!({"name": name, "scopes": ["all"]}))
+        .send()
+        .await
+        .unwrap()
+        .status()
 }
 
 fn verify(s: &Server) -> (bool, String) {
