@@ -177,3 +177,65 @@ async fn health_and_version_answer_anonymously() {
         assert!(body["version"].is_string(), "{body}");
     }
 }
+
+/// Every operation the OpenAPI description names is routed, under
+/// `/api/v1/…` and without the version: the router is built from the
+/// handlers' paths and methods alone, the description from the same
+/// attributes by utoipa, and neither may name what the other lacks.
+#[tokio::test]
+async fn every_described_operation_is_routed() {
+    let description = postern::api::description();
+    for i in instances().await {
+        let router = postern::server::router(i.app.clone());
+        let mut asked = 0;
+        for (path, item) in &description.paths.paths {
+            let methods = [
+                ("GET", item.get.is_some()),
+                ("PUT", item.put.is_some()),
+                ("POST", item.post.is_some()),
+                ("DELETE", item.delete.is_some()),
+                ("PATCH", item.patch.is_some()),
+            ];
+            // Each `{parameter}` as a plain value; the handler may refuse it,
+            // but the router must reach the handler.
+            let filled = path
+                .split('/')
+                .map(|s| if s.starts_with('{') { "x" } else { s })
+                .collect::<Vec<_>>()
+                .join("/");
+            let mut uris = vec![filled.clone()];
+            if let Some(rest) = filled.strip_prefix("/api/v1/") {
+                uris.push(format!("/api/{rest}"));
+            }
+            for (method, _) in methods.iter().filter(|(_, described)| *described) {
+                for uri in &uris {
+                    let mut request = Request::builder()
+                        .method(*method)
+                        .uri(uri)
+                        .body(Body::empty())
+                        .unwrap();
+                    request
+                        .extensions_mut()
+                        .insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+                    let response = router.clone().oneshot(request).await.unwrap();
+                    let status = response.status();
+                    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+                    let body = String::from_utf8_lossy(&bytes);
+                    assert_ne!(
+                        status,
+                        StatusCode::METHOD_NOT_ALLOWED,
+                        "{}: {method} {uri} ({path}): {body}",
+                        i.backend
+                    );
+                    assert!(
+                        !body.contains("no API endpoint at"),
+                        "{}: {method} {uri} ({path}) is described but not routed: {body}",
+                        i.backend
+                    );
+                    asked += 1;
+                }
+            }
+        }
+        assert!(asked > 200, "{}: only {asked} operations asked", i.backend);
+    }
+}
